@@ -1,0 +1,217 @@
+"""The job model: a job file validated into frozen dataclasses.
+
+A job mirrors a Hydra job config (see the README): ``shards``, ``source`` (a
+list consumed in order), ``map`` (``fields``, ``filter_in``, ``filter_out``)
+and ``tree.root`` (path elements). Relative paths resolve against the job
+file's folder. Every error points at the offending value in the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from loaders.filters_model import BundleFilter, FieldMapping, parse_bundle_filter, parse_fields
+from loaders.jobfile import JobText, KeyPath, read_job_file
+
+__all__ = ["ElementSpec", "JobSpec", "MapSpec", "SourceSpec", "load_job"]
+
+FORMATS = ("csv", "tsv", "json", "parquet")
+ELEMENT_TYPES = ("const", "value", "branch")
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One input source of a job."""
+
+    name: str
+    path: str  # absolute: a file, a folder or a glob
+    format: Literal["csv", "tsv", "json", "parquet"]
+    header: bool = True
+    columns: tuple[str, ...] = ()
+    shard_by: str | None = None
+    inject_source_name: str | None = None
+    dedup_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ElementSpec:
+    """One element of ``tree.root``: ``const``, ``value`` or ``branch``."""
+
+    kind: Literal["const", "value", "branch"]
+    where: str
+    value: str | None = None
+    key: str | None = None
+    create: bool = True
+    filter: BundleFilter | None = None
+    branches: tuple[tuple[ElementSpec, ...], ...] = ()
+
+    def walk(self) -> list[ElementSpec]:
+        """This element and every element nested in its branches."""
+        found = [self]
+        for branch in self.branches:
+            for element in branch:
+                found.extend(element.walk())
+        return found
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    """The ``map`` section: projection and record filters."""
+
+    fields: tuple[FieldMapping, ...] = ()
+    filter_in: BundleFilter | None = None
+    filter_out: BundleFilter | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A whole validated job."""
+
+    file: str
+    shards: int
+    sources: tuple[SourceSpec, ...]
+    map: MapSpec
+    tree: tuple[ElementSpec, ...]
+
+    def elements(self) -> list[ElementSpec]:
+        """Every tree element, nested ones included."""
+        return [found for element in self.tree for found in element.walk()]
+
+
+class _Validator:
+    def __init__(self, job: JobText, base: Path) -> None:
+        self.job = job
+        self.base = base
+
+    def dict_at(self, value: Any, path: KeyPath, known: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.job.error(path, f"expected an object, found {type(value).__name__}")
+        for key in value:
+            if key not in known:
+                raise self.job.error(
+                    (*path, key), f"unknown key {key!r}", hint="Known keys: " + ", ".join(sorted(known)) + "."
+                )
+        return value
+
+    def text(self, doc: dict[str, Any], key: str, path: KeyPath, required: bool = False) -> str | None:
+        if key not in doc:
+            if required:
+                raise self.job.error(path, f"{key!r} is required")
+            return None
+        value = doc[key]
+        if not isinstance(value, str) or not value:
+            raise self.job.error((*path, key), f"{key!r} must be a non-empty string")
+        return value
+
+    def flag(self, doc: dict[str, Any], key: str, path: KeyPath, default: bool) -> bool:
+        value = doc.get(key, default)
+        if not isinstance(value, bool):
+            raise self.job.error((*path, key), f"{key!r} must be true or false")
+        return value
+
+    def names(self, value: Any, path: KeyPath) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self.job.error(path, "expected a list of field names")
+        return tuple(value)
+
+    def source(self, doc: Any, path: KeyPath, shards: int) -> SourceSpec:
+        known = {"name", "path", "format", "header", "columns", "shard_by", "inject_source_name", "dedup"}
+        doc = self.dict_at(doc, path, known)
+        fmt = self.text(doc, "format", path, required=True)
+        if fmt not in FORMATS:
+            raise self.job.error((*path, "format"), f"unknown format {fmt!r}", hint="Use " + ", ".join(FORMATS) + ".")
+        shard_by = self.text(doc, "shard_by", path)
+        if shards > 1 and shard_by is None:
+            raise self.job.error(path, "'shard_by' is required when the job has more than one shard")
+        dedup_keys: tuple[str, ...] = ()
+        if "dedup" in doc:
+            dedup = self.dict_at(doc["dedup"], (*path, "dedup"), {"keys"})
+            dedup_keys = self.names(dedup.get("keys"), (*path, "dedup", "keys"))
+        raw_path = self.text(doc, "path", path, required=True)
+        assert raw_path is not None
+        return SourceSpec(
+            name=self.text(doc, "name", path) or f"source{path[-1]}",
+            path=str((self.base / raw_path).resolve()) if not Path(raw_path).is_absolute() else raw_path,
+            format=fmt,  # type: ignore[arg-type]
+            header=self.flag(doc, "header", path, True),
+            columns=self.names(doc["columns"], (*path, "columns")) if "columns" in doc else (),
+            shard_by=shard_by,
+            inject_source_name=self.text(doc, "inject_source_name", path),
+            dedup_keys=dedup_keys,
+        )
+
+    def element(self, doc: Any, path: KeyPath) -> ElementSpec:
+        if not isinstance(doc, dict):
+            raise self.job.error(path, "a path element must be an object with a 'type'")
+        kind = doc.get("type")
+        if kind not in ELEMENT_TYPES:
+            raise self.job.error(
+                (*path, "type") if "type" in doc else path,
+                f"unknown element type {kind!r}" if "type" in doc else "the element has no 'type'",
+                hint="Use const, value or branch.",
+            )
+        common = {"type", "create", "filter"}
+        extra = {"const": {"value"}, "value": {"key", "name"}, "branch": {"list"}}[kind]
+        self.dict_at(doc, path, common | extra)
+        where = f"{self.job.file}: " + ".".join(str(p) for p in path)
+        bundle_filter = parse_bundle_filter(doc["filter"], (*path, "filter"), self.job) if "filter" in doc else None
+        create = self.flag(doc, "create", path, True)
+        if kind == "const":
+            value = doc.get("value")
+            if not isinstance(value, str | int) or value == "":
+                raise self.job.error((*path, "value") if "value" in doc else path, "a const needs a non-empty 'value'")
+            return ElementSpec("const", where, value=str(value), create=create, filter=bundle_filter)
+        if kind == "value":
+            key = self.text(doc, "key", path) or self.text(doc, "name", path)
+            if key is None:
+                raise self.job.error(path, "a value element needs a 'key' (the field to read)")
+            return ElementSpec("value", where, key=key, create=create, filter=bundle_filter)
+        lists = doc.get("list")
+        if not isinstance(lists, list) or not lists:
+            raise self.job.error((*path, "list") if "list" in doc else path, "a branch needs a 'list' of element lists")
+        branches = tuple(self.element_list(b, (*path, "list", i)) for i, b in enumerate(lists))
+        return ElementSpec("branch", where, create=create, filter=bundle_filter, branches=branches)
+
+    def element_list(self, doc: Any, path: KeyPath) -> tuple[ElementSpec, ...]:
+        if not isinstance(doc, list) or not doc:
+            raise self.job.error(path, "expected a non-empty list of path elements")
+        return tuple(self.element(e, (*path, i)) for i, e in enumerate(doc))
+
+    def job_spec(self) -> JobSpec:
+        doc = self.dict_at(self.job.content, (), {"shards", "source", "map", "tree"})
+        shards = doc.get("shards", 8)
+        if not isinstance(shards, int) or isinstance(shards, bool) or not 1 <= shards <= 65536:
+            raise self.job.error(("shards",), "'shards' must be a whole number from 1 to 65536")
+        sources = doc.get("source")
+        if isinstance(sources, dict):
+            sources = [sources]
+        if not isinstance(sources, list) or not sources:
+            raise self.job.error(("source",) if "source" in doc else (), "the job needs a 'source' list")
+        specs = tuple(self.source(s, ("source", i), shards) for i, s in enumerate(sources))
+        names = [s.name for s in specs]
+        for i, name in enumerate(names):
+            if names.index(name) != i:
+                raise self.job.error(("source", i, "name"), f"two sources are called {name!r}")
+        map_doc = self.dict_at(doc.get("map", {}), ("map",), {"fields", "filter_in", "filter_out"})
+        map_spec = MapSpec(
+            fields=parse_fields(map_doc["fields"], ("map", "fields"), self.job) if "fields" in map_doc else (),
+            filter_in=parse_bundle_filter(map_doc["filter_in"], ("map", "filter_in"), self.job)
+            if "filter_in" in map_doc
+            else None,
+            filter_out=parse_bundle_filter(map_doc["filter_out"], ("map", "filter_out"), self.job)
+            if "filter_out" in map_doc
+            else None,
+        )
+        tree = self.dict_at(doc.get("tree"), ("tree",), {"root"}) if "tree" in doc else None
+        if tree is None or "root" not in tree:
+            raise self.job.error(("tree",) if tree is not None else (), "the job needs 'tree': {'root': [...]}")
+        elements = self.element_list(tree["root"], ("tree", "root"))
+        return JobSpec(self.job.file, shards, specs, map_spec, elements)
+
+
+def load_job(path: str | Path) -> JobSpec:
+    """Read and validate the job file at ``path``."""
+    job = read_job_file(path)
+    return _Validator(job, Path(path).resolve().parent).job_spec()

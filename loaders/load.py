@@ -1,0 +1,288 @@
+"""One incremental load: new input files -> map -> shards -> trees -> a new store version.
+
+The plan, all in one Spark job:
+
+1. For each source (in job order), read only the files the store has not
+   loaded yet; compute the shard (``pmod(xxhash64(shard_by), shards)``, see
+   :mod:`treestore.sharding`), the source's order and, with ``dedup``, a
+   within-load duplicate flag.
+2. Union the sources, run ``map`` (``filter_in``, ``fields``, ``filter_out``) and
+   every element filter as Spark SQL expressions.
+3. Repartition so that partition number == shard number, sort each partition by
+   source order, and in ``mapInArrow`` apply the records to each shard's tree,
+   writing the new tree under a fresh file name (a retried task never clobbers).
+4. The driver gathers the tasks' small reports and publishes the next version
+   (new tree files, the loaded input files with their record counts, the load
+   report) atomically. Nothing is published if anything failed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import reduce
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from loaders.filters import SymbolicRecord, compile_bundle_filter, compile_value_filter
+from loaders.job import JobSpec, SourceSpec
+from loaders.sources import FILE_COLUMN, InputFile, list_input_files, read_source
+from loaders.treebuild import ApplyStats, TreeBuilder
+from treestore.store import StoreWriter, load_tree_file, write_atomically
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["LoadResult", "run_load"]
+
+SHARD, PART, ORDER, KEEP, DUPLICATE = "__shard", "__part", "__source_order", "__keep", "__duplicate"
+_TASK_SCHEMA = "shard int, tree_file string, stats string"
+
+
+@dataclass
+class LoadResult:
+    """What a load did; ``version`` is ``None`` when there was nothing new to load."""
+
+    version: int | None
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def _partition_keys(spark: SparkSession, shards: int) -> list[int]:
+    """For each shard s, a value whose hash partition among ``shards`` partitions is s.
+
+    ``repartition(n, col)`` sends a row to ``pmod(hash(col), n)``; keying rows by
+    these values makes partition number == shard number.
+    """
+    from pyspark.sql import functions as F
+
+    probe = spark.range(0, 64 * shards).select(
+        "id", F.pmod(F.hash("id"), F.lit(shards)).alias("partition")
+    )
+    first: dict[int, int] = {}
+    for row in probe.collect():
+        first.setdefault(row["partition"], row["id"])
+    missing = [s for s in range(shards) if s not in first]
+    if missing:  # practically impossible with 64 candidates per shard
+        raise RuntimeError(f"no partition key found for shards {missing}")
+    return [first[s] for s in range(shards)]
+
+
+def _source_frame(spark: SparkSession, index: int, source: SourceSpec, files: list[InputFile], shards: int) -> DataFrame:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    frame = read_source(spark, source, files)
+    if source.shard_by and shards > 1:
+        key = F.col(f"`{source.shard_by}`") if source.shard_by in frame.columns else F.lit(None)
+        shard = F.pmod(F.xxhash64(key.cast("string")), F.lit(shards)).cast("int")
+    else:
+        shard = F.lit(0)
+    frame = frame.withColumn(SHARD, shard).withColumn(ORDER, F.lit(index))
+    if source.inject_source_name:
+        frame = frame.withColumn(source.inject_source_name, F.col(FILE_COLUMN))
+    if source.dedup_keys:
+        keys = [F.col(f"`{k}`") if k in frame.columns else F.lit(None) for k in source.dedup_keys]
+        window = Window.partitionBy(*keys).orderBy(F.col(FILE_COLUMN))
+        frame = frame.withColumn(DUPLICATE, F.row_number().over(window) > 1)
+    else:
+        frame = frame.withColumn(DUPLICATE, F.lit(False))
+    return frame
+
+
+def _mapped(frame: DataFrame, job: JobSpec, builder: TreeBuilder) -> DataFrame:
+    """Add ``__keep`` (the map's verdict) and the element filter columns; keep only what the tree needs."""
+    from pyspark.sql import functions as F
+
+    names = [c for c in frame.columns if not c.startswith("__")]
+    record = SymbolicRecord({name: F.col(f"`{name}`") for name in names})
+    keep: Column = F.lit(True)
+    if job.map.filter_in is not None:
+        passes, record = compile_bundle_filter(job.map.filter_in, record)
+        keep = keep & passes
+    if job.map.fields:
+        projected = SymbolicRecord({})
+        for mapping in job.map.fields:
+            value, is_array = record.get(mapping.source), mapping.source in record.arrays
+            if mapping.filter is not None:
+                value, is_array = compile_value_filter(mapping.filter, value, is_array)
+            projected = projected.with_field(mapping.target, value, is_array)
+        record = projected
+    if job.map.filter_out is not None:
+        passes, record = compile_bundle_filter(job.map.filter_out, record)
+        keep = keep & passes
+    columns = [F.col(c) for c in (SHARD, ORDER, FILE_COLUMN, DUPLICATE)]
+    columns.append(keep.alias(KEEP))
+    columns += [record.get(key).alias(key) for key in builder.key_fields]
+    for element in builder.filters:
+        assert element.filter is not None
+        passes, _ = compile_bundle_filter(element.filter, record)
+        columns.append(passes.alias(builder.filter_columns[element.where]))
+    return frame.select(*columns)
+
+
+def _shard_task(
+    store_root: str,
+    tree_files: dict[int, str],
+    new_files: dict[int, str],
+    builder: TreeBuilder,
+    source_names: list[str],
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs over its shard(s)' records."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        trees: dict[int, Any] = {}
+        stats: dict[int, ApplyStats] = {}
+        per_file: Counter[str] = Counter()
+        per_source: dict[str, Counter[str]] = {name: Counter() for name in source_names}
+        record_fields = [*builder.key_fields, *builder.filter_columns.values()]
+        for batch in batches:
+            columns = batch.to_pydict()
+            shard_of, order, file_of = columns[SHARD], columns[ORDER], columns[FILE_COLUMN]
+            keep, duplicate = columns[KEEP], columns[DUPLICATE]
+            values = [columns[name] for name in record_fields]
+            for i in range(batch.num_rows):
+                per_file[file_of[i]] += 1
+                counts = per_source[source_names[order[i]]]
+                counts["read"] += 1
+                if duplicate[i]:
+                    counts["duplicates"] += 1
+                    continue
+                if not keep[i]:
+                    counts["dropped"] += 1
+                    continue
+                shard = shard_of[i]
+                if shard not in trees:
+                    existing = tree_files.get(shard)
+                    trees[shard] = load_tree_file(Path(store_root, existing) if existing else None, shard)
+                    stats[shard] = ApplyStats()
+                shard_stats = stats[shard]
+                missed_before = shard_stats.missed_updates
+                record = {name: column[i] for name, column in zip(record_fields, values, strict=True)}
+                builder.apply(trees[shard].root, record, shard_stats)
+                counts["applied"] += 1
+                counts["missed_updates"] += shard_stats.missed_updates - missed_before
+        shards, files, reports = [], [], []
+        for shard, tree in trees.items():
+            write_atomically(Path(store_root, new_files[shard]), tree.to_bytes())
+            shard_stats = stats[shard]
+            shards.append(shard)
+            files.append(new_files[shard])
+            reports.append(
+                json.dumps(
+                    {
+                        "records": shard_stats.records,
+                        "nodes_created": shard_stats.nodes_created,
+                        "missed_updates": shard_stats.missed_updates,
+                        "nodes": tree.count_nodes(),
+                    }
+                )
+            )
+        shards.append(-1)  # one row for the whole task's input counts
+        files.append(None)
+        reports.append(json.dumps({"files": per_file, "sources": per_source}))
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(shards, pa.int32()), pa.array(files, pa.string()), pa.array(reports, pa.string())],
+            ["shard", "tree_file", "stats"],
+        )
+
+    return run
+
+
+def _new_files(job: JobSpec, writer: StoreWriter, log: Callable[[str], None]) -> dict[int, list[InputFile]]:
+    loaded = writer.base.inputs
+    found: dict[int, list[InputFile]] = {}
+    for index, source in enumerate(job.sources):
+        fresh = []
+        for input_file in list_input_files(source):
+            known = loaded.get(input_file.path)
+            if known is None:
+                fresh.append(input_file)
+            elif (known["size"], known["mtime_ns"]) != (input_file.size, input_file.mtime_ns):
+                log(
+                    f"warning: {input_file.path} changed after it was loaded "
+                    f"(version {known.get('version')}); it is skipped, not loaded twice."
+                )
+        log(f"source {source.name}: {len(fresh)} new file(s)")
+        if fresh:
+            found[index] = fresh
+    return found
+
+
+def run_load(
+    spark: SparkSession,
+    job: JobSpec,
+    store_dir: str | Path,
+    log: Callable[[str], None] = print,
+) -> LoadResult:
+    """Load the job's new input files into the store at ``store_dir``; publish a version."""
+    from pyspark.sql import functions as F
+
+    started = time.time()
+    writer = StoreWriter(store_dir, job.shards)
+    fresh = _new_files(job, writer, log)
+    if not fresh:
+        log("nothing new to load: the store is unchanged")
+        return LoadResult(None, {"version": writer.base.version})
+    builder = TreeBuilder(job.tree)
+    frames = [
+        _source_frame(spark, index, job.sources[index], files, job.shards)
+        for index, files in sorted(fresh.items())
+    ]
+    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    mapped = _mapped(union, job, builder)
+    keys = _partition_keys(spark, job.shards)
+    part = F.element_at(F.array(*[F.lit(k) for k in keys]), F.col(SHARD) + 1)
+    arranged = mapped.withColumn(PART, part).repartition(job.shards, PART).sortWithinPartitions(ORDER)
+    task = _shard_task(
+        str(writer.root),
+        dict(writer.base.trees),
+        {s: writer.new_tree_path(s) for s in range(job.shards)},
+        builder,
+        [s.name for s in job.sources],
+    )
+    rows = arranged.drop(PART).mapInArrow(task, _TASK_SCHEMA).collect()
+    report = _summarize(job, fresh, rows, started)
+    inputs = {
+        f.path: {
+            "source": job.sources[index].name,
+            "size": f.size,
+            "mtime_ns": f.mtime_ns,
+            "records": report["files"].get(f.path, 0),
+            "version": writer.base.version + 1,
+        }
+        for index, files in fresh.items()
+        for f in files
+    }
+    trees = {row["shard"]: row["tree_file"] for row in rows if row["shard"] >= 0}
+    del report["files"]
+    manifest = writer.publish(trees, inputs, report)
+    report["version"] = manifest.version
+    return LoadResult(manifest.version, report)
+
+
+def _summarize(job: JobSpec, fresh: dict[int, list[InputFile]], rows: list[Any], started: float) -> dict[str, Any]:
+    files: Counter[str] = Counter()
+    sources: dict[str, Counter[str]] = {s.name: Counter() for s in job.sources}
+    shards: dict[str, Any] = {}
+    for row in rows:
+        stats = json.loads(row["stats"])
+        if row["shard"] < 0:
+            files.update(stats["files"])
+            for name, counts in stats["sources"].items():
+                sources[name].update(counts)
+        else:
+            shards[str(row["shard"])] = stats
+    for index, new in fresh.items():
+        sources[job.sources[index].name]["files"] = len(new)
+    return {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "seconds": round(time.time() - started, 3),
+        "sources": {name: dict(counts) for name, counts in sources.items()},
+        "shards": shards,
+        "files": dict(files),
+    }

@@ -1,0 +1,86 @@
+"""What every op is made of: its arguments with their positions, and the Op base class."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from treestore.errors import OpError
+
+__all__ = ["Op", "OpArgs", "Row", "Value", "as_number", "as_text"]
+
+Value = str | int | float | None
+Row = list[Value]
+
+
+@dataclass(frozen=True)
+class OpArgs:
+    """An op's argument text (escapes removed) and where each character stood.
+
+    Attributes:
+        op_name: the op's name as written.
+        text: the arguments with backslash escapes resolved.
+        columns: for each character of ``text``, its 1-based column in ``source``;
+            one more entry gives the column just after the arguments.
+        source: the whole op string, for error snippets.
+    """
+
+    op_name: str
+    text: str
+    columns: tuple[int, ...]
+    source: str
+
+    def error(self, index: int, reason: str, hint: str | None = None) -> OpError:
+        """An :class:`OpError` pointing at character ``index`` of :attr:`text`."""
+        column = self.columns[min(index, len(self.columns) - 1)]
+        return OpError(f"{self.op_name}: {reason}", self.source, 1, column, hint=hint)
+
+    def split(self, separator: str = ",") -> list[tuple[str, int]]:
+        """The arguments split at ``separator``, each piece with its start index."""
+        pieces, start = [], 0
+        for part in self.text.split(separator):
+            pieces.append((part, start))
+            start += len(part) + len(separator)
+        return pieces
+
+
+class Op:
+    """Base of every op. A subclass's docstring is its help text.
+
+    Ops are built once from their arguments (raising :class:`OpError` at the
+    offending column) and may run many times: each :meth:`run` keeps its own state.
+    """
+
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    table: ClassVar[bool] = False
+    """True for table ops, which read all their input before the first output row."""
+
+    def __init__(self, args: OpArgs) -> None:
+        self.args = args
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Transform a stream of rows."""
+        raise NotImplementedError
+
+
+def as_text(value: Value) -> str:
+    """A value as the ops see it in string context (null is the empty string)."""
+    if value is None:
+        return ""
+    return str(value)
+
+
+def as_number(value: Value) -> int | float | None:
+    """A value as a number, or ``None`` if it is null or not a number."""
+    if value is None or isinstance(value, int | float):
+        return value
+    text = value.strip()
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return None

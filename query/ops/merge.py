@@ -1,0 +1,153 @@
+"""``merge``: fold runs of adjacent rows that share a key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
+
+__all__ = ["MergeOp"]
+
+_LETTERS = {
+    "k": "key",
+    "i": "ignore",
+    "s": "sum",
+    "a": "average",
+    "m": "min",
+    "M": "max",
+    "l": "last",
+    "j": "join",
+    "p": "product",
+    "d": "diff",
+    "c": "count distinct",
+}
+
+
+@dataclass(frozen=True)
+class _Column:
+    letter: str
+    index: int  # position of the letter in the op's arguments, for errors
+
+
+_NUMERIC = frozenset("sapdmM")
+
+_FOLDS: dict[str, Callable[[Value, Value], Value]] = {
+    "k": lambda old, new: new,
+    "l": lambda old, new: new,
+    "j": lambda old, new: f"{as_text(old)},{as_text(new)}",
+    "s": lambda old, new: old + new,  # type: ignore[operator]
+    "a": lambda old, new: old + new,  # type: ignore[operator]
+    "p": lambda old, new: old * new,  # type: ignore[operator]
+    "d": lambda old, new: old - new,  # type: ignore[operator]
+    "m": lambda old, new: min(old, new),  # type: ignore[type-var]
+    "M": lambda old, new: max(old, new),  # type: ignore[type-var]
+}
+
+
+class _Run:
+    """The rows of one key merged so far."""
+
+    def __init__(self, width: int) -> None:
+        self.values: list[Value] = [None] * width
+        self.distinct: list[set[Value]] = [set() for _ in range(width)]
+        self.count = 0
+
+
+class MergeOp(Op):
+    """merge=LETTERS[N] : merge runs of adjacent rows with equal key columns.
+
+    One letter per column: ``k`` key, ``i`` ignore (dropped from the output),
+    ``s`` sum, ``a`` average, ``m`` min, ``M`` max, ``l`` last value, ``j`` join
+    with commas, ``p`` product, ``d`` diff (first minus the others), ``c`` count
+    of distinct values; ``u`` anywhere appends the number of merged rows;
+    digits emit a merged row every N rows even if the key goes on; commas
+    between letters are ignored. Columns past the letters are dropped. The key
+    is the tuple of the ``k`` columns. Nulls are skipped by every fold.
+
+    Example: ``merge=kij`` turns ``1 A A=1`` / ``1 A A=3`` / ``2 M M=x`` into
+    ``1 A=1,A=3`` / ``2 M=x``.
+    """
+
+    name = "merge"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        columns: list[_Column] = []
+        self.count_rows = False
+        every = ""
+        for index, letter in enumerate(args.text):
+            if letter.isdigit():
+                every += letter
+            elif letter == "u":
+                self.count_rows = True
+            elif letter in _LETTERS:
+                columns.append(_Column(letter, index))
+            elif letter != ",":
+                raise args.error(
+                    index,
+                    f"unknown column letter {letter!r}",
+                    hint="Use " + ", ".join(f"{k} ({v})" for k, v in _LETTERS.items()) + ", u.",
+                )
+        if not columns:
+            raise args.error(0, "needs one letter per column, e.g. merge=kij")
+        self.columns = tuple(columns)
+        self.every = int(every) if every else 0
+        self.keys = tuple(i for i, c in enumerate(columns) if c.letter == "k")
+
+    def number(self, value: Value, column: _Column) -> int | float:
+        """``value`` as a number; an error pointing at the column's letter otherwise."""
+        number = as_number(value)
+        if number is None:
+            raise self.args.error(
+                column.index, f"column {self.columns.index(column)} holds {value!r}, not a number"
+            )
+        return number
+
+    def _add(self, run: _Run, row: Row) -> None:
+        for i, column in enumerate(self.columns):
+            value = row[i] if i < len(row) else None
+            letter = column.letter
+            if value is None or letter == "i":
+                continue
+            if letter == "c":
+                run.distinct[i].add(value)
+                continue
+            if letter in _NUMERIC:
+                value = self.number(value, column)
+            old = run.values[i]
+            run.values[i] = value if old is None else _FOLDS[letter](old, value)
+        run.count += 1
+
+    def _emit(self, run: _Run) -> Row:
+        out: Row = []
+        for i, column in enumerate(self.columns):
+            if column.letter == "i":
+                continue
+            value = run.values[i]
+            if column.letter == "c":
+                value = len(run.distinct[i])
+            elif column.letter == "a" and value is not None:
+                value = value / run.count  # type: ignore[operator]
+            out.append(value)
+        if self.count_rows:
+            out.append(run.count)
+        return out
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Merge adjacent rows with equal keys; emit each run when its key ends."""
+        run: _Run | None = None
+        current: tuple[Value, ...] = ()
+        for row in rows:
+            key = tuple(row[i] if i < len(row) else None for i in self.keys)
+            if run is not None and key != current:
+                yield self._emit(run)
+                run = None
+            if run is None:
+                run, current = _Run(len(self.columns)), key
+            self._add(run, row)
+            if self.every and run.count >= self.every:
+                yield self._emit(run)
+                run = None
+        if run is not None:
+            yield self._emit(run)

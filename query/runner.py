@@ -1,0 +1,213 @@
+"""Running a query over a store: the path and rops in Spark tasks, one per shard;
+the ops on the driver.
+
+Each shard's task opens that shard's tree from the store version being read,
+runs the path, runs the rops over the rows, and sends the rows back as msgpack
+(so ints stay ints and nulls stay nulls). The driver concatenates the shards'
+rows in shard order and runs the ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path as FilePath
+from typing import TYPE_CHECKING, Any
+
+import msgpack
+import pyarrow as pa
+
+from query.ast import Path
+from query.ops import Value
+from query.parser import parse_path
+from query.pathexec import run_path
+from query.plan import OpsPlan, compile_ops
+from treestore.errors import OpError, StoreError, TreestoreError
+from treestore.store import StoreVersion, load_tree_file, open_version
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+__all__ = ["QueryStore", "Rows", "open_store", "shard_rows"]
+
+_ROW, _ERROR = 0, 1
+_BATCH_ROWS = 4096
+_RESULT_SCHEMA = "kind tinyint, payload binary"
+
+
+def _error_payload(exc: TreestoreError) -> bytes:
+    if isinstance(exc, OpError):
+        fields = {"reason": exc.reason, "text": exc.text, "column": exc.column, "hint": exc.hint}
+        return msgpack.packb({"type": "OpError", **fields})
+    return msgpack.packb({"type": "StoreError", "message": str(exc)})
+
+
+def _raise_payload(payload: bytes) -> None:
+    error = msgpack.unpackb(payload)
+    if error["type"] == "OpError":
+        raise OpError(error["reason"], error["text"], 1, error["column"], hint=error["hint"])
+    raise StoreError(error["message"])
+
+
+def shard_rows(tree_file: str | None, shard: int, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
+    """The rows of one shard: ``path`` over its tree, then ``rops``."""
+    tree = load_tree_file(FilePath(tree_file) if tree_file else None, shard)
+    return rops.run(run_path(tree.root, path))
+
+
+def _shard_task(
+    tree_files: dict[int, str], path: Path, rops: OpsPlan
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs: shard numbers in, packed rows out."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for shard in batch.column(0).to_pylist():
+                kinds: list[int] = []
+                payloads: list[bytes] = []
+                try:
+                    for row in shard_rows(tree_files.get(shard), shard, path, rops):
+                        kinds.append(_ROW)
+                        payloads.append(msgpack.packb(row))
+                        if len(payloads) >= _BATCH_ROWS:
+                            yield _result_batch(kinds, payloads)
+                            kinds, payloads = [], []
+                except TreestoreError as exc:
+                    kinds.append(_ERROR)
+                    payloads.append(_error_payload(exc))
+                if payloads:
+                    yield _result_batch(kinds, payloads)
+
+    return run
+
+
+def _result_batch(kinds: list[int], payloads: list[bytes]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array(kinds, pa.int8()), pa.array(payloads, pa.binary())], ["kind", "payload"]
+    )
+
+
+class Rows:
+    """The lazy result of a query: iterate it for tuples, or convert it whole.
+
+    Nothing runs until the rows are first asked for; a ``Rows`` can be iterated
+    once.
+    """
+
+    def __init__(self, produce: Callable[[], Iterator[tuple[Value, ...]]]) -> None:
+        self._produce = produce
+        self._iterator: Iterator[tuple[Value, ...]] | None = None
+
+    def __iter__(self) -> Iterator[tuple[Value, ...]]:
+        return self
+
+    def __next__(self) -> tuple[Value, ...]:
+        if self._iterator is None:
+            self._iterator = self._produce()
+        return next(self._iterator)
+
+    def to_list(self) -> list[tuple[Value, ...]]:
+        """Every remaining row, as a list of tuples."""
+        return list(self)
+
+    def to_arrow(self) -> pa.Table:
+        """The rows as an Arrow table with columns ``c0``, ``c1``, ...
+
+        A column whose values are all whole numbers is ``int64``, all numbers
+        ``float64``, otherwise ``string`` (numbers written as text); short rows
+        leave nulls.
+        """
+        rows = self.to_list()
+        width = max((len(r) for r in rows), default=0)
+        columns = []
+        for i in range(width):
+            values = [r[i] if i < len(r) else None for r in rows]
+            present = [v for v in values if v is not None]
+            if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+                columns.append(pa.array(values, pa.int64()))
+            elif present and all(isinstance(v, int | float) for v in present):
+                columns.append(pa.array(values, pa.float64()))
+            else:
+                columns.append(pa.array([None if v is None else str(v) for v in values], pa.string()))
+        return pa.table(columns, names=[f"c{i}" for i in range(width)])
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The rows as a pandas DataFrame (see :meth:`to_arrow` for the column types)."""
+        return self.to_arrow().to_pandas()
+
+
+class QueryStore:
+    """A read-only store at one consistent version, answering path queries.
+
+    Queries run as Spark jobs on ``spark`` (by default the process's session,
+    created on first use with treestore's settings).
+    """
+
+    def __init__(
+        self,
+        version: StoreVersion,
+        spark: SparkSession | None = None,
+        session_factory: Callable[[], SparkSession] | None = None,
+    ) -> None:
+        self.store = version
+        self._spark = spark
+        self._session_factory = session_factory
+
+    @property
+    def version(self) -> int:
+        """The store version this handle reads."""
+        return self.store.version
+
+    @property
+    def shards(self) -> int:
+        """The store's shard count."""
+        return self.store.shards
+
+    def _session(self) -> SparkSession:
+        if self._spark is None:
+            if self._session_factory is None:
+                raise StoreError("No SparkSession was given to run the query on.")
+            self._spark = self._session_factory()
+        return self._spark
+
+    def query(self, path: str, rops: str | None = None, ops: str | None = None) -> Rows:
+        """Run ``path`` on every shard, ``rops`` in each shard's task, ``ops`` on the driver.
+
+        Syntax errors are raised here, before anything runs; the rows come lazily.
+        """
+        parsed = parse_path(path)
+        shard_plan = compile_ops(rops)
+        driver_plan = compile_ops(ops)
+        return Rows(lambda: driver_plan.run(self._shard_rows(parsed, shard_plan)))
+
+    def _shard_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
+        tree_files = {s: str(self.store.tree_file(s)) for s in self.store.manifest.trees}
+        shards = sorted(tree_files)
+        if not shards:
+            return iter(())
+        result = self._run_spark(shards, tree_files, path, rops)
+        kinds = result.column("kind").to_pylist()
+        payloads = result.column("payload").to_pylist()
+        for kind, payload in zip(kinds, payloads, strict=True):
+            if kind == _ERROR:
+                _raise_payload(payload)
+        return (tuple(msgpack.unpackb(p)) for p in payloads)
+
+    def _run_spark(
+        self, shards: list[int], tree_files: dict[int, str], path: Path, rops: OpsPlan
+    ) -> pa.Table:
+        from pyspark.sql import functions as F
+
+        spark = self._session()
+        shard_of_partition = F.element_at(F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int"))
+        frame = spark.range(0, len(shards), 1, len(shards)).select(
+            shard_of_partition.cast("int").alias("shard")
+        )
+        task = _shard_task(tree_files, path, rops)
+        table: pa.Table = frame.mapInArrow(task, _RESULT_SCHEMA).toArrow()
+        return table
+
+
+def open_store(path: str, spark: SparkSession | None = None, **kwargs: Any) -> QueryStore:
+    """Open the newest version of the store at ``path`` for queries."""
+    return QueryStore(open_version(path), spark, **kwargs)

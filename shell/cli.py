@@ -1,0 +1,147 @@
+"""The ``treestore`` command line (``python -m treestore`` is the same).
+
+Errors that treestore raises on purpose are printed as one message (with a
+caret under the offending column where there is one) and exit with status 2;
+no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from treestore.errors import TreestoreError
+
+__all__ = ["main"]
+
+
+def _add_master(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--master",
+        help="Spark master URL (default: $TREESTORE_SPARK_MASTER, else local[*])",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="treestore",
+        description="A keyed-tree store with a path query language, on Apache Spark.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="build the seed-004 join example and query it")
+    demo.add_argument("--workdir", default="demo-work", help="folder for the demo's files (default: demo-work)")
+    _add_master(demo)
+
+    load = commands.add_parser("load", help="load a job's new input files into a store")
+    load.add_argument("job", metavar="JOB_FILE", help="the job file (JSON or TOML)")
+    load.add_argument("--store", required=True, metavar="DIR", help="the store folder")
+    _add_master(load)
+
+    query = commands.add_parser("query", help="run a path query against a store")
+    query.add_argument("store", metavar="DIR", help="the store folder")
+    query.add_argument("path", metavar="PATH", help="the query path, e.g. 'root/+:nodes>1/+/+'")
+    query.add_argument("--rops", help="ops run on each shard, e.g. 'str=c1,v=,cat;merge=kj'")
+    query.add_argument("--ops", help="ops run on the driver over all shards' rows")
+    query.add_argument("--format", default="tsv", choices=("tsv", "csv", "json", "table"))
+    _add_master(query)
+
+    info = commands.add_parser("info", help="show a store's version, shards and last loads")
+    info.add_argument("store", metavar="DIR", help="the store folder")
+    return parser
+
+
+def command_load(job_file: str, store: str, master: str | None, out: TextIO) -> int | None:
+    """``treestore load``: returns the published version, or None if nothing was new."""
+    from loaders import load_job, run_load
+    from treestore.spark import get_session
+
+    job = load_job(job_file)
+    result = run_load(get_session(master), job, store, log=lambda line: print(line, file=out))
+    if result.version is not None:
+        print_load_report(result.report, out)
+    return result.version
+
+
+def print_load_report(report: dict[str, object], out: TextIO) -> None:
+    """Print a load report, one line per source and a summary of the shards."""
+    print(f"published version {report['version']} in {report['seconds']} s", file=out)
+    sources = report["sources"]
+    assert isinstance(sources, dict)
+    for name, counts in sources.items():
+        parts = ", ".join(f"{key} {value}" for key, value in sorted(counts.items()))
+        print(f"  source {name}: {parts or 'no new files'}", file=out)
+    shards = report["shards"]
+    assert isinstance(shards, dict)
+    created = sum(s["nodes_created"] for s in shards.values())
+    print(f"  shards touched {len(shards)}, nodes created {created}", file=out)
+
+
+def command_query(
+    store: str, path: str, rops: str | None, ops: str | None, fmt: str, master: str | None, out: TextIO
+) -> int:
+    """``treestore query``: print the rows; returns how many were printed."""
+    from query.formats import write_rows
+    from query.runner import open_store
+    from treestore.spark import get_session
+
+    handle = open_store(store, session_factory=lambda: get_session(master))
+    rows = handle.query(path, rops=rops, ops=ops)
+    return write_rows(rows, out, fmt)
+
+
+def command_info(store: str, out: TextIO) -> None:
+    """``treestore info``: the published version, shards, tree sizes and recent loads."""
+    from treestore.store import open_version
+
+    version = open_version(store)
+    manifest = version.manifest
+    sizes = {s: (version.tree_file(s) or Path()).stat().st_size for s in manifest.trees}
+    print(f"store {version.root}", file=out)
+    print(f"version {manifest.version}, {manifest.shards} shards, {len(manifest.trees)} with trees,"
+          f" {sum(sizes.values()):,} bytes of trees, {len(manifest.inputs)} input files loaded", file=out)
+    nodes: dict[str, int] = {}
+    for load in manifest.loads:
+        for shard, stats in load.get("shards", {}).items():
+            nodes[shard] = stats["nodes"]
+    for shard in sorted(manifest.trees):
+        print(f"  shard {shard}: {nodes.get(str(shard), '?')} nodes, {sizes[shard]:,} bytes", file=out)
+    for load in manifest.loads[-5:]:
+        print(f"  load -> version {load['version']} at {load['started']} ({load['seconds']} s): "
+              + json.dumps(load["sources"], sort_keys=True), file=out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    out = sys.stdout
+    try:
+        if args.command == "demo":
+            from shell.demo import run_demo
+
+            run_demo(Path(args.workdir), args.master, out)
+        elif args.command == "load":
+            command_load(args.job, args.store, args.master, out)
+        elif args.command == "query":
+            command_query(args.store, args.path, args.rops, args.ops, args.format, args.master, out)
+        elif args.command == "info":
+            command_info(args.store, out)
+    except TreestoreError as exc:
+        out.flush()
+        print(f"treestore {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

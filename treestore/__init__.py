@@ -1,0 +1,65 @@
+"""treestore: sharded record streams folded into per-shard trees, queried by paths.
+
+The public entry points::
+
+    import treestore
+    store = treestore.open("DIR")            # read-only, one consistent version
+    rows = store.query("root/+:nodes>1/+/+", rops="...", ops="...")
+    rows.to_arrow(); rows.to_pandas()
+
+Layering: the storage modules of this package (``errors``, ``sharding``,
+``tree``, ``store``, ``spark``) import nothing from ``query``, ``loaders`` or
+``shell``. This ``__init__`` is the public facade and composes the layers: the
+fixed API hangs a query-layer method on ``treestore.open``, so :func:`open`
+reaches for the query layer when it is called rather than when the package is
+imported (importing it here would make ``query -> treestore`` a cycle).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from treestore.errors import (
+    CorruptPageError,
+    JobConfigError,
+    LoadError,
+    OpError,
+    QuerySyntaxError,
+    RecordError,
+    SparkSetupError,
+    StoreError,
+    TreestoreError,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from query.runner import QueryStore
+
+__all__ = [
+    "CorruptPageError",
+    "JobConfigError",
+    "LoadError",
+    "OpError",
+    "QuerySyntaxError",
+    "RecordError",
+    "SparkSetupError",
+    "StoreError",
+    "TreestoreError",
+    "open",
+]
+
+__version__ = "0.1.0"
+
+
+def open(path: str | os.PathLike[str], spark: SparkSession | None = None) -> QueryStore:  # noqa: A001
+    """Open the store at ``path`` read-only, at its newest published version.
+
+    Queries run on ``spark``; without one, the process's SparkSession is used,
+    created on the first query with treestore's settings.
+    """
+    from query.runner import open_store
+    from treestore.spark import get_session
+
+    return open_store(os.fspath(path), spark, session_factory=get_session)

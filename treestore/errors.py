@@ -1,0 +1,133 @@
+"""The one exception tree of treestore.
+
+Every error the project raises on purpose is a :class:`TreestoreError`; callers
+catch that one class to handle any of them, or a phase's class to be precise::
+
+    TreestoreError
+    ├── PositionedError           has text, line, column and a caret snippet
+    │   ├── QuerySyntaxError      a path that does not parse      (ValueError)
+    │   ├── OpError               an op string or op argument     (ValueError)
+    │   └── JobConfigError        a job file that is not valid    (ValueError)
+    ├── RecordError               one input record that cannot be used (ValueError)
+    ├── StoreError                a store folder that cannot be used
+    │   └── CorruptPageError      stored bytes that fail their check
+    ├── LoadError                 a load that cannot run or finish
+    └── SparkSetupError           Java or Spark missing or unusable (RuntimeError)
+
+The command line prints ``str(error)`` and exits non-zero; it never shows a
+traceback for these.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CorruptPageError",
+    "JobConfigError",
+    "LoadError",
+    "OpError",
+    "PositionedError",
+    "QuerySyntaxError",
+    "RecordError",
+    "SparkSetupError",
+    "StoreError",
+    "TreestoreError",
+]
+
+
+class TreestoreError(Exception):
+    """Root of every error treestore raises on purpose."""
+
+
+class PositionedError(TreestoreError, ValueError):
+    """An error at a place in a piece of text (a path, an op string, a job file).
+
+    Attributes:
+        reason: what went wrong, one sentence without the position.
+        text: the whole text the error is about.
+        line: 1-based line of the offending character.
+        column: 1-based column of the offending character.
+        source: where the text came from (a file name), or ``None``.
+        hint: what to do about it, or ``None``.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        text: str = "",
+        line: int = 1,
+        column: int = 1,
+        *,
+        source: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.reason = reason.rstrip(".")
+        self.text = text
+        self.line = line
+        self.column = column
+        self.source = source
+        self.hint = hint
+        super().__init__(self._render())
+
+    @property
+    def snippet(self) -> str:
+        """The offending line with a caret under the offending column."""
+        lines = self.text.splitlines() or [""]
+        shown = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
+        return f"  {shown}\n  {' ' * (self.column - 1)}^"
+
+    def _render(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        message = f"{where}{self.reason}. Line {self.line}, column {self.column}.\n{self.snippet}"
+        if self.hint:
+            message += f"\n{self.hint}"
+        return message
+
+
+class QuerySyntaxError(PositionedError):
+    """A query path that does not parse.
+
+    Attributes:
+        expected: the tokens the parser would have accepted, in words.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        text: str,
+        line: int,
+        column: int,
+        *,
+        expected: tuple[str, ...] = (),
+        source: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.expected = tuple(expected)
+        super().__init__(reason, text, line, column, source=source, hint=hint)
+
+
+class OpError(PositionedError):
+    """An op string that does not parse, an unknown op, or a bad op argument."""
+
+
+class JobConfigError(PositionedError):
+    """A job file that cannot be read or does not describe a valid job."""
+
+
+class RecordError(TreestoreError, ValueError):
+    """An input record that cannot be used."""
+
+
+class StoreError(TreestoreError):
+    """A store folder that does not exist, is not a store, or disagrees with a job."""
+
+
+class CorruptPageError(StoreError):
+    """Stored bytes that fail their integrity check."""
+
+
+class LoadError(TreestoreError):
+    """A load that cannot run or cannot finish."""
+
+
+class SparkSetupError(TreestoreError, RuntimeError):
+    """Java or Spark is missing or unusable on this machine."""

@@ -1,0 +1,95 @@
+"""Creating the SparkSession, for entry points only.
+
+Library code takes a SparkSession as an argument; only the command line, the
+public ``treestore.open`` facade and test fixtures call :func:`get_session`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from treestore.errors import SparkSetupError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DEFAULT_MASTER", "check_java", "get_session"]
+
+DEFAULT_MASTER = "local[*]"
+MASTER_ENV = "TREESTORE_SPARK_MASTER"
+_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def check_java() -> int:
+    """Return the major version of ``java`` on PATH; raise if it is missing or below 17."""
+    java = shutil.which("java")
+    if java is None:
+        raise SparkSetupError(
+            "treestore needs Java 17 or newer for Spark, and no 'java' is on PATH: "
+            "install OpenJDK 17+ and try again."
+        )
+    try:
+        shown = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=30, check=False
+        ).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SparkSetupError(f"'{java} -version' could not run ({exc}).") from exc
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', shown)
+    if not match:
+        raise SparkSetupError(f"Cannot tell the version of {java}: install OpenJDK 17+.")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8.0" style
+        major = int(match.group(2))
+    if major < 17:
+        raise SparkSetupError(
+            f"treestore needs Java 17 or newer for Spark, but {java} is Java {major}: "
+            "install OpenJDK 17+ and put it first on PATH."
+        )
+    return major
+
+
+def get_session(master: str | None = None, *, app_name: str = "treestore") -> SparkSession:
+    """Return the process's SparkSession, creating it with treestore's settings.
+
+    ``master`` defaults to ``$TREESTORE_SPARK_MASTER``, then ``local[*]``.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    check_java()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    chosen = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+    log_option = f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}"
+    builder = (
+        SparkSession.builder.master(chosen)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", os.environ.get("TREESTORE_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.extraJavaOptions", log_option)
+        .config("spark.executor.extraJavaOptions", log_option)
+        .config("spark.sql.catalogImplementation", "in-memory")
+    )
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:  # py4j and the JVM raise many kinds; say it in one sentence
+        raise SparkSetupError(f"Spark could not start with master {chosen!r}: {exc}") from exc
+    session.sparkContext.setLogLevel("ERROR")
+    # PySpark logs every failed DataFrame call as a JSON line on stderr before
+    # raising; treestore turns those errors into its own messages instead.
+    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
+    return session
