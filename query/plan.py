@@ -103,7 +103,7 @@ def compile_ops(text: str | None) -> OpsPlan:
         if args_token is not None:
             args_text, columns = _unescape(args_token)
         else:
-            end = (name_token.end_column or 1) + 1
+            end = name_token.end_column or 1
             args_text, columns = "", (end,)
         ops.append(op_class(OpArgs(name, args_text, columns, text)))
     return OpsPlan(tuple(ops), text)

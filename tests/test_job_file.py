@@ -1,0 +1,88 @@
+"""Job files: the seed job validates; errors point at the line and column in the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loaders.filters_model import ChainFilter, FieldFilter, SplitValue
+from loaders.job import load_job
+from shell.demo import DEMO_JOB
+from treestore.errors import JobConfigError
+
+
+def test_seed_job_validates(demo_dir: Path) -> None:
+    job = load_job(demo_dir / "job.json")
+    assert job.shards == 8
+    assert [s.name for s in job.sources] == ["attributes", "mapping"]
+    assert job.sources[0].path == str((demo_dir / "attributes").resolve())
+    assert job.sources[0].dedup_keys == ("TIME", "UID", "ATTRIBUTE_IDS")
+    assert job.map.filter_out == ChainFilter(
+        (FieldFilter("ATTRIBUTE_IDS", "ATTRIBUTE_IDS", SplitValue(","), null_fail=False),)
+    )
+    kinds = [e.kind for e in job.elements()]
+    assert kinds == ["const", "branch", "value", "const", "value", "value", "const", "value"]
+    assert [e.create for e in job.elements() if e.key == "UID"] == [True, False]
+
+
+def test_toml_job_is_accepted(tmp_path: Path) -> None:
+    (tmp_path / "job.toml").write_text(
+        'shards = 1\n[[source]]\nname = "a"\npath = "in/"\nformat = "csv"\n'
+        '[tree]\nroot = [{type = "value", key = "K"}]\n'
+    )
+    job = load_job(tmp_path / "job.toml")
+    assert job.tree[0].key == "K" and job.sources[0].format == "csv"
+
+
+def _job_with(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job.json"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "line_of", "offset", "words"),
+    [
+        (lambda j: j["tree"]["root"][1]["list"][0][1].update(type="konst"), '"konst"', 0, "unknown element type"),
+        (lambda j: j["source"][1].update(format="xml"), '"xml"', 0, "unknown format 'xml'"),
+        (lambda j: j["map"]["filter_out"]["filter"][0].update(op="fieldz"), '"fieldz"', 0, "unknown bundle filter"),
+        (lambda j: j.update(shards=0), '"shards"', 0, "'shards' must be"),
+        (lambda j: j["tree"]["root"][0].update(colour="red"), '"colour"', 0, "unknown key 'colour'"),
+        # a missing key: the error points at the object that lacks it
+        (lambda j: j["tree"]["root"][1]["list"][1][2].pop("key"), '"value": "M"', 2, "needs a 'key'"),
+        (lambda j: j["source"][1].pop("shard_by"), '"name": "mapping"', -1, "'shard_by' is required"),
+    ],
+)
+def test_job_errors_point_at_the_value(
+    tmp_path: Path, edit: object, line_of: str, offset: int, words: str
+) -> None:
+    job = json.loads(json.dumps(DEMO_JOB))
+    edit(job)  # type: ignore[operator]
+    text = json.dumps(job, indent=2)
+    with pytest.raises(JobConfigError) as caught:
+        load_job(_job_with(tmp_path, text))
+    error = caught.value
+    assert words in str(error)
+    expected_line = next(i for i, line in enumerate(text.splitlines(), 1) if line_of in line)
+    assert error.line == expected_line + offset, str(error)
+    assert error.source == str(tmp_path / "job.json")
+
+
+def test_bad_json_points_at_the_character(tmp_path: Path) -> None:
+    with pytest.raises(JobConfigError) as caught:
+        load_job(_job_with(tmp_path, '{\n  "shards": 2,\n  "source": [,]\n}'))
+    assert (caught.value.line, caught.value.column) == (3, 14)
+    with pytest.raises(JobConfigError, match="ends too early"):
+        load_job(_job_with(tmp_path, '{"shards": 2'))
+
+
+def test_comments_are_allowed(tmp_path: Path) -> None:
+    text = json.dumps(DEMO_JOB, indent=2).replace('"shards": 8,', '"shards": 8, // as in Hydra', 1)
+    assert load_job(_job_with(tmp_path, text)).shards == 8
+
+
+def test_missing_job_file(tmp_path: Path) -> None:
+    with pytest.raises(JobConfigError, match="does not exist"):
+        load_job(tmp_path / "nope.json")
