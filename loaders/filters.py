@@ -72,6 +72,7 @@ def compile_value_filter(spec: ValueFilter, column: Column, is_array: bool) -> t
             return F.flatten(F.transform(column, lambda x: F.split(x, pattern, -1))), True
         return F.split(column, pattern, -1), True
     if isinstance(spec, EmptyValue):
+
         def keep(x: Column) -> Column:
             return (x != "") if spec.negate else (x == "")
 
@@ -84,7 +85,9 @@ def compile_value_filter(spec: ValueFilter, column: Column, is_array: bool) -> t
     return column, is_array
 
 
-def compile_bundle_filter(spec: BundleFilter, record: SymbolicRecord) -> tuple[Column, SymbolicRecord]:
+def compile_bundle_filter(
+    spec: BundleFilter, record: SymbolicRecord
+) -> tuple[Column, SymbolicRecord]:
     """Compile a bundle filter: (passes, record after the filter's field updates)."""
     from pyspark.sql import functions as F
 

@@ -96,12 +96,17 @@ def _object(doc: Any, path: KeyPath, job: JobText, known: set[str]) -> dict[str,
         raise job.error(path, "a filter must be an object with an 'op'")
     for key in doc:
         if key not in known:
-            raise job.error((*path, key), f"unknown key {key!r} for op {doc.get('op')!r}",
-                            hint="Known keys: " + ", ".join(sorted(known)) + ".")
+            raise job.error(
+                (*path, key),
+                f"unknown key {key!r} for op {doc.get('op')!r}",
+                hint="Known keys: " + ", ".join(sorted(known)) + ".",
+            )
     return doc
 
 
-def _string(doc: dict[str, Any], key: str, path: KeyPath, job: JobText, default: str | None = None) -> str:
+def _string(
+    doc: dict[str, Any], key: str, path: KeyPath, job: JobText, default: str | None = None
+) -> str:
     value = doc.get(key, default)
     if not isinstance(value, str) or not value:
         raise job.error((*path, key) if key in doc else path, f"{key!r} must be a non-empty string")
@@ -118,7 +123,9 @@ def _flag(doc: dict[str, Any], key: str, path: KeyPath, job: JobText, default: b
 def _filter_list(doc: dict[str, Any], path: KeyPath, job: JobText) -> list[Any]:
     items = doc.get("filter")
     if not isinstance(items, list) or not items:
-        raise job.error((*path, "filter") if "filter" in doc else path, "a chain needs a 'filter' list")
+        raise job.error(
+            (*path, "filter") if "filter" in doc else path, "a chain needs a 'filter' list"
+        )
     return items
 
 
@@ -138,7 +145,9 @@ def parse_value_filter(doc: Any, path: KeyPath, job: JobText) -> ValueFilter:
     if op == "chain":
         body = _object(doc, path, job, {"op", "filter"})
         items = _filter_list(body, path, job)
-        return ValueChain(tuple(parse_value_filter(f, (*path, "filter", i), job) for i, f in enumerate(items)))
+        return ValueChain(
+            tuple(parse_value_filter(f, (*path, "filter", i), job) for i, f in enumerate(items))
+        )
     raise job.error(
         (*path, "op") if isinstance(doc, dict) and "op" in doc else path,
         f"unknown value filter {op!r}",
@@ -152,7 +161,9 @@ def parse_bundle_filter(doc: Any, path: KeyPath, job: JobText) -> BundleFilter:
     if op == "field":
         body = _object(doc, path, job, {"op", "from", "to", "filter", "nullFail"})
         source = _string(body, "from", path, job)
-        inner = parse_value_filter(body["filter"], (*path, "filter"), job) if "filter" in body else None
+        inner = (
+            parse_value_filter(body["filter"], (*path, "filter"), job) if "filter" in body else None
+        )
         return FieldFilter(
             source=source,
             target=_string(body, "to", path, job, default=source),
@@ -162,7 +173,9 @@ def parse_bundle_filter(doc: Any, path: KeyPath, job: JobText) -> BundleFilter:
     if op == "chain":
         body = _object(doc, path, job, {"op", "filter"})
         items = _filter_list(body, path, job)
-        return ChainFilter(tuple(parse_bundle_filter(f, (*path, "filter", i), job) for i, f in enumerate(items)))
+        return ChainFilter(
+            tuple(parse_bundle_filter(f, (*path, "filter", i), job) for i, f in enumerate(items))
+        )
     if op == "not":
         body = _object(doc, path, job, {"op", "filter"})
         if "filter" not in body:
@@ -186,6 +199,12 @@ def parse_fields(doc: Any, path: KeyPath, job: JobText) -> tuple[FieldMapping, .
             continue
         body = _object(item, (*path, i), job, {"from", "to", "filter"})
         source = _string(body, "from", (*path, i), job)
-        inner = parse_value_filter(body["filter"], (*path, i, "filter"), job) if "filter" in body else None
-        mappings.append(FieldMapping(source, _string(body, "to", (*path, i), job, default=source), inner))
+        inner = (
+            parse_value_filter(body["filter"], (*path, i, "filter"), job)
+            if "filter" in body
+            else None
+        )
+        mappings.append(
+            FieldMapping(source, _string(body, "to", (*path, i), job, default=source), inner)
+        )
     return tuple(mappings)

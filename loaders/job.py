@@ -91,11 +91,15 @@ class _Validator:
         for key in value:
             if key not in known:
                 raise self.job.error(
-                    (*path, key), f"unknown key {key!r}", hint="Known keys: " + ", ".join(sorted(known)) + "."
+                    (*path, key),
+                    f"unknown key {key!r}",
+                    hint="Known keys: " + ", ".join(sorted(known)) + ".",
                 )
         return value
 
-    def text(self, doc: dict[str, Any], key: str, path: KeyPath, required: bool = False) -> str | None:
+    def text(
+        self, doc: dict[str, Any], key: str, path: KeyPath, required: bool = False
+    ) -> str | None:
         if key not in doc:
             if required:
                 raise self.job.error(path, f"{key!r} is required")
@@ -117,14 +121,27 @@ class _Validator:
         return tuple(value)
 
     def source(self, doc: Any, path: KeyPath, shards: int) -> SourceSpec:
-        known = {"name", "path", "format", "header", "columns", "shard_by", "inject_source_name", "dedup"}
+        known = {
+            "name",
+            "path",
+            "format",
+            "header",
+            "columns",
+            "shard_by",
+            "inject_source_name",
+            "dedup",
+        }
         doc = self.dict_at(doc, path, known)
         fmt = self.text(doc, "format", path, required=True)
         if fmt not in FORMATS:
-            raise self.job.error((*path, "format"), f"unknown format {fmt!r}", hint="Use " + ", ".join(FORMATS) + ".")
+            raise self.job.error(
+                (*path, "format"), f"unknown format {fmt!r}", hint="Use " + ", ".join(FORMATS) + "."
+            )
         shard_by = self.text(doc, "shard_by", path)
         if shards > 1 and shard_by is None:
-            raise self.job.error(path, "'shard_by' is required when the job has more than one shard")
+            raise self.job.error(
+                path, "'shard_by' is required when the job has more than one shard"
+            )
         dedup_keys: tuple[str, ...] = ()
         if "dedup" in doc:
             dedup = self.dict_at(doc["dedup"], (*path, "dedup"), {"keys"})
@@ -133,7 +150,9 @@ class _Validator:
         assert raw_path is not None
         return SourceSpec(
             name=self.text(doc, "name", path) or f"source{path[-1]}",
-            path=str((self.base / raw_path).resolve()) if not Path(raw_path).is_absolute() else raw_path,
+            path=str((self.base / raw_path).resolve())
+            if not Path(raw_path).is_absolute()
+            else raw_path,
             format=fmt,  # type: ignore[arg-type]
             header=self.flag(doc, "header", path, True),
             columns=self.names(doc["columns"], (*path, "columns")) if "columns" in doc else (),
@@ -156,13 +175,22 @@ class _Validator:
         extra = {"const": {"value"}, "value": {"key", "name"}, "branch": {"list"}}[kind]
         self.dict_at(doc, path, common | extra)
         where = f"{self.job.file}: " + ".".join(str(p) for p in path)
-        bundle_filter = parse_bundle_filter(doc["filter"], (*path, "filter"), self.job) if "filter" in doc else None
+        bundle_filter = (
+            parse_bundle_filter(doc["filter"], (*path, "filter"), self.job)
+            if "filter" in doc
+            else None
+        )
         create = self.flag(doc, "create", path, True)
         if kind == "const":
             value = doc.get("value")
             if not isinstance(value, str | int) or value == "":
-                raise self.job.error((*path, "value") if "value" in doc else path, "a const needs a non-empty 'value'")
-            return ElementSpec("const", where, value=str(value), create=create, filter=bundle_filter)
+                raise self.job.error(
+                    (*path, "value") if "value" in doc else path,
+                    "a const needs a non-empty 'value'",
+                )
+            return ElementSpec(
+                "const", where, value=str(value), create=create, filter=bundle_filter
+            )
         if kind == "value":
             key = self.text(doc, "key", path) or self.text(doc, "name", path)
             if key is None:
@@ -170,7 +198,10 @@ class _Validator:
             return ElementSpec("value", where, key=key, create=create, filter=bundle_filter)
         lists = doc.get("list")
         if not isinstance(lists, list) or not lists:
-            raise self.job.error((*path, "list") if "list" in doc else path, "a branch needs a 'list' of element lists")
+            raise self.job.error(
+                (*path, "list") if "list" in doc else path,
+                "a branch needs a 'list' of element lists",
+            )
         branches = tuple(self.element_list(b, (*path, "list", i)) for i, b in enumerate(lists))
         return ElementSpec("branch", where, create=create, filter=bundle_filter, branches=branches)
 
@@ -188,7 +219,9 @@ class _Validator:
         if isinstance(sources, dict):
             sources = [sources]
         if not isinstance(sources, list) or not sources:
-            raise self.job.error(("source",) if "source" in doc else (), "the job needs a 'source' list")
+            raise self.job.error(
+                ("source",) if "source" in doc else (), "the job needs a 'source' list"
+            )
         specs = tuple(self.source(s, ("source", i), shards) for i, s in enumerate(sources))
         names = [s.name for s in specs]
         for i, name in enumerate(names):
@@ -196,7 +229,9 @@ class _Validator:
                 raise self.job.error(("source", i, "name"), f"two sources are called {name!r}")
         map_doc = self.dict_at(doc.get("map", {}), ("map",), {"fields", "filter_in", "filter_out"})
         map_spec = MapSpec(
-            fields=parse_fields(map_doc["fields"], ("map", "fields"), self.job) if "fields" in map_doc else (),
+            fields=parse_fields(map_doc["fields"], ("map", "fields"), self.job)
+            if "fields" in map_doc
+            else (),
             filter_in=parse_bundle_filter(map_doc["filter_in"], ("map", "filter_in"), self.job)
             if "filter_in" in map_doc
             else None,
@@ -206,7 +241,9 @@ class _Validator:
         )
         tree = self.dict_at(doc.get("tree"), ("tree",), {"root"}) if "tree" in doc else None
         if tree is None or "root" not in tree:
-            raise self.job.error(("tree",) if tree is not None else (), "the job needs 'tree': {'root': [...]}")
+            raise self.job.error(
+                ("tree",) if tree is not None else (), "the job needs 'tree': {'root': [...]}"
+            )
         elements = self.element_list(tree["root"], ("tree", "root"))
         return JobSpec(self.job.file, shards, specs, map_spec, elements)
 

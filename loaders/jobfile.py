@@ -56,27 +56,33 @@ class JobText:
             probe = probe[:-1]
         line, column = self.positions.get(probe, (1, 1))
         where = format_key_path(path)
-        return JobConfigError(f"{where}: {reason}", self.text, line, column, source=self.file, hint=hint)
+        return JobConfigError(
+            f"{where}: {reason}", self.text, line, column, source=self.file, hint=hint
+        )
 
 
-def _decode(node: Tree[Token] | Token, path: KeyPath, positions: dict[KeyPath, tuple[int, int]]) -> Any:
+def _decode(
+    node: Tree[Token] | Token, path: KeyPath, positions: dict[KeyPath, tuple[int, int]]
+) -> Any:
     if isinstance(node, Token):  # unreachable with this grammar; kept total
         return str(node)
     positions[path] = (node.meta.line, node.meta.column) if not node.meta.empty else (1, 1)
     kind = node.data
     if kind == "string":
-        return json.loads(node.children[0])
+        return json.loads(str(node.children[0]))
     if kind == "number":
-        return json.loads(node.children[0])
+        return json.loads(str(node.children[0]))
     if kind in ("true", "false", "null"):
         return {"true": True, "false": False, "null": None}[kind]
     if kind == "array":
         items = [c for c in node.children if c is not None]
         return [_decode(item, (*path, i), positions) for i, item in enumerate(items)]
     result: dict[str, Any] = {}
+    pair: Any
     for pair in node.children:
         if pair is None:
             continue
+        key_token: Any
         key_token, value = pair.children
         key = json.loads(key_token)
         positions[(*path, key)] = (key_token.line, key_token.column)
@@ -123,7 +129,9 @@ def read_job_file(path: str | Path) -> JobText:
             f"Job file {file} does not exist", "", source=str(file), hint="Check the path."
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise JobConfigError(f"Job file {file} cannot be read ({exc})", "", source=str(file)) from None
+        raise JobConfigError(
+            f"Job file {file} cannot be read ({exc})", "", source=str(file)
+        ) from None
     job = JobText(str(file), text)
     if file.suffix.lower() == ".toml":
         try:

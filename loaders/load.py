@@ -72,7 +72,9 @@ def _partition_keys(spark: SparkSession, shards: int) -> list[int]:
     return [first[s] for s in range(shards)]
 
 
-def _source_frame(spark: SparkSession, index: int, source: SourceSpec, files: list[InputFile], shards: int) -> DataFrame:
+def _source_frame(
+    spark: SparkSession, index: int, source: SourceSpec, files: list[InputFile], shards: int
+) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -95,7 +97,7 @@ def _source_frame(spark: SparkSession, index: int, source: SourceSpec, files: li
 
 
 def _mapped(frame: DataFrame, job: JobSpec, builder: TreeBuilder) -> DataFrame:
-    """Add ``__keep`` (the map's verdict) and the element filter columns; keep only what the tree needs."""
+    """Add ``__keep`` (the map's verdict) and element filter columns; keep what the tree needs."""
     from pyspark.sql import functions as F
 
     names = [c for c in frame.columns if not c.startswith("__")]
@@ -158,15 +160,21 @@ def _shard_task(
                 shard = shard_of[i]
                 if shard not in trees:
                     existing = tree_files.get(shard)
-                    trees[shard] = load_tree_file(Path(store_root, existing) if existing else None, shard)
+                    trees[shard] = load_tree_file(
+                        Path(store_root, existing) if existing else None, shard
+                    )
                     stats[shard] = ApplyStats()
                 shard_stats = stats[shard]
                 missed_before = shard_stats.missed_updates
-                record = {name: column[i] for name, column in zip(record_fields, values, strict=True)}
+                record = {
+                    name: column[i] for name, column in zip(record_fields, values, strict=True)
+                }
                 builder.apply(trees[shard].root, record, shard_stats)
                 counts["applied"] += 1
                 counts["missed_updates"] += shard_stats.missed_updates - missed_before
-        shards, files, reports = [], [], []
+        shards: list[int] = []
+        files: list[str | None] = []
+        reports: list[str] = []
         for shard, tree in trees.items():
             write_atomically(Path(store_root, new_files[shard]), tree.to_bytes())
             shard_stats = stats[shard]
@@ -186,14 +194,20 @@ def _shard_task(
         files.append(None)
         reports.append(json.dumps({"files": per_file, "sources": per_source}))
         yield pa.RecordBatch.from_arrays(
-            [pa.array(shards, pa.int32()), pa.array(files, pa.string()), pa.array(reports, pa.string())],
+            [
+                pa.array(shards, pa.int32()),
+                pa.array(files, pa.string()),
+                pa.array(reports, pa.string()),
+            ],
             ["shard", "tree_file", "stats"],
         )
 
     return run
 
 
-def _new_files(job: JobSpec, writer: StoreWriter, log: Callable[[str], None]) -> dict[int, list[InputFile]]:
+def _new_files(
+    job: JobSpec, writer: StoreWriter, log: Callable[[str], None]
+) -> dict[int, list[InputFile]]:
     loaded = writer.base.inputs
     found: dict[int, list[InputFile]] = {}
     for index, source in enumerate(job.sources):
@@ -237,7 +251,9 @@ def run_load(
     mapped = _mapped(union, job, builder)
     keys = _partition_keys(spark, job.shards)
     part = F.element_at(F.array(*[F.lit(k) for k in keys]), F.col(SHARD) + 1)
-    arranged = mapped.withColumn(PART, part).repartition(job.shards, PART).sortWithinPartitions(ORDER)
+    arranged = (
+        mapped.withColumn(PART, part).repartition(job.shards, PART).sortWithinPartitions(ORDER)
+    )
     task = _shard_task(
         str(writer.root),
         dict(writer.base.trees),
@@ -265,7 +281,9 @@ def run_load(
     return LoadResult(manifest.version, report)
 
 
-def _summarize(job: JobSpec, fresh: dict[int, list[InputFile]], rows: list[Any], started: float) -> dict[str, Any]:
+def _summarize(
+    job: JobSpec, fresh: dict[int, list[InputFile]], rows: list[Any], started: float
+) -> dict[str, Any]:
     files: Counter[str] = Counter()
     sources: dict[str, Counter[str]] = {s.name: Counter() for s in job.sources}
     shards: dict[str, Any] = {}

@@ -46,7 +46,7 @@ def _visible(path: Path, root: Path) -> bool:
 
 
 def list_input_files(source: SourceSpec) -> list[InputFile]:
-    """The files of ``source``: the file, every visible file under the folder, or the glob's matches."""
+    """The files of ``source``: the file, the visible files under the folder, or the glob's."""
     if any(c in source.path for c in _GLOB_CHARS):
         matches = sorted(Path(p) for p in glob.glob(source.path, recursive=True))
         return [InputFile.at(p) for p in matches if p.is_file()]
@@ -99,7 +99,7 @@ def read_source(spark: SparkSession, source: SourceSpec, files: list[InputFile])
     elif source.format == "json":
         frame = reader.json(paths)
     else:
-        frame = reader.parquet(paths)
+        frame = reader.parquet(*paths)
     raw_file = F.col("_metadata.file_path")
     local_file = F.url_decode(
         F.regexp_replace(F.regexp_replace(raw_file, "^file:(//)?", ""), "\\+", "%2B")

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 from query.ast import Bound, Element, Path, Property
 from query.parser import parse_path
-from query.plan import OpsPlan, compile_ops
 from query.pathexec import run_path
+from query.plan import OpsPlan, compile_ops
 
 __all__ = [
     "Bound",

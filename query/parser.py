@@ -7,6 +7,7 @@ line, column, a caret snippet and the expected tokens in words.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -83,8 +84,8 @@ class _ToAst(Transformer[Token, Any]):
         return Bound(op=str(op), value=int(value))  # type: ignore[arg-type]
 
 
-def _expected_words(names: set[str] | frozenset[str]) -> tuple[str, ...]:
-    return tuple(sorted({_WORDS.get(n, repr(n)) for n in names}))
+def _expected_words(names: Iterable[object]) -> tuple[str, ...]:
+    return tuple(sorted({_WORDS.get(str(n), repr(str(n))) for n in names}))
 
 
 def _syntax_error(text: str, exc: UnexpectedInput) -> QuerySyntaxError:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -90,6 +91,7 @@ def compile_ops(text: str | None) -> OpsPlan:
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc) from None
     ops: list[Op] = []
+    op_tree: Any
     for op_tree in tree.children:
         name_token, *rest = op_tree.children
         name = str(name_token)

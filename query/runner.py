@@ -49,7 +49,9 @@ def _raise_payload(payload: bytes) -> None:
     raise StoreError(error["message"])
 
 
-def shard_rows(tree_file: str | None, shard: int, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
+def shard_rows(
+    tree_file: str | None, shard: int, path: Path, rops: OpsPlan
+) -> Iterator[tuple[Value, ...]]:
     """The rows of one shard: ``path`` over its tree, then ``rops``."""
     tree = load_tree_file(FilePath(tree_file) if tree_file else None, shard)
     return rops.run(run_path(tree.root, path))
@@ -128,7 +130,9 @@ class Rows:
             elif present and all(isinstance(v, int | float) for v in present):
                 columns.append(pa.array(values, pa.float64()))
             else:
-                columns.append(pa.array([None if v is None else str(v) for v in values], pa.string()))
+                columns.append(
+                    pa.array([None if v is None else str(v) for v in values], pa.string())
+                )
         return pa.table(columns, names=[f"c{i}" for i in range(width)])
 
     def to_pandas(self) -> pd.DataFrame:
@@ -199,7 +203,9 @@ class QueryStore:
         from pyspark.sql import functions as F
 
         spark = self._session()
-        shard_of_partition = F.element_at(F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int"))
+        shard_of_partition = F.element_at(
+            F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int")
+        )
         frame = spark.range(0, len(shards), 1, len(shards)).select(
             shard_of_partition.cast("int").alias("shard")
         )

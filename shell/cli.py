@@ -35,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser("demo", help="build the seed-004 join example and query it")
-    demo.add_argument("--workdir", default="demo-work", help="folder for the demo's files (default: demo-work)")
+    demo.add_argument(
+        "--workdir", default="demo-work", help="folder for the demo's files (default: demo-work)"
+    )
     _add_master(demo)
 
     load = commands.add_parser("load", help="load a job's new input files into a store")
@@ -83,7 +85,13 @@ def print_load_report(report: dict[str, object], out: TextIO) -> None:
 
 
 def command_query(
-    store: str, path: str, rops: str | None, ops: str | None, fmt: str, master: str | None, out: TextIO
+    store: str,
+    path: str,
+    rops: str | None,
+    ops: str | None,
+    fmt: str,
+    master: str | None,
+    out: TextIO,
 ) -> int:
     """``treestore query``: print the rows; returns how many were printed."""
     from query.formats import write_rows
@@ -103,17 +111,25 @@ def command_info(store: str, out: TextIO) -> None:
     manifest = version.manifest
     sizes = {s: (version.tree_file(s) or Path()).stat().st_size for s in manifest.trees}
     print(f"store {version.root}", file=out)
-    print(f"version {manifest.version}, {manifest.shards} shards, {len(manifest.trees)} with trees,"
-          f" {sum(sizes.values()):,} bytes of trees, {len(manifest.inputs)} input files loaded", file=out)
+    print(
+        f"version {manifest.version}, {manifest.shards} shards, {len(manifest.trees)} with trees,"
+        f" {sum(sizes.values()):,} bytes of trees, {len(manifest.inputs)} input files loaded",
+        file=out,
+    )
     nodes: dict[str, int] = {}
     for load in manifest.loads:
         for shard, stats in load.get("shards", {}).items():
             nodes[shard] = stats["nodes"]
     for shard in sorted(manifest.trees):
-        print(f"  shard {shard}: {nodes.get(str(shard), '?')} nodes, {sizes[shard]:,} bytes", file=out)
+        print(
+            f"  shard {shard}: {nodes.get(str(shard), '?')} nodes, {sizes[shard]:,} bytes", file=out
+        )
     for load in manifest.loads[-5:]:
-        print(f"  load -> version {load['version']} at {load['started']} ({load['seconds']} s): "
-              + json.dumps(load["sources"], sort_keys=True), file=out)
+        print(
+            f"  load -> version {load['version']} at {load['started']} ({load['seconds']} s): "
+            + json.dumps(load["sources"], sort_keys=True),
+            file=out,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

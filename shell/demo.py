@@ -33,31 +33,74 @@ MAPPING = """TIME\tUID\tPUID
 DEMO_JOB = {
     "shards": 8,
     "source": [
-        {"name": "attributes", "path": "attributes/", "format": "tsv", "header": True,
-         "shard_by": "UID", "inject_source_name": "ATTR",
-         "dedup": {"keys": ["TIME", "UID", "ATTRIBUTE_IDS"]}},
-        {"name": "mapping", "path": "mapping/", "format": "tsv", "header": True,
-         "shard_by": "UID", "inject_source_name": "MAPPING"},
+        {
+            "name": "attributes",
+            "path": "attributes/",
+            "format": "tsv",
+            "header": True,
+            "shard_by": "UID",
+            "inject_source_name": "ATTR",
+            "dedup": {"keys": ["TIME", "UID", "ATTRIBUTE_IDS"]},
+        },
+        {
+            "name": "mapping",
+            "path": "mapping/",
+            "format": "tsv",
+            "header": True,
+            "shard_by": "UID",
+            "inject_source_name": "MAPPING",
+        },
     ],
     "map": {
-        "filter_out": {"op": "chain", "filter": [
-            {"op": "field", "from": "ATTRIBUTE_IDS", "filter": {"op": "split", "split": ","},
-             "nullFail": False},
-        ]},
+        "filter_out": {
+            "op": "chain",
+            "filter": [
+                {
+                    "op": "field",
+                    "from": "ATTRIBUTE_IDS",
+                    "filter": {"op": "split", "split": ","},
+                    "nullFail": False,
+                },
+            ],
+        },
     },
-    "tree": {"root": [
-        {"type": "const", "value": "root"},
-        {"type": "branch", "list": [
-            [{"type": "value", "key": "UID",
-              "filter": {"op": "field", "from": "ATTR", "filter": {"op": "empty", "not": True}}},
-             {"type": "const", "value": "A"},
-             {"type": "value", "key": "ATTRIBUTE_IDS"}],
-            [{"type": "value", "key": "UID", "create": False,
-              "filter": {"op": "field", "from": "MAPPING", "filter": {"op": "empty", "not": True}}},
-             {"type": "const", "value": "M"},
-             {"type": "value", "key": "PUID"}],
-        ]},
-    ]},
+    "tree": {
+        "root": [
+            {"type": "const", "value": "root"},
+            {
+                "type": "branch",
+                "list": [
+                    [
+                        {
+                            "type": "value",
+                            "key": "UID",
+                            "filter": {
+                                "op": "field",
+                                "from": "ATTR",
+                                "filter": {"op": "empty", "not": True},
+                            },
+                        },
+                        {"type": "const", "value": "A"},
+                        {"type": "value", "key": "ATTRIBUTE_IDS"},
+                    ],
+                    [
+                        {
+                            "type": "value",
+                            "key": "UID",
+                            "create": False,
+                            "filter": {
+                                "op": "field",
+                                "from": "MAPPING",
+                                "filter": {"op": "empty", "not": True},
+                            },
+                        },
+                        {"type": "const", "value": "M"},
+                        {"type": "value", "key": "PUID"},
+                    ],
+                ],
+            },
+        ]
+    },
 }
 
 DEMO_PATH = "root/+:nodes>1/+/+"

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _fake_java(folder: Path, version: str) -> None:
     java = folder / "java"
-    java.write_text(f'#!/bin/sh\necho \'openjdk version "{version}" 2020-01-01\' >&2\n')
+    java.write_text(f"#!/bin/sh\necho 'openjdk version \"{version}\" 2020-01-01' >&2\n")
     java.chmod(0o755)
 
 
@@ -48,7 +48,9 @@ def test_missing_java_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_make_check_script(tmp_path: Path, version: str, ok: bool) -> None:
     _fake_java(tmp_path, version)
     env = {**os.environ, "PATH": _path_with(tmp_path)}
-    done = subprocess.run(["sh", str(ROOT / "scripts" / "check-java.sh")], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        ["sh", str(ROOT / "scripts" / "check-java.sh")], env=env, capture_output=True, text=True
+    )
     assert (done.returncode == 0) is ok
     if not ok:
         assert done.stderr.count("\n") == 1 and "Java 17 or newer" in done.stderr

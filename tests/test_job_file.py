@@ -45,14 +45,39 @@ def _job_with(tmp_path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     ("edit", "line_of", "offset", "words"),
     [
-        (lambda j: j["tree"]["root"][1]["list"][0][1].update(type="konst"), '"konst"', 0, "unknown element type"),
+        (
+            lambda j: j["tree"]["root"][1]["list"][0][1].update(type="konst"),
+            '"konst"',
+            0,
+            "unknown element type",
+        ),
         (lambda j: j["source"][1].update(format="xml"), '"xml"', 0, "unknown format 'xml'"),
-        (lambda j: j["map"]["filter_out"]["filter"][0].update(op="fieldz"), '"fieldz"', 0, "unknown bundle filter"),
+        (
+            lambda j: j["map"]["filter_out"]["filter"][0].update(op="fieldz"),
+            '"fieldz"',
+            0,
+            "unknown bundle filter",
+        ),
         (lambda j: j.update(shards=0), '"shards"', 0, "'shards' must be"),
-        (lambda j: j["tree"]["root"][0].update(colour="red"), '"colour"', 0, "unknown key 'colour'"),
+        (
+            lambda j: j["tree"]["root"][0].update(colour="red"),
+            '"colour"',
+            0,
+            "unknown key 'colour'",
+        ),
         # a missing key: the error points at the object that lacks it
-        (lambda j: j["tree"]["root"][1]["list"][1][2].pop("key"), '"value": "M"', 2, "needs a 'key'"),
-        (lambda j: j["source"][1].pop("shard_by"), '"name": "mapping"', -1, "'shard_by' is required"),
+        (
+            lambda j: j["tree"]["root"][1]["list"][1][2].pop("key"),
+            '"value": "M"',
+            2,
+            "needs a 'key'",
+        ),
+        (
+            lambda j: j["source"][1].pop("shard_by"),
+            '"name": "mapping"',
+            -1,
+            "'shard_by' is required",
+        ),
     ],
 )
 def test_job_errors_point_at_the_value(

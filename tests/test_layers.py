@@ -43,6 +43,10 @@ def test_dunder_all_lists_real_public_names(package: str) -> None:
     module = importlib.import_module(package)
     for name in module.__all__:
         assert hasattr(module, name), f"{package}.__all__ names missing {name}"
-    public = {n for n, v in vars(module).items() if not n.startswith("_") and not isinstance(v, type(module))}
+    public = {
+        n
+        for n, v in vars(module).items()
+        if not n.startswith("_") and not isinstance(v, type(module))
+    }
     public -= {"annotations", "TYPE_CHECKING", "os", "Iterable"}
-    assert public <= set(module.__all__) | {"open"} , public - set(module.__all__)
+    assert public <= set(module.__all__) | {"open"}, public - set(module.__all__)

@@ -18,8 +18,14 @@ pytestmark = pytest.mark.spark
 
 EXPECTED_JOIN = [("abc", "1,3,4,5"), ("xyz", "1,2"), ("zzz", "1,2")]
 SEED_ROWS = {
-    ("12345", "A", "1"), ("12345", "A", "3"), ("12345", "A", "4"), ("12345", "A", "5"),
-    ("12345", "M", "abc"), ("67890", "A", "1"), ("67890", "A", "2"), ("67890", "M", "xyz"),
+    ("12345", "A", "1"),
+    ("12345", "A", "3"),
+    ("12345", "A", "4"),
+    ("12345", "A", "5"),
+    ("12345", "M", "abc"),
+    ("67890", "A", "1"),
+    ("67890", "A", "2"),
+    ("67890", "M", "xyz"),
     ("67890", "M", "zzz"),
 }
 
@@ -61,7 +67,9 @@ def test_demo_command_prints_the_join_and_its_commands(
     assert joined == ["abc", "1,3,4,5", "xyz", "1,2", "zzz", "1,2"]
 
 
-def test_query_command_formats(spark: object, demo_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_query_command_formats(
+    spark: object, demo_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = demo_dir / "store"
     _load(spark, demo_dir, store)
     assert main(["query", str(store), DEMO_PATH, "--rops", DEMO_OPS, "--format", "json"]) == 0
@@ -164,14 +172,19 @@ def test_shard_count_mismatch_is_refused(spark: object, demo_dir: Path) -> None:
     ],
 )
 def test_bad_path_or_op_fails_with_the_column(
-    spark: object, demo_dir: Path, capsys: pytest.CaptureFixture[str], args: list[str], column: int, words: str
+    spark: object,
+    demo_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    column: int,
+    words: str,
 ) -> None:
     store = demo_dir / "store"
     _load(spark, demo_dir, store)
     assert main(["query", str(store), *args]) == 2
     err = capsys.readouterr().err
     assert f"column {column}" in err and words in err and "Traceback" not in err
-    caret = [line for line in err.splitlines() if line.strip() == "^"][0]
+    caret = next(line for line in err.splitlines() if line.strip() == "^")
     assert caret.index("^") == 2 + column - 1
 
 
@@ -183,6 +196,8 @@ def test_cli_errors_have_no_traceback(tmp_path: Path) -> None:
         (["query", str(tmp_path / "nowhere"), "root/+"], "does not exist"),
         (["load", str(bad_job), "--store", str(tmp_path / "s")], "Line 2, column 13"),
     ]:
-        done = subprocess.run([sys.executable, "-m", "treestore", *args], capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "treestore", *args], capture_output=True, text=True
+        )
         assert done.returncode == 2
         assert words in done.stderr and "Traceback" not in done.stderr

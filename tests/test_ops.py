@@ -64,7 +64,9 @@ def test_merge_emits_every_n_rows() -> None:
 
 def test_plan_is_reusable() -> None:
     plan = compile_ops("merge=ks")
-    assert list(plan.run([["a", 1], ["a", 1]])) == list(plan.run([["a", 1], ["a", 1]])) == [("a", 2)]
+    assert (
+        list(plan.run([["a", 1], ["a", 1]])) == list(plan.run([["a", 1], ["a", 1]])) == [("a", 2)]
+    )
 
 
 def test_escaped_semicolon_in_arguments() -> None:

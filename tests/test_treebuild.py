@@ -48,7 +48,9 @@ def test_null_and_empty_values_stop_the_path(demo_dir: Path) -> None:
     tree, stats = Tree(), ApplyStats()
     builder.apply(tree.root, _record(builder, "ATTR", UID=None, ATTRIBUTE_IDS=["1"]), stats)
     builder.apply(tree.root, _record(builder, "ATTR", UID="", ATTRIBUTE_IDS=["1"]), stats)
-    builder.apply(tree.root, _record(builder, "ATTR", UID="7", ATTRIBUTE_IDS=["", None, "2"]), stats)
+    builder.apply(
+        tree.root, _record(builder, "ATTR", UID="7", ATTRIBUTE_IDS=["", None, "2"]), stats
+    )
     root = tree.root.child("root")
     assert root is not None and sorted(root.children) == ["7"]
     assert sorted(root.child("7").child("A").children) == ["2"]  # type: ignore[union-attr]
@@ -57,5 +59,7 @@ def test_null_and_empty_values_stop_the_path(demo_dir: Path) -> None:
 def test_failing_element_filter_stops_that_branch(demo_dir: Path) -> None:
     builder = _builder(demo_dir)
     tree, stats = Tree(), ApplyStats()
-    builder.apply(tree.root, _record(builder, "OTHER", UID="1", ATTRIBUTE_IDS=["1"], PUID="p"), stats)
+    builder.apply(
+        tree.root, _record(builder, "OTHER", UID="1", ATTRIBUTE_IDS=["1"], PUID="p"), stats
+    )
     assert tree.root.child("root").children == {}  # type: ignore[union-attr]

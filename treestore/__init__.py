@@ -53,7 +53,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def open(path: str | os.PathLike[str], spark: SparkSession | None = None) -> QueryStore:  # noqa: A001
+def open(path: str | os.PathLike[str], spark: SparkSession | None = None) -> QueryStore:
     """Open the store at ``path`` read-only, at its newest published version.
 
     Queries run on ``spark``; without one, the process's SparkSession is used,
