@@ -33,6 +33,8 @@ from loaders.filters import SymbolicRecord, compile_bundle_filter, compile_value
 from loaders.job import JobSpec, SourceSpec
 from loaders.sources import FILE_COLUMN, InputFile, list_input_files, read_source
 from loaders.treebuild import ApplyStats, TreeBuilder
+from treestore.errors import LoadError
+from treestore.spark import spark_errors
 from treestore.store import StoreWriter, load_tree_file, write_atomically
 
 if TYPE_CHECKING:
@@ -243,10 +245,11 @@ def run_load(
         log("nothing new to load: the store is unchanged")
         return LoadResult(None, {"version": writer.base.version})
     builder = TreeBuilder(job.tree)
-    frames = [
-        _source_frame(spark, index, job.sources[index], files, job.shards)
-        for index, files in sorted(fresh.items())
-    ]
+    with spark_errors(LoadError, "Reading the new input files"):
+        frames = [
+            _source_frame(spark, index, job.sources[index], files, job.shards)
+            for index, files in sorted(fresh.items())
+        ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     mapped = _mapped(union, job, builder)
     keys = _partition_keys(spark, job.shards)
@@ -261,7 +264,8 @@ def run_load(
         builder,
         [s.name for s in job.sources],
     )
-    rows = arranged.drop(PART).mapInArrow(task, _TASK_SCHEMA).collect()
+    with spark_errors(LoadError, "The load's Spark job"):
+        rows = arranged.drop(PART).mapInArrow(task, _TASK_SCHEMA).collect()
     report = _summarize(job, fresh, rows, started)
     inputs = {
         f.path: {

@@ -22,6 +22,7 @@ from query.parser import parse_path
 from query.pathexec import run_path
 from query.plan import OpsPlan, compile_ops
 from treestore.errors import OpError, StoreError, TreestoreError
+from treestore.spark import spark_errors
 from treestore.store import StoreVersion, load_tree_file, open_version
 
 if TYPE_CHECKING:
@@ -210,7 +211,8 @@ class QueryStore:
             shard_of_partition.cast("int").alias("shard")
         )
         task = _shard_task(tree_files, path, rops)
-        table: pa.Table = frame.mapInArrow(task, _RESULT_SCHEMA).toArrow()
+        with spark_errors(StoreError, "The query's Spark job"):
+            table: pa.Table = frame.mapInArrow(task, _RESULT_SCHEMA).toArrow()
         return table
 
 

@@ -201,3 +201,40 @@ def test_cli_errors_have_no_traceback(tmp_path: Path) -> None:
         )
         assert done.returncode == 2
         assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unreadable_input_fails_the_load_and_publishes_nothing(
+    spark: object, tmp_path: Path
+) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "broken.parquet").write_bytes(b"PAR1 this is not parquet")
+    (tmp_path / "job.json").write_text(
+        json.dumps(
+            {
+                "shards": 2,
+                "source": [{"path": "in/", "format": "parquet", "shard_by": "K"}],
+                "tree": {"root": [{"type": "value", "key": "K"}]},
+            }
+        )
+    )
+    with pytest.raises(treestore.LoadError, match="failed"):
+        run_load(spark, load_job(tmp_path / "job.json"), tmp_path / "store", log=lambda _l: None)  # type: ignore[arg-type]
+    assert treestore.open(tmp_path / "store").version == 0
+
+
+def test_damaged_tree_is_reported_by_query_and_load(spark: object, demo_dir: Path) -> None:
+    store = demo_dir / "store"
+    _load(spark, demo_dir, store)
+    handle = treestore.open(store, spark=spark)  # type: ignore[arg-type]
+    shard = max(handle.store.manifest.trees)
+    tree_file = handle.store.tree_file(shard)
+    assert tree_file is not None
+    tree_file.write_bytes(tree_file.read_bytes()[:-9])
+    with pytest.raises(treestore.StoreError, match=f"Shard {shard}'s tree"):
+        handle.query("root/+").to_list()
+    (demo_dir / "mapping" / "mapping-0002.tsv").write_text(
+        "TIME\tUID\tPUID\n1\t12345\tnew\n1\t67890\tnew\n"
+    )
+    with pytest.raises(treestore.LoadError, match="CorruptPageError"):
+        _load(spark, demo_dir, store)
+    assert treestore.open(store).version == 1

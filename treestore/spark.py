@@ -12,15 +12,17 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from treestore.errors import SparkSetupError
+from treestore.errors import SparkSetupError, TreestoreError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "check_java", "get_session"]
+__all__ = ["DEFAULT_MASTER", "check_java", "get_session", "spark_errors"]
 
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "TREESTORE_SPARK_MASTER"
@@ -93,3 +95,32 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     # raising; treestore turns those errors into its own messages instead.
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
     return session
+
+
+def _summary(exc: BaseException) -> str:
+    """The useful line of a Spark failure: the Python error a task raised, else the first line."""
+    text = str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    raised = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
+    chosen = raised[-1] if raised else (lines[0] if lines else type(exc).__name__)
+    return chosen[:500]
+
+
+@contextmanager
+def spark_errors(error: type[TreestoreError], doing: str) -> Iterator[None]:
+    """Turn a failed Spark job inside the block into ``error("<doing> failed: <why>")``.
+
+    Spark reports failures as py4j or PySpark exceptions carrying a JVM stack
+    trace; users get one line instead.
+    """
+    try:
+        yield
+    except TreestoreError:
+        raise
+    except Exception as exc:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+
+        if not isinstance(exc, PySparkException | Py4JError):
+            raise
+        raise error(f"{doing} failed: {_summary(exc)}") from exc
