@@ -34,8 +34,11 @@ from loaders.job import JobSpec, SourceSpec
 from loaders.sources import FILE_COLUMN, InputFile, list_input_files, read_source
 from loaders.treebuild import ApplyStats, TreeBuilder
 from treestore.errors import LoadError
+from treestore.failpoints import failpoint
+from treestore.pagestore import PageStore
 from treestore.spark import spark_errors
-from treestore.store import StoreWriter, load_tree_file, write_atomically
+from treestore.store import DEFAULT_RETENTION, StoreWriter, collect_garbage, store_lock
+from treestore.tree import ShardState, ShardTree
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -43,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["LoadResult", "run_load"]
 
 SHARD, PART, ORDER, KEEP, DUPLICATE = "__shard", "__part", "__source_order", "__keep", "__duplicate"
-_TASK_SCHEMA = "shard int, tree_file string, stats string"
+_TASK_SCHEMA = "shard int, result string"
 
 
 @dataclass
@@ -130,16 +133,15 @@ def _mapped(frame: DataFrame, job: JobSpec, builder: TreeBuilder) -> DataFrame:
 
 
 def _shard_task(
-    store_root: str,
-    tree_files: dict[int, str],
-    new_files: dict[int, str],
+    pages: PageStore,
+    states: dict[int, ShardState],
     builder: TreeBuilder,
     source_names: list[str],
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs over its shard(s)' records."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        trees: dict[int, Any] = {}
+        trees: dict[int, ShardTree] = {}
         stats: dict[int, ApplyStats] = {}
         per_file: Counter[str] = Counter()
         per_source: dict[str, Counter[str]] = {name: Counter() for name in source_names}
@@ -160,48 +162,40 @@ def _shard_task(
                     counts["dropped"] += 1
                     continue
                 shard = shard_of[i]
-                if shard not in trees:
-                    existing = tree_files.get(shard)
-                    trees[shard] = load_tree_file(
-                        Path(store_root, existing) if existing else None, shard
-                    )
+                tree = trees.get(shard)
+                if tree is None:
+                    tree = trees[shard] = ShardTree(pages, states.get(shard), shard=shard)
                     stats[shard] = ApplyStats()
                 shard_stats = stats[shard]
                 missed_before = shard_stats.missed_updates
                 record = {
                     name: column[i] for name, column in zip(record_fields, values, strict=True)
                 }
-                builder.apply(trees[shard].root, record, shard_stats)
+                builder.apply(tree, record, shard_stats)
                 counts["applied"] += 1
                 counts["missed_updates"] += shard_stats.missed_updates - missed_before
         shards: list[int] = []
-        files: list[str | None] = []
-        reports: list[str] = []
+        results: list[str] = []
         for shard, tree in trees.items():
-            write_atomically(Path(store_root, new_files[shard]), tree.to_bytes())
-            shard_stats = stats[shard]
+            state = tree.commit()
+            failpoint("in-task")
             shards.append(shard)
-            files.append(new_files[shard])
-            reports.append(
+            results.append(
                 json.dumps(
                     {
-                        "records": shard_stats.records,
-                        "nodes_created": shard_stats.nodes_created,
-                        "missed_updates": shard_stats.missed_updates,
-                        "nodes": tree.count_nodes(),
+                        "state": state.to_json(),
+                        "records": stats[shard].records,
+                        "missed_updates": stats[shard].missed_updates,
+                        "nodes_created": tree.stats.nodes_created,
+                        "bytes_written": tree.stats.bytes_written,
+                        "compacted": tree.stats.compacted,
                     }
                 )
             )
         shards.append(-1)  # one row for the whole task's input counts
-        files.append(None)
-        reports.append(json.dumps({"files": per_file, "sources": per_source}))
+        results.append(json.dumps({"files": per_file, "sources": per_source}))
         yield pa.RecordBatch.from_arrays(
-            [
-                pa.array(shards, pa.int32()),
-                pa.array(files, pa.string()),
-                pa.array(reports, pa.string()),
-            ],
-            ["shard", "tree_file", "stats"],
+            [pa.array(shards, pa.int32()), pa.array(results, pa.string())], ["shard", "result"]
         )
 
     return run
@@ -232,14 +226,31 @@ def _new_files(
 def run_load(
     spark: SparkSession,
     job: JobSpec,
-    store_dir: str | Path,
+    store_dir: str | Path | PageStore,
     log: Callable[[str], None] = print,
+    keep_versions: int = DEFAULT_RETENTION,
 ) -> LoadResult:
-    """Load the job's new input files into the store at ``store_dir``; publish a version."""
+    """Load the job's new input files into the store at ``store_dir``; publish a version.
+
+    The store is locked for the whole load; after publishing, versions beyond
+    ``keep_versions`` and unreferenced runs are removed.
+    """
+    writer = StoreWriter(store_dir, job.shards)
+    with store_lock(writer.pages, f"a load of {job.file}", log):
+        writer = StoreWriter(writer.pages, job.shards)  # re-read under the lock
+        result = _load_locked(spark, job, writer, log)
+        if result.version is not None:
+            removed = collect_garbage(writer.pages, keep_versions)
+            result.report["gc"] = removed
+        return result
+
+
+def _load_locked(
+    spark: SparkSession, job: JobSpec, writer: StoreWriter, log: Callable[[str], None]
+) -> LoadResult:
     from pyspark.sql import functions as F
 
     started = time.time()
-    writer = StoreWriter(store_dir, job.shards)
     fresh = _new_files(job, writer, log)
     if not fresh:
         log("nothing new to load: the store is unchanged")
@@ -258,14 +269,11 @@ def run_load(
         mapped.withColumn(PART, part).repartition(job.shards, PART).sortWithinPartitions(ORDER)
     )
     task = _shard_task(
-        str(writer.root),
-        dict(writer.base.trees),
-        {s: writer.new_tree_path(s) for s in range(job.shards)},
-        builder,
-        [s.name for s in job.sources],
+        writer.pages, dict(writer.base.trees), builder, [s.name for s in job.sources]
     )
     with spark_errors(LoadError, "The load's Spark job"):
         rows = arranged.drop(PART).mapInArrow(task, _TASK_SCHEMA).collect()
+    failpoint("after-tasks")
     report = _summarize(job, fresh, rows, started)
     inputs = {
         f.path: {
@@ -278,9 +286,13 @@ def run_load(
         for index, files in fresh.items()
         for f in files
     }
-    trees = {row["shard"]: row["tree_file"] for row in rows if row["shard"] >= 0}
+    trees = {
+        row["shard"]: ShardState.from_json(json.loads(row["result"])["state"])
+        for row in rows
+        if row["shard"] >= 0
+    }
     del report["files"]
-    manifest = writer.publish(trees, inputs, report)
+    manifest = writer.publish(trees, inputs, report, failpoint=failpoint)
     report["version"] = manifest.version
     return LoadResult(manifest.version, report)
 
@@ -292,13 +304,14 @@ def _summarize(
     sources: dict[str, Counter[str]] = {s.name: Counter() for s in job.sources}
     shards: dict[str, Any] = {}
     for row in rows:
-        stats = json.loads(row["stats"])
+        result = json.loads(row["result"])
         if row["shard"] < 0:
-            files.update(stats["files"])
-            for name, counts in stats["sources"].items():
+            files.update(result["files"])
+            for name, counts in result["sources"].items():
                 sources[name].update(counts)
         else:
-            shards[str(row["shard"])] = stats
+            state = result.pop("state")
+            shards[str(row["shard"])] = {**result, "nodes": state["nodes"], "bytes": state["bytes"]}
     for index, new in fresh.items():
         sources[job.sources[index].name]["files"] = len(new)
     return {

@@ -13,17 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from loaders.job import ElementSpec
-from treestore.tree import Node
+from treestore.tree import Handle, ShardTree
 
 __all__ = ["ApplyStats", "TreeBuilder"]
 
 
 @dataclass
 class ApplyStats:
-    """What applying records to one tree did."""
+    """What applying records to one tree did (nodes created are counted by the tree)."""
 
     records: int = 0
-    nodes_created: int = 0
     missed_updates: int = 0
 
 
@@ -44,27 +43,27 @@ class TreeBuilder:
             {found.key for e in self.elements for found in e.walk() if found.key is not None}
         )
 
-    def apply(self, root: Node, record: Mapping[str, object], stats: ApplyStats) -> None:
-        """Apply one record under ``root``."""
+    def apply(self, tree: ShardTree, record: Mapping[str, object], stats: ApplyStats) -> None:
+        """Apply one record to ``tree``, starting under its internal root."""
         missed = [False]
-        self._apply_list(self.elements, [root], record, stats, missed)
+        self._apply_list(tree, self.elements, [tree.root_handle], record, missed)
         stats.records += 1
         if missed[0]:
             stats.missed_updates += 1
 
     def _apply_list(
         self,
+        tree: ShardTree,
         elements: Sequence[ElementSpec],
-        parents: list[Node],
+        parents: list[Handle],
         record: Mapping[str, object],
-        stats: ApplyStats,
         missed: list[bool],
-    ) -> list[Node]:
+    ) -> list[Handle]:
         current = parents
         for element in elements:
-            produced: list[Node] = []
+            produced: list[Handle] = []
             for parent in current:
-                produced.extend(self._apply_one(element, parent, record, stats, missed))
+                produced.extend(self._apply_one(tree, element, parent, record, missed))
             current = produced
             if not current:
                 break
@@ -72,37 +71,32 @@ class TreeBuilder:
 
     def _apply_one(
         self,
+        tree: ShardTree,
         element: ElementSpec,
-        parent: Node,
+        parent: Handle,
         record: Mapping[str, object],
-        stats: ApplyStats,
         missed: list[bool],
-    ) -> list[Node]:
+    ) -> list[Handle]:
         filter_column = self.filter_columns.get(element.where)
         if filter_column is not None and not record.get(filter_column):
             return []
         if element.kind == "branch":
-            ends: list[Node] = []
+            ends: list[Handle] = []
             for branch in element.branches:
-                ends.extend(self._apply_list(branch, [parent], record, stats, missed))
+                ends.extend(self._apply_list(tree, branch, [parent], record, missed))
             return ends
         if element.kind == "const":
             names: Sequence[object] = [element.value]
         else:
             value = record.get(element.key or "")
             names = value if isinstance(value, list | tuple) else [value]
-        visited: list[Node] = []
+        visited: list[Handle] = []
         for raw in names:
             if raw is None or raw == "":
                 continue
-            name = str(raw)
-            child = parent.child(name)
+            child = tree.visit(parent, str(raw), element.create)
             if child is None:
-                if not element.create:
-                    missed[0] = True
-                    continue
-                child = parent.get_or_create(name)
-                stats.nodes_created += 1
-            child.hits += 1
+                missed[0] = True
+                continue
             visited.append(child)
         return visited

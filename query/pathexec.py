@@ -11,26 +11,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from query.ast import Element, Path
-from treestore.tree import Node
+from treestore.tree import Node, ShardTree
 
 __all__ = ["Value", "run_path"]
 
 Value = str | int | float | None
 
 
-def _candidates(element: Element, node: Node) -> Iterator[tuple[str, Node]]:
+def _candidates(tree: ShardTree, element: Element, node: Node) -> Iterator[Node]:
     if element.kind == "all":
-        yield from node.sorted_children()
+        yield from tree.children(node)
         return
     for name in element.names:
-        child = node.child(name)
+        child = tree.child(node, name)
         if child is not None:
-            yield name, child
+            yield child
 
 
-def _columns(element: Element, name: str, node: Node) -> tuple[Value, ...] | None:
+def _columns(element: Element, node: Node) -> tuple[Value, ...] | None:
     """The columns ``node`` adds to a row, or ``None`` when a bound rejects it."""
-    shown: list[Value] = [name] if element.show else []
+    shown: list[Value] = [node.name] if element.show else []
     for prop in element.properties:
         value = node.hits if prop.name == "hits" else node.node_count
         if not all(bound.admits(value) for bound in prop.bounds):
@@ -40,15 +40,15 @@ def _columns(element: Element, name: str, node: Node) -> tuple[Value, ...] | Non
     return tuple(shown)
 
 
-def run_path(root: Node, path: Path) -> Iterator[tuple[Value, ...]]:
-    """Yield one row per match of ``path`` under ``root`` (the tree's internal root)."""
+def run_path(tree: ShardTree, path: Path) -> Iterator[tuple[Value, ...]]:
+    """Yield one row per match of ``path`` in ``tree``, starting under its internal root."""
     elements = path.elements
     last = len(elements) - 1
 
     def walk(node: Node, depth: int, row: tuple[Value, ...]) -> Iterator[tuple[Value, ...]]:
         element = elements[depth]
-        for name, child in _candidates(element, node):
-            added = _columns(element, name, child)
+        for child in _candidates(tree, element, node):
+            added = _columns(element, child)
             if added is None:
                 continue
             if depth == last:
@@ -56,4 +56,4 @@ def run_path(root: Node, path: Path) -> Iterator[tuple[Value, ...]]:
             else:
                 yield from walk(child, depth + 1, row + added)
 
-    yield from walk(root, 0, ())
+    yield from walk(tree.root, 0, ())

@@ -10,7 +10,6 @@ rows in shard order and runs the ops.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path as FilePath
 from typing import TYPE_CHECKING, Any
 
 import msgpack
@@ -22,8 +21,10 @@ from query.parser import parse_path
 from query.pathexec import run_path
 from query.plan import OpsPlan, compile_ops
 from treestore.errors import OpError, StoreError, TreestoreError
+from treestore.pagestore import PageStore
 from treestore.spark import spark_errors
-from treestore.store import StoreVersion, load_tree_file, open_version
+from treestore.store import StoreVersion, open_version
+from treestore.tree import ShardState, ShardTree
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,15 +52,14 @@ def _raise_payload(payload: bytes) -> None:
 
 
 def shard_rows(
-    tree_file: str | None, shard: int, path: Path, rops: OpsPlan
+    pages: PageStore, state: ShardState, shard: int, path: Path, rops: OpsPlan
 ) -> Iterator[tuple[Value, ...]]:
     """The rows of one shard: ``path`` over its tree, then ``rops``."""
-    tree = load_tree_file(FilePath(tree_file) if tree_file else None, shard)
-    return rops.run(run_path(tree.root, path))
+    return rops.run(run_path(ShardTree(pages, state, shard=shard), path))
 
 
 def _shard_task(
-    tree_files: dict[int, str], path: Path, rops: OpsPlan
+    pages: PageStore, states: dict[int, ShardState], path: Path, rops: OpsPlan
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: shard numbers in, packed rows out."""
 
@@ -69,7 +69,7 @@ def _shard_task(
                 kinds: list[int] = []
                 payloads: list[bytes] = []
                 try:
-                    for row in shard_rows(tree_files.get(shard), shard, path, rops):
+                    for row in shard_rows(pages, states[shard], shard, path, rops):
                         kinds.append(_ROW)
                         payloads.append(msgpack.packb(row))
                         if len(payloads) >= _BATCH_ROWS:
@@ -186,11 +186,10 @@ class QueryStore:
         return Rows(lambda: driver_plan.run(self._shard_rows(parsed, shard_plan)))
 
     def _shard_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
-        tree_files = {s: str(self.store.tree_file(s)) for s in self.store.manifest.trees}
-        shards = sorted(tree_files)
-        if not shards:
+        states = dict(self.store.manifest.trees)
+        if not states:
             return iter(())
-        result = self._run_spark(shards, tree_files, path, rops)
+        result = self._run_spark(states, path, rops)
         kinds = result.column("kind").to_pylist()
         payloads = result.column("payload").to_pylist()
         for kind, payload in zip(kinds, payloads, strict=True):
@@ -198,24 +197,25 @@ class QueryStore:
                 _raise_payload(payload)
         return (tuple(msgpack.unpackb(p)) for p in payloads)
 
-    def _run_spark(
-        self, shards: list[int], tree_files: dict[int, str], path: Path, rops: OpsPlan
-    ) -> pa.Table:
+    def _run_spark(self, states: dict[int, ShardState], path: Path, rops: OpsPlan) -> pa.Table:
         from pyspark.sql import functions as F
 
         spark = self._session()
+        shards = sorted(states)
         shard_of_partition = F.element_at(
             F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int")
         )
         frame = spark.range(0, len(shards), 1, len(shards)).select(
             shard_of_partition.cast("int").alias("shard")
         )
-        task = _shard_task(tree_files, path, rops)
+        task = _shard_task(self.store.pages, states, path, rops)
         with spark_errors(StoreError, "The query's Spark job"):
             table: pa.Table = frame.mapInArrow(task, _RESULT_SCHEMA).toArrow()
         return table
 
 
-def open_store(path: str, spark: SparkSession | None = None, **kwargs: Any) -> QueryStore:
+def open_store(
+    path: str | PageStore, spark: SparkSession | None = None, **kwargs: Any
+) -> QueryStore:
     """Open the newest version of the store at ``path`` for queries."""
     return QueryStore(open_version(path), spark, **kwargs)

@@ -53,8 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--format", default="tsv", choices=("tsv", "csv", "json", "table"))
     _add_master(query)
 
-    info = commands.add_parser("info", help="show a store's version, shards and last loads")
+    info = commands.add_parser("info", help="show a store's versions, shards, nodes and last loads")
     info.add_argument("store", metavar="DIR", help="the store folder")
+
+    gc = commands.add_parser("gc", help="delete old versions and files no kept version uses")
+    gc.add_argument("store", metavar="DIR", help="the store folder")
+    gc.add_argument("--keep", type=int, default=5, help="versions to keep (default 5)")
+
+    check = commands.add_parser("check", help="verify every page of a store (exit 1 if damaged)")
+    check.add_argument("store", metavar="DIR", help="the store folder")
     return parser
 
 
@@ -81,7 +88,11 @@ def print_load_report(report: dict[str, object], out: TextIO) -> None:
     shards = report["shards"]
     assert isinstance(shards, dict)
     created = sum(s["nodes_created"] for s in shards.values())
-    print(f"  shards touched {len(shards)}, nodes created {created}", file=out)
+    written = sum(s["bytes_written"] for s in shards.values())
+    print(
+        f"  shards touched {len(shards)}, nodes created {created}, bytes written {written:,}",
+        file=out,
+    )
 
 
 def command_query(
@@ -104,32 +115,61 @@ def command_query(
 
 
 def command_info(store: str, out: TextIO) -> None:
-    """``treestore info``: the published version, shards, tree sizes and recent loads."""
-    from treestore.store import open_version
+    """``treestore info``: versions, shards, nodes and bytes per shard, recent loads."""
+    from treestore.store import open_version, published_versions
 
     version = open_version(store)
     manifest = version.manifest
-    sizes = {s: (version.tree_file(s) or Path()).stat().st_size for s in manifest.trees}
-    print(f"store {version.root}", file=out)
+    kept = published_versions(version.pages)
+    states = manifest.trees
+    print(f"store {version.location}", file=out)
     print(
-        f"version {manifest.version}, {manifest.shards} shards, {len(manifest.trees)} with trees,"
-        f" {sum(sizes.values()):,} bytes of trees, {len(manifest.inputs)} input files loaded",
+        f"version {manifest.version} (kept: {', '.join(map(str, kept)) or 'none'}), "
+        f"{manifest.shards} shards, {sum(s.nodes for s in states.values()):,} nodes, "
+        f"{sum(s.bytes for s in states.values()):,} bytes of pages, "
+        f"{len(manifest.inputs)} input files loaded",
         file=out,
     )
-    nodes: dict[str, int] = {}
-    for load in manifest.loads:
-        for shard, stats in load.get("shards", {}).items():
-            nodes[shard] = stats["nodes"]
-    for shard in sorted(manifest.trees):
-        print(
-            f"  shard {shard}: {nodes.get(str(shard), '?')} nodes, {sizes[shard]:,} bytes", file=out
-        )
+    for shard in range(manifest.shards):
+        state = states.get(shard)
+        if state is None:
+            print(f"  shard {shard}: empty", file=out)
+        else:
+            print(
+                f"  shard {shard}: {state.nodes:,} nodes, {state.bytes:,} bytes, {len(state.runs)} run(s)",
+                file=out,
+            )
     for load in manifest.loads[-5:]:
+        sources = json.dumps(load["sources"], sort_keys=True)
         print(
-            f"  load -> version {load['version']} at {load['started']} ({load['seconds']} s): "
-            + json.dumps(load["sources"], sort_keys=True),
+            f"  load -> version {load['version']} at {load['started']} ({load['seconds']} s): {sources}",
             file=out,
         )
+
+
+def command_gc(store: str, keep: int, out: TextIO) -> None:
+    """``treestore gc``: drop versions beyond ``keep`` and the files only they used."""
+    from treestore.pagestore import page_store_for
+    from treestore.store import collect_garbage, store_lock
+
+    pages = page_store_for(store)
+    with store_lock(pages, "treestore gc"):
+        removed = collect_garbage(pages, keep)
+    print(
+        f"removed {removed['versions']} old version(s) and {removed['files']} unused file(s)",
+        file=out,
+    )
+
+
+def command_check(store: str, out: TextIO) -> int:
+    """``treestore check``: verify every page of every kept version; returns the problem count."""
+    from treestore.store import check_store
+
+    problems = check_store(store)
+    for problem in problems:
+        print(problem, file=out)
+    print("store is sound" if not problems else f"{len(problems)} problem(s) found", file=out)
+    return len(problems)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -147,6 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             command_query(args.store, args.path, args.rops, args.ops, args.format, args.master, out)
         elif args.command == "info":
             command_info(args.store, out)
+        elif args.command == "gc":
+            command_gc(args.store, args.keep, out)
+        elif args.command == "check":
+            return 1 if command_check(args.store, out) else 0
     except TreestoreError as exc:
         out.flush()
         print(f"treestore {args.command}: {exc}", file=sys.stderr)

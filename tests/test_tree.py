@@ -1,50 +1,177 @@
-"""The in-memory tree, its msgpack form, and damaged tree files."""
+"""The paged shard tree, run against both page stores (memory and disk)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
+from treestore import runs
 from treestore.errors import CorruptPageError
-from treestore.tree import Node, Tree
+from treestore.pagestore import FilePageStore, MemoryPageStore, PageStore
+from treestore.tree import ShardTree, build_tree
+
+NAMES = ["b", "a", "\uff61", "\U0001f600", "B", "é", "aa", "a\x00"]
 
 
-def _tree() -> Tree:
-    tree = Tree()
-    root = tree.root.get_or_create("root")
-    for name in ["b", "a", "\uff61", "\U0001f600", "B", "é"]:
-        root.get_or_create(name).hits += 1
-    root.hits = 6
-    return tree
+@pytest.fixture(params=["memory", "disk"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> PageStore:
+    """Every tree test runs against the in-memory and the on-disk page store."""
+    return MemoryPageStore() if request.param == "memory" else FilePageStore(tmp_path / "store")
 
 
-def test_children_come_in_utf8_byte_order() -> None:
-    names = [name for name, _ in _tree().root.child("root").sorted_children()]  # type: ignore[union-attr]
-    assert names == sorted(names, key=lambda n: n.encode("utf-8"))
+@pytest.fixture
+def fresh_cache() -> Iterator[runs.PageCache]:
+    yield runs.reset_cache(64 * 1024 * 1024)
+    runs.reset_cache(256 * 1024 * 1024)
+
+
+def _names(tree: ShardTree, *path: str) -> list[str]:
+    node = tree.root
+    for name in path:
+        found = tree.child(node, name)
+        assert found is not None
+        node = found
+    return [child.name for child in tree.children(node)]
+
+
+def test_children_come_in_utf8_byte_order(store: PageStore) -> None:
+    tree = build_tree(store, [["root", n] for n in NAMES])
+    names = _names(tree, "root")
+    assert names == sorted(NAMES, key=lambda n: n.encode("utf-8"))
     # U+FF61 sorts before U+1F600 in UTF-8 (and code points), after it in UTF-16.
     assert names.index("\uff61") < names.index("\U0001f600")
 
 
-def test_round_trip_keeps_hits_children_and_order() -> None:
-    tree = _tree()
-    again = Tree.from_bytes(tree.to_bytes())
-    assert [(p, n.hits) for p, n in again.walk()] == [(p, n.hits) for p, n in tree.walk()]
-    assert again.count_nodes() == tree.count_nodes() == 7
+def test_hits_node_counts_and_lookups(store: PageStore) -> None:
+    tree = build_tree(store, [["root", "x", "1"], ["root", "x", "2"], ["root", "y"]])
+    root = tree.child(tree.root, "root")
+    assert root is not None and (root.hits, root.node_count) == (3, 2)
+    x = tree.child(root, "x")
+    assert x is not None and (x.hits, x.node_count) == (2, 2)
+    assert tree.child(root, "z") is None
+    assert tree.root.node_count == 1
+    assert [(p, n.hits) for p, n in tree.walk()] == [
+        (("root",), 3),
+        (("root", "x"), 2),
+        (("root", "x", "1"), 1),
+        (("root", "x", "2"), 1),
+        (("root", "y"), 1),
+    ]
 
 
-def test_node_count_and_lookup() -> None:
-    node = Node()
-    assert node.child("x") is None
-    child = node.get_or_create("x")
-    assert node.get_or_create("x") is child and node.node_count == 1
+def test_update_only_visits_existing_nodes(store: PageStore) -> None:
+    tree = ShardTree(store)
+    root = tree.visit(tree.root_handle, "root")
+    assert root is not None
+    assert tree.visit(root, "missing", create=False) is None
+    assert tree.visit(root, "there") is not None
+    assert tree.visit(root, "there", create=False) is not None
+    again = ShardTree(store, tree.commit())
+    assert [(n.name, n.hits) for n in again.children(again.child(again.root, "root"))] == [
+        ("there", 2)
+    ]  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("damage", [b"", b"\x00garbage", b"\x81\xa6format\xa4nope"])
-def test_damaged_bytes_raise_corrupt_page_error(damage: bytes) -> None:
-    with pytest.raises(CorruptPageError, match="shard 3"):
-        Tree.from_bytes(damage, where="shard 3")
+def test_later_loads_add_runs_that_merge(store: PageStore) -> None:
+    first = build_tree(store, [["root", "u1", "a"], ["root", "u2", "a"]])
+    second = ShardTree(store, first.state)
+    for path in (["root", "u1", "a"], ["root", "u1", "b"], ["root", "u3"]):
+        handle = second.root_handle
+        for name in path:
+            handle = second.visit(handle, name)  # type: ignore[assignment]
+    state = second.commit()
+    assert len(state.runs) == 2 and state.runs[0] == first.state.runs[0]  # the base run is shared
+    assert state.nodes == 7
+    merged = ShardTree(store, state)
+    expected = [
+        (("root",), 5),
+        (("root", "u1"), 3),
+        (("root", "u1", "a"), 2),
+        (("root", "u1", "b"), 1),
+        (("root", "u2"), 1),
+        (("root", "u2", "a"), 1),
+        (("root", "u3"), 1),
+    ]
+    assert [(p, n.hits) for p, n in merged.walk()] == expected
+    assert merged.child(merged.root, "root").node_count == 3  # type: ignore[union-attr]
+    merged.compact()
+    assert len(merged.readers) == 1
+    assert [(p, n.hits) for p, n in merged.walk()] == expected
 
 
-def test_truncated_tree_is_detected() -> None:
-    data = _tree().to_bytes()
-    with pytest.raises(CorruptPageError):
-        Tree.from_bytes(data[: len(data) // 2])
+def test_many_runs_trigger_compaction(store: PageStore) -> None:
+    state = build_tree(store, [["root", "0"]]).state
+    for i in range(1, 7):
+        tree = ShardTree(store, state)
+        tree.visit(tree.visit(tree.root_handle, "root"), str(i))  # type: ignore[arg-type]
+        state = tree.commit()
+        assert len(state.runs) <= 4
+    assert _names(ShardTree(store, state), "root") == [str(i) for i in range(7)]
+
+
+def test_pages_split_at_their_size_and_reads_touch_only_needed_pages(
+    store: PageStore, fresh_cache: runs.PageCache
+) -> None:
+    names = [f"n{i:04d}" for i in range(500)]
+    tree = build_tree(store, [["root", n] for n in names], page_bytes=256)
+    reader = tree.readers[0]
+    assert len(reader.pages) > 20
+    # every boundary: the last entry of a page and the first of the next are found
+    root = tree.child(tree.root, "root")
+    assert root is not None
+    for info in reader.pages:
+        for key in (info.first, info.last):
+            if key[0] == root.id:
+                assert tree.child(root, key[1]) is not None
+    assert _names(tree, "root") == names
+    fresh_cache.clear()
+    assert tree.child(root, "n0321") is not None
+    assert fresh_cache.misses == 1  # one page read for one child
+    fresh_cache.clear()
+    ranged = [n.name for n in tree.children(root, "n0100", "n0110")]
+    assert ranged == names[100:110]
+    assert fresh_cache.misses <= 2
+    fresh_cache.clear()
+    prefixed = [n.name for n in tree.children(root, "n049", "n04:")]
+    assert prefixed == names[490:500]
+    assert fresh_cache.misses <= 2
+
+
+def _flip_byte(store: PageStore, name: str, offset: int) -> None:
+    data = bytearray(store.read(name))
+    data[offset] ^= 0x55
+    store.write(name, bytes(data))
+
+
+def test_a_flipped_byte_is_detected_with_file_shard_and_page(
+    store: PageStore, fresh_cache: runs.PageCache
+) -> None:
+    tree = build_tree(store, [["root", f"n{i:04d}"] for i in range(300)], shard=5, page_bytes=512)
+    run = tree.state.runs[0]
+    third_page = tree.readers[0].pages[2]
+    _flip_byte(store, f"{run}.pages", third_page.offset + 3)
+    fresh_cache.clear()
+    reread = ShardTree(store, tree.state, shard=5)
+    with pytest.raises(CorruptPageError) as caught:
+        list(reread.walk())
+    message = str(caught.value)
+    assert "Shard 5" in message and "page 2" in message and f"{run}.pages" in message
+    _flip_byte(store, f"{run}.index", 10)
+    with pytest.raises(CorruptPageError, match="index"):
+        ShardTree(store, tree.state, shard=5)
+
+
+def test_memory_stays_within_the_cache_on_a_shard_ten_times_bigger(store: PageStore) -> None:
+    paths = [["root", f"user{i:06d}", "A", str(i % 7)] for i in range(20000)]
+    tree = build_tree(store, paths, page_bytes=4096)
+    cache = runs.reset_cache(256 * 1024)
+    try:
+        decoded_size = sum(r.bytes for r in tree.readers) * 8
+        assert decoded_size > 10 * cache.budget
+        cache.clear()
+        assert sum(1 for _ in tree.walk()) == 60001
+        assert 0 < cache.peak_bytes <= cache.budget
+    finally:
+        runs.reset_cache(256 * 1024 * 1024)

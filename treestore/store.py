@@ -1,48 +1,55 @@
-"""The store folder: one tree per shard, published in atomic versions.
+"""The store: per-shard paged trees, published in atomic, retained versions.
 
-Layout of a store folder::
+Layout of a store (a local folder, or a pyarrow filesystem URI)::
 
-    store.json                       shard count and shard hash, fixed for life
-    CURRENT                          the published version number
-    versions/000007.json             a version's manifest
-    trees/shard-0003/<tag>.msgpack   tree files, never rewritten once written
+    store.json                         shard count and shard hash, fixed for life
+    CURRENT                            the published version number
+    LOCK                               present while a load (or gc) runs: who holds it
+    versions/000007.json               a version's manifest: per shard its runs,
+                                       next node id, node count and bytes; the
+                                       loaded input files; recent load reports
+    trees/shard-0003/<run>.pages       a run's pages (see treestore.runs)
+    trees/shard-0003/<run>.index       a run's page index
 
-A load writes new tree files for the shards it touched (each under a fresh
-name), then writes the next version's manifest, then replaces ``CURRENT``
-with an atomic rename. A reader resolves ``CURRENT`` once and reads only the
-files that version's manifest names, so it never sees a half-written load.
-Shards a load did not touch keep pointing at their previous file.
+A load writes new runs (never touching existing ones), then the next version's
+manifest, then replaces ``CURRENT`` atomically. A reader resolves ``CURRENT``
+once and then reads only what that manifest names, so it keeps seeing its
+version while loads run, and a load killed at any moment leaves the previous
+version intact: its runs are unreferenced files that ``gc`` removes. Versions
+beyond the retention count (default 5) are deleted by ``gc``, which loads run too.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import uuid
-from collections.abc import Mapping
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from treestore.errors import StoreError
+from treestore.pagestore import PageStore, page_store_for
 from treestore.sharding import HASH_NAME
-from treestore.tree import Tree
+from treestore.tree import ShardState, ShardTree
 
-__all__ = ["Manifest", "StoreVersion", "StoreWriter", "open_version", "write_atomically"]
+__all__ = [
+    "DEFAULT_RETENTION",
+    "Manifest",
+    "StoreVersion",
+    "StoreWriter",
+    "check_store",
+    "collect_garbage",
+    "open_version",
+    "store_lock",
+]
 
-_STORE_FORMAT = 1
+_STORE_FORMAT = 2
 _KEPT_LOAD_REPORTS = 100
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old or the new bytes, never a mix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(temp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
+DEFAULT_RETENTION = 5
+LOCK_NAME = "LOCK"
 
 
 @dataclass(frozen=True)
@@ -50,16 +57,16 @@ class Manifest:
     """What one published version holds.
 
     Attributes:
-        version: the version number (1 for the first load).
+        version: the version number (0: nothing loaded yet).
         shards: the store's shard count.
-        trees: shard number -> tree file, relative to the store folder.
-        inputs: input file path -> {source, size, mtime_ns, records}.
+        trees: shard number -> its tree's state (shards never loaded are absent).
+        inputs: input file path -> {source, size, mtime_ns, records, version}.
         loads: the reports of the most recent loads, oldest first.
     """
 
     version: int
     shards: int
-    trees: Mapping[int, str] = field(default_factory=dict)
+    trees: Mapping[int, ShardState] = field(default_factory=dict)
     inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     loads: tuple[Mapping[str, Any], ...] = ()
 
@@ -68,7 +75,7 @@ class Manifest:
         doc = {
             "version": self.version,
             "shards": self.shards,
-            "trees": {str(k): v for k, v in sorted(self.trees.items())},
+            "trees": {str(k): v.to_json() for k, v in sorted(self.trees.items())},
             "inputs": dict(self.inputs),
             "loads": list(self.loads),
         }
@@ -82,20 +89,84 @@ class Manifest:
             return cls(
                 version=int(doc["version"]),
                 shards=int(doc["shards"]),
-                trees={int(k): str(v) for k, v in doc["trees"].items()},
+                trees={int(k): ShardState.from_json(v) for k, v in doc["trees"].items()},
                 inputs=doc["inputs"],
                 loads=tuple(doc["loads"]),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StoreError(f"{where} is not a valid manifest ({exc}).") from exc
 
+    def runs(self) -> set[str]:
+        """Every run this version references."""
+        return {run for state in self.trees.values() for run in state.runs}
+
+
+def _manifest_name(version: int) -> str:
+    return f"versions/{version:06d}.json"
+
+
+def _read_config(store: PageStore) -> dict[str, Any]:
+    if not store.exists("store.json"):
+        if not store.list():
+            raise StoreError(
+                f"{store.location} does not exist or is empty: load a job into it first (treestore load)."
+            )
+        raise StoreError(f"{store.location} is not a treestore store (it has no store.json).")
+    try:
+        config = json.loads(store.read("store.json"))
+        int(config["shards"])
+        str(config["hash"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"{store.location}/store.json is damaged ({exc}).") from exc
+    if int(config.get("format", 1)) != _STORE_FORMAT:
+        raise StoreError(
+            f"{store.location} was written in store format {config.get('format', 1)}; this treestore "
+            f"reads format {_STORE_FORMAT}. Load the job into a new store."
+        )
+    return dict(config)
+
+
+def _current_version(store: PageStore) -> int:
+    if not store.exists("CURRENT"):
+        return 0
+    text = store.read("CURRENT").decode(errors="replace").strip()
+    if not text.isdigit():
+        raise StoreError(
+            f"{store.location}/CURRENT is damaged: it should hold a version number, not {text!r}."
+        )
+    return int(text)
+
+
+def _read_manifest(store: PageStore, version: int, shards: int) -> Manifest:
+    if version == 0:
+        return Manifest(version=0, shards=shards)
+    name = _manifest_name(version)
+    if not store.exists(name):
+        raise StoreError(f"Version {version}'s manifest {store.location}/{name} is missing.")
+    return Manifest.from_json(store.read(name), f"{store.location}/{name}")
+
+
+def published_versions(store: PageStore) -> list[int]:
+    """The version numbers whose manifests are still kept, oldest first."""
+    numbers = []
+    for name in store.list("versions"):
+        stem = name.rsplit("/", 1)[-1].removesuffix(".json")
+        if stem.isdigit():
+            numbers.append(int(stem))
+    return sorted(numbers)
+
 
 class StoreVersion:
     """A read-only view of one published version of a store."""
 
-    def __init__(self, root: Path, manifest: Manifest) -> None:
-        self.root = root
+    def __init__(self, store: PageStore, manifest: Manifest) -> None:
+        self.pages = store
         self.manifest = manifest
+
+    @property
+    def location(self) -> str:
+        """Where the store is."""
+        return self.pages.location
 
     @property
     def version(self) -> int:
@@ -107,110 +178,127 @@ class StoreVersion:
         """The store's shard count."""
         return self.manifest.shards
 
-    def tree_file(self, shard: int) -> Path | None:
-        """The absolute path of ``shard``'s tree file, or ``None`` for an empty shard."""
-        relative = self.manifest.trees.get(shard)
-        return self.root / relative if relative else None
+    def shard_state(self, shard: int) -> ShardState:
+        """The state of ``shard``'s tree in this version (empty if never loaded)."""
+        return self.manifest.trees.get(shard, ShardState())
 
-    def load_tree(self, shard: int) -> Tree:
-        """Read ``shard``'s tree (an empty tree for a shard no load has touched)."""
-        return load_tree_file(self.tree_file(shard), shard)
+    def tree(self, shard: int) -> ShardTree:
+        """``shard``'s tree at this version."""
+        return ShardTree(self.pages, self.shard_state(shard), shard=shard)
 
 
-def load_tree_file(path: Path | None, shard: int) -> Tree:
-    """Read the tree at ``path`` (``None``: an empty tree); errors name the shard."""
-    if path is None:
-        return Tree()
+def open_version(
+    location: str | os.PathLike[str] | PageStore, version: int | None = None
+) -> StoreVersion:
+    """Open a version (default: the newest published one) of the store at ``location``, read-only."""
+    store = page_store_for(location)
+    config = _read_config(store)
+    number = _current_version(store) if version is None else version
+    return StoreVersion(store, _read_manifest(store, number, int(config["shards"])))
+
+
+def _pid_alive(pid: int) -> bool:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"Shard {shard}'s tree {path} cannot be read: {exc.strerror}.") from exc
-    return Tree.from_bytes(data, where=f"Shard {shard}'s tree {path}")
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
-def _read_store_config(root: Path) -> dict[str, Any]:
-    config_path = root / "store.json"
-    if not root.is_dir():
-        raise StoreError(f"{root} does not exist: load a job into it first (treestore load).")
-    if not config_path.is_file():
-        raise StoreError(f"{root} is not a treestore store (it has no store.json).")
+@contextmanager
+def store_lock(store: PageStore, purpose: str, log: Any = None) -> Iterator[None]:
+    """Hold the store's lock for a load or a gc; refuse at once if someone else holds it.
+
+    A lock left by a process that died on this host is taken over (with a
+    message). On the local filesystem taking the lock is atomic (``O_EXCL``).
+    """
+    me = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": time.time(),
+        "purpose": purpose,
+    }
+    body = json.dumps(me).encode()
+    path = store.local_path(LOCK_NAME)
+    for _attempt in range(2):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                pass
+            else:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(body)
+                break
+        elif not store.exists(LOCK_NAME):  # other filesystems: best effort
+            store.write(LOCK_NAME, body)
+            break
+        try:
+            holder = json.loads(store.read(LOCK_NAME))
+        except (StoreError, ValueError):
+            holder = {}
+        same_host = holder.get("host") == me["host"]
+        if same_host and isinstance(holder.get("pid"), int) and not _pid_alive(holder["pid"]):
+            if log:
+                log(
+                    f"taking over the lock of {holder.get('purpose', 'a load')} (pid {holder['pid']}), which died"
+                )
+            store.delete(LOCK_NAME)
+            continue
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
+        raise StoreError(
+            f"The store {store.location} is locked by {holder.get('purpose', 'another process')} "
+            f"(pid {holder.get('pid', '?')} on host {holder.get('host', '?')}) since {since}. "
+            f"Wait for it to finish; if no such process runs, remove {store.location}/{LOCK_NAME}."
+        )
+    else:
+        raise StoreError(f"Cannot take the lock of {store.location}.")
     try:
-        config = json.loads(config_path.read_bytes())
-        int(config["shards"])
-        str(config["hash"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"{config_path} is damaged ({exc}).") from exc
-    return dict(config)
-
-
-def _current_version(root: Path) -> int:
-    current = root / "CURRENT"
-    if not current.is_file():
-        return 0
-    text = current.read_text().strip()
-    if not text.isdigit():
-        raise StoreError(f"{current} is damaged: it should hold a version number, not {text!r}.")
-    return int(text)
-
-
-def _manifest_path(root: Path, version: int) -> Path:
-    return root / "versions" / f"{version:06d}.json"
-
-
-def _read_manifest(root: Path, version: int, shards: int) -> Manifest:
-    if version == 0:
-        return Manifest(version=0, shards=shards)
-    path = _manifest_path(root, version)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"Version {version}'s manifest {path} is missing.") from exc
-    return Manifest.from_json(data, str(path))
-
-
-def open_version(path: str | os.PathLike[str]) -> StoreVersion:
-    """Open the newest published version of the store at ``path``, read-only."""
-    root = Path(path).expanduser().resolve()
-    config = _read_store_config(root)
-    version = _current_version(root)
-    return StoreVersion(root, _read_manifest(root, version, int(config["shards"])))
+        yield
+    finally:
+        store.delete(LOCK_NAME)
 
 
 class StoreWriter:
-    """Creates a store or opens it for one load, and publishes the load's version."""
+    """Creates a store or opens it for one load, and publishes the load's version.
 
-    def __init__(self, path: str | os.PathLike[str], shards: int, hash_name: str = HASH_NAME):
-        self.root = Path(path).expanduser().resolve()
-        if (self.root / "store.json").is_file():
-            config = _read_store_config(self.root)
+    Use it inside :func:`store_lock`.
+    """
+
+    def __init__(
+        self, location: str | os.PathLike[str] | PageStore, shards: int, hash_name: str = HASH_NAME
+    ):
+        self.pages = page_store_for(location)
+        if self.pages.exists("store.json"):
+            config = _read_config(self.pages)
             if int(config["shards"]) != shards or config["hash"] != hash_name:
                 raise StoreError(
-                    f"{self.root} was created with {config['shards']} shards and hash "
+                    f"{self.pages.location} was created with {config['shards']} shards and hash "
                     f"{config['hash']}; this job asks for {shards} shards and hash {hash_name}. "
                     "A store keeps its shard count and hash for life: load into a new store."
                 )
         else:
-            if self.root.exists() and any(self.root.iterdir()):
+            strangers = [n for n in self.pages.list() if n != LOCK_NAME]
+            if strangers:
                 raise StoreError(
-                    f"{self.root} is not empty and is not a treestore store: "
-                    "give an empty or new folder."
+                    f"{self.pages.location} is not empty and is not a treestore store: give an empty or new folder."
                 )
             config = {"format": _STORE_FORMAT, "shards": shards, "hash": hash_name}
-            write_atomically(self.root / "store.json", json.dumps(config, indent=1).encode())
+            self.pages.write("store.json", json.dumps(config, indent=1).encode())
         self.shards = shards
-        self.base = _read_manifest(self.root, _current_version(self.root), shards)
-
-    def new_tree_path(self, shard: int) -> str:
-        """A fresh tree file name for ``shard``, relative to the store folder."""
-        return f"trees/shard-{shard:04d}/v{self.base.version + 1:06d}-{uuid.uuid4().hex}.msgpack"
+        self.base = _read_manifest(self.pages, _current_version(self.pages), shards)
 
     def publish(
         self,
-        trees: Mapping[int, str],
+        trees: Mapping[int, ShardState],
         inputs: Mapping[str, Mapping[str, Any]],
         report: Mapping[str, Any],
+        failpoint: Any = None,
     ) -> Manifest:
-        """Publish the next version: new tree files for ``trees``' shards, new ``inputs``."""
+        """Publish the next version with the new states of the shards in ``trees``."""
         version = self.base.version + 1
         manifest = Manifest(
             version=version,
@@ -219,7 +307,63 @@ class StoreWriter:
             inputs={**self.base.inputs, **inputs},
             loads=(*self.base.loads, {**report, "version": version})[-_KEPT_LOAD_REPORTS:],
         )
-        write_atomically(_manifest_path(self.root, version), manifest.to_json())
-        write_atomically(self.root / "CURRENT", f"{version}\n".encode())
+        self.pages.write(_manifest_name(version), manifest.to_json())
+        if failpoint:
+            failpoint("after-manifest")
+        self.pages.write("CURRENT", f"{version}\n".encode())
         self.base = manifest
         return manifest
+
+
+def collect_garbage(
+    location: str | os.PathLike[str] | PageStore, keep: int = DEFAULT_RETENTION
+) -> dict[str, int]:
+    """Delete versions beyond the newest ``keep`` and every run no kept version uses.
+
+    Call it while holding the store's lock. Returns counts of what was removed.
+    """
+    store = page_store_for(location)
+    current = _current_version(store)
+    versions = [v for v in published_versions(store) if v <= current]
+    kept = versions[-max(1, keep) :]
+    config = _read_config(store)
+    referenced: set[str] = set()
+    for version in kept:
+        referenced |= _read_manifest(store, version, int(config["shards"])).runs()
+    removed = {"versions": 0, "files": 0}
+    for version in published_versions(store):
+        if version not in kept:
+            store.delete(_manifest_name(version))
+            removed["versions"] += 1
+    for name in store.list("trees"):
+        run = name.rsplit(".", 1)[0]
+        if run not in referenced or name.rsplit("/", 1)[-1].startswith("."):
+            store.delete(name)
+            removed["files"] += 1
+    return removed
+
+
+def check_store(location: str | os.PathLike[str] | PageStore) -> list[str]:
+    """Verify every page of every kept version; return the problems found (empty: all good)."""
+    from treestore.errors import CorruptPageError
+
+    store = page_store_for(location)
+    problems: list[str] = []
+    config = _read_config(store)
+    checked: set[str] = set()
+    for version in published_versions(store):
+        try:
+            manifest = _read_manifest(store, version, int(config["shards"]))
+        except StoreError as exc:
+            problems.append(str(exc))
+            continue
+        for shard, state in sorted(manifest.trees.items()):
+            for run in state.runs:
+                if run in checked:
+                    continue
+                checked.add(run)
+                try:
+                    ShardTree(store, ShardState((run,)), shard=shard).check()
+                except (CorruptPageError, StoreError) as exc:
+                    problems.append(str(exc))
+    return problems

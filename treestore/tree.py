@@ -1,121 +1,275 @@
-"""One shard's tree: nodes with hits and named children.
+"""One shard's tree, paged: read nodes through the page cache, add to it in a memtable.
 
-A node's children are kept by name; whenever they are listed or written they come
-in the order of their names' UTF-8 bytes. Python compares ``str`` by code point,
-and UTF-8 preserves code-point order, so ``sorted(names)`` is that order (UTF-16
-order, as in Java, differs for characters beyond U+FFFF).
+A tree is a list of runs (see :mod:`treestore.runs`) plus the next free node id.
+Reading (:meth:`ShardTree.child`, :meth:`ShardTree.children`) merges the runs
+and reads only the pages that hold the asked-for keys. Writing
+(:meth:`ShardTree.visit`) collects changes in an in-memory table; it is flushed
+to a new run when it outgrows its budget and at :meth:`ShardTree.commit`, so a
+load writes only what it changed: the pages of the runs it did not touch stay
+shared with earlier versions. Reads see committed runs only.
 
-A tree is written as one msgpack document::
-
-    {"format": "treestore-tree", "version": 1, "root": NODE}
-    NODE = [hits, [name0, NODE0, name1, NODE1, ...]]   # names in byte order
+A node's children come in UTF-8 byte order of their names (Python compares
+``str`` by code point, and UTF-8 preserves code-point order; UTF-16 order, as in
+Java, differs beyond U+FFFF).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-import msgpack
+from treestore.pagestore import PageStore
+from treestore.runs import PAGE_BYTES, Entry, Key, RunReader, cache, merge_entries, write_run
 
-from treestore.errors import CorruptPageError
+__all__ = ["ROOT_KEY", "Handle", "Node", "ShardState", "ShardTree"]
 
-__all__ = ["Node", "Tree"]
+ROOT_KEY: Key = (-1, "")
+"""The key of a tree's internal root (node id 0)."""
+ROOT_ID = 0
+Handle = tuple[int, Key]
+"""What :meth:`ShardTree.visit` takes and returns: a node's id and key."""
 
-_FORMAT = "treestore-tree"
-_VERSION = 1
+MAX_RUNS = 4
+"""More runs than this after a load trigger a compaction."""
+_MEMTABLE_ENTRY_BYTES = 200
 
 
+@dataclass(frozen=True, slots=True)
 class Node:
-    """A tree node: its hit count and its children by name."""
+    """A snapshot of one node as stored."""
 
-    __slots__ = ("children", "hits")
-
-    def __init__(self, hits: int = 0) -> None:
-        self.hits = hits
-        self.children: dict[str, Node] = {}
+    key: Key
+    id: int
+    hits: int
+    node_count: int
+    data: Any = None
 
     @property
-    def node_count(self) -> int:
-        """The number of direct children (Hydra's ``nodes`` property)."""
-        return len(self.children)
+    def name(self) -> str:
+        """The node's name (empty for the internal root)."""
+        return self.key[1]
 
-    def child(self, name: str) -> Node | None:
-        """Return the child called ``name``, or ``None``."""
-        return self.children.get(name)
-
-    def get_or_create(self, name: str) -> Node:
-        """Return the child called ``name``, creating it (with 0 hits) if missing."""
-        found = self.children.get(name)
-        if found is None:
-            found = self.children[name] = Node()
-        return found
-
-    def sorted_children(self) -> list[tuple[str, Node]]:
-        """The children as ``(name, node)`` pairs in UTF-8 byte order of the names."""
-        return sorted(self.children.items())
-
-    def __repr__(self) -> str:
-        return f"Node(hits={self.hits}, children={len(self.children)})"
+    @classmethod
+    def of(cls, entry: Entry) -> Node:
+        """The node an entry describes."""
+        key, node_id, hits, count, data = entry
+        return cls(key, node_id, hits, count, data)
 
 
-class Tree:
-    """A shard's tree, held in memory, with its internal root."""
+@dataclass(frozen=True)
+class ShardState:
+    """A shard's tree as a version's manifest records it."""
 
-    def __init__(self, root: Node | None = None) -> None:
-        self.root = root if root is not None else Node()
+    runs: tuple[str, ...] = ()
+    next_id: int = 1
+    nodes: int = 0
+    bytes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest form."""
+        return {
+            "runs": list(self.runs),
+            "next_id": self.next_id,
+            "nodes": self.nodes,
+            "bytes": self.bytes,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> ShardState:
+        """Read the manifest form."""
+        return cls(tuple(doc["runs"]), int(doc["next_id"]), int(doc["nodes"]), int(doc["bytes"]))
+
+
+@dataclass
+class WriteStats:
+    """What a writer did to its tree."""
+
+    nodes_created: int = 0
+    runs_written: list[str] = field(default_factory=list)
+    bytes_written: int = 0
+    compacted: bool = False
+
+
+def _memtable_limit() -> int:
+    return max(1000, cache().budget // 4 // _MEMTABLE_ENTRY_BYTES)
+
+
+class ShardTree:
+    """A shard's tree over a :class:`PageStore`.
+
+    Args:
+        store: where the runs live.
+        state: the runs and counters to start from (an empty tree by default).
+        shard: the shard number, for messages and run names.
+        page_bytes: the target page size of runs this tree writes.
+    """
+
+    def __init__(
+        self,
+        store: PageStore,
+        state: ShardState | None = None,
+        shard: int = 0,
+        page_bytes: int = PAGE_BYTES,
+    ) -> None:
+        self.store = store
+        self.state = state or ShardState()
+        self.shard = shard
+        self.page_bytes = page_bytes
+        self.readers = [RunReader(store, name, shard) for name in self.state.runs]
+        self.next_id = self.state.next_id
+        self.memtable: dict[Key, list[Any]] = {}
+        self.stats = WriteStats()
+        self._tag = uuid.uuid4().hex[:12]
+
+    # -- reading -----------------------------------------------------------
+
+    def _merged_get(self, key: Key) -> Entry | None:
+        found = [entry for reader in self.readers if (entry := reader.get(key)) is not None]
+        if not found:
+            return None
+        if len(found) == 1:
+            return found[0]
+        return next(merge_entries([iter([e]) for e in found]))
+
+    @property
+    def root(self) -> Node:
+        """The internal root (queries start under it)."""
+        entry = self._merged_get(ROOT_KEY)
+        return Node.of(entry) if entry else Node(ROOT_KEY, ROOT_ID, 0, 0)
+
+    def child(self, node: Node, name: str) -> Node | None:
+        """The child of ``node`` called ``name``, or ``None``."""
+        entry = self._merged_get((node.id, name))
+        return Node.of(entry) if entry else None
+
+    def children(self, node: Node, start: str = "", stop: str | None = None) -> Iterator[Node]:
+        """The children of ``node`` with ``start <= name < stop``, in name order."""
+        low: Key = (node.id, start)
+        high: Key = (node.id, stop) if stop is not None else (node.id + 1, "")
+        streams = [reader.scan(low, high) for reader in self.readers]
+        for entry in merge_entries(streams):
+            yield Node.of(entry)
 
     def walk(self) -> Iterator[tuple[tuple[str, ...], Node]]:
         """Every node but the internal root, depth first in child order, with its path."""
-        stack: list[tuple[tuple[str, ...], Node]] = [((), self.root)]
+        stack: list[tuple[tuple[str, ...], Iterator[Node]]] = [((), self.children(self.root))]
         while stack:
-            path, node = stack.pop()
-            if path:
-                yield path, node
-            for name, child in reversed(node.sorted_children()):
-                stack.append(((*path, name), child))
+            path, iterator = stack[-1]
+            node = next(iterator, None)
+            if node is None:
+                stack.pop()
+                continue
+            yield (*path, node.name), node
+            stack.append(((*path, node.name), self.children(node)))
 
     def count_nodes(self) -> int:
-        """The number of nodes, the internal root excluded."""
-        total, stack = 0, [self.root]
-        while stack:
-            node = stack.pop()
-            total += len(node.children)
-            stack.extend(node.children.values())
-        return total
+        """The number of nodes, the internal root excluded (counted by scanning)."""
+        return sum(1 for _ in self.walk())
 
-    def to_bytes(self) -> bytes:
-        """Encode the tree as one msgpack document (children in byte order)."""
+    # -- writing -----------------------------------------------------------
 
-        def encode(node: Node) -> list[object]:
-            flat: list[object] = []
-            for name, child in node.sorted_children():
-                flat.append(name)
-                flat.append(encode(child))
-            return [node.hits, flat]
+    @property
+    def root_handle(self) -> Handle:
+        """The handle of the internal root, where records start."""
+        return (ROOT_ID, ROOT_KEY)
 
-        return msgpack.packb({"format": _FORMAT, "version": _VERSION, "root": encode(self.root)})
+    def visit(self, parent: Handle, name: str, create: bool = True) -> Handle | None:
+        """Add one hit to ``parent``'s child ``name``, creating it if ``create``.
 
-    @classmethod
-    def from_bytes(cls, data: bytes, *, where: str = "tree") -> Tree:
-        """Decode a tree written by :meth:`to_bytes`; ``where`` names it in errors."""
-        try:
-            doc = msgpack.unpackb(data, raw=False, strict_map_key=True)
-            if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
-                raise ValueError("not a treestore tree")
-            if doc.get("version") != _VERSION:
-                raise ValueError(f"unknown tree version {doc.get('version')!r}")
-            return cls(_decode(doc["root"]))
-        except (ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
-            raise CorruptPageError(f"{where} cannot be read: {exc}") from exc
+        Returns the child's handle, or ``None`` if it does not exist and
+        ``create`` is false.
+        """
+        parent_id, parent_key = parent
+        key = (parent_id, name)
+        entry = self.memtable.get(key)
+        if entry is None:
+            stored = self._merged_get(key)
+            if stored is None:
+                if not create:
+                    return None
+                entry = self.memtable[key] = [self.next_id, 0, 0, None]
+                self.next_id += 1
+                self.stats.nodes_created += 1
+                parent_entry = self.memtable.get(parent_key)
+                if parent_entry is None:
+                    parent_entry = self.memtable[parent_key] = [parent_id, 0, 0, None]
+                parent_entry[2] += 1
+            else:
+                entry = self.memtable[key] = [stored[1], 0, 0, None]
+            if len(self.memtable) > _memtable_limit():
+                self.flush()
+        entry[1] += 1
+        return (entry[0], key)
+
+    def _run_name(self) -> str:
+        number = len(self.stats.runs_written)
+        return f"trees/shard-{self.shard:04d}/{self._tag}-{number:03d}"
+
+    def _write(self, entries: Iterator[Entry]) -> str:
+        name = self._run_name()
+        written = write_run(self.store, name, entries, self.page_bytes)
+        self.stats.runs_written.append(name)
+        self.stats.bytes_written += written.bytes
+        return name
+
+    def flush(self) -> None:
+        """Write the memtable as a new (delta) run."""
+        if not self.memtable:
+            return
+        entries = ((k, *self.memtable[k]) for k in sorted(self.memtable))
+        name = self._write(entries)  # type: ignore[arg-type]
+        self.memtable.clear()
+        self.readers.append(RunReader(self.store, name, self.shard))
+        if len(self.readers) > 2 * MAX_RUNS:  # a big load: keep lookups to a few runs
+            self.compact(deltas_only=len(self.state.runs) > 0)
+
+    def compact(self, deltas_only: bool = False) -> None:
+        """Merge runs into one: every run, or (``deltas_only``) every run but the base."""
+        keep = self.readers[:1] if deltas_only and len(self.readers) > 1 else []
+        merging = self.readers[len(keep) :]
+        if len(merging) < 2:
+            return
+        name = self._write(merge_entries([r.scan(ROOT_KEY) for r in merging]))
+        self.readers = [*keep, RunReader(self.store, name, self.shard)]
+        self.stats.compacted = True
+
+    def commit(self) -> ShardState:
+        """Flush, compact if there are too many runs, and return the tree's new state."""
+        self.flush()
+        if len(self.readers) > MAX_RUNS:
+            base = self.readers[0].bytes
+            deltas = sum(r.bytes for r in self.readers[1:])
+            self.compact(deltas_only=deltas * 2 < base)
+        self.state = ShardState(
+            runs=tuple(r.name for r in self.readers),
+            next_id=self.next_id,
+            nodes=self.state.nodes + self.stats.nodes_created,
+            bytes=sum(r.bytes for r in self.readers),
+        )
+        return self.state
+
+    def check(self) -> int:
+        """Read and verify every page of every run; return the number of entries read."""
+        return sum(reader.check() for reader in self.readers)
 
 
-def _decode(encoded: object) -> Node:
-    if not (isinstance(encoded, list) and len(encoded) == 2):
-        raise ValueError("malformed node")
-    hits, flat = encoded
-    if not isinstance(hits, int) or not isinstance(flat, list) or len(flat) % 2:
-        raise ValueError("malformed node")
-    node = Node(hits)
-    for i in range(0, len(flat), 2):
-        node.children[str(flat[i])] = _decode(flat[i + 1])
-    return node
+def build_tree(
+    store: PageStore, paths: Sequence[Sequence[str]], shard: int = 0, **kwargs: Any
+) -> ShardTree:
+    """A committed tree holding ``paths`` (each visited once); for tests and examples.
+
+    >>> from treestore.pagestore import MemoryPageStore
+    >>> tree = build_tree(MemoryPageStore(), [["root", "b"], ["root", "a"]])
+    >>> [(n.name, n.hits) for n in tree.children(tree.child(tree.root, "root"))]
+    [('a', 1), ('b', 1)]
+    """
+    tree = ShardTree(store, shard=shard, **kwargs)
+    for path in paths:
+        handle: Handle | None = tree.root_handle
+        for name in path:
+            assert handle is not None
+            handle = tree.visit(handle, name)
+    state = tree.commit()
+    return ShardTree(store, state, shard=shard, **kwargs)

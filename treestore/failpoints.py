@@ -1,0 +1,24 @@
+"""Named points where a test can stop a running load, to kill it there.
+
+When ``TREESTORE_FAILPOINT`` names the point reached, the process writes its
+pid to the file ``TREESTORE_FAILPOINT_MARKER`` and sleeps, waiting to be
+killed. Unset (always, outside tests), a failpoint costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+__all__ = ["failpoint"]
+
+
+def failpoint(name: str) -> None:
+    """Stop here (write the marker, then sleep) if ``TREESTORE_FAILPOINT`` is ``name``."""
+    if os.environ.get("TREESTORE_FAILPOINT") != name:
+        return
+    marker = os.environ.get("TREESTORE_FAILPOINT_MARKER")
+    if marker:
+        with open(marker, "w") as handle:
+            handle.write(str(os.getpid()))
+    time.sleep(3600)

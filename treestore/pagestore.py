@@ -1,0 +1,198 @@
+"""Where a store's bytes live: a tiny interface with an in-memory and a filesystem implementation.
+
+Everything a store keeps (configuration, manifests, page runs) is a named blob
+of bytes, names being ``/``-separated relative paths. The tree and the store
+logic only use :class:`PageStore`; :class:`MemoryPageStore` serves tests and
+scratch trees, :class:`FilePageStore` any pyarrow filesystem (a local path, or a
+``file://``, ``hdfs://`` or ``s3://`` URI).
+
+Writes are atomic where the filesystem allows it: a blob is written under a
+temporary name and renamed into place, so a reader sees the old bytes or the new
+ones (on the local filesystem and HDFS; S3 has no atomic rename, and its writes
+are atomic per object anyway).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from treestore.errors import StoreError
+
+__all__ = ["FilePageStore", "MemoryPageStore", "PageStore", "page_store_for"]
+
+
+class PageStore(ABC):
+    """Named blobs of bytes: read whole or by range, write atomically, list, delete."""
+
+    location: str
+    """A human-readable place, for messages."""
+
+    @abstractmethod
+    def read(self, name: str) -> bytes:
+        """The whole blob ``name``; :class:`StoreError` if it does not exist."""
+
+    @abstractmethod
+    def read_range(self, name: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of blob ``name`` from ``offset``."""
+
+    @abstractmethod
+    def write(self, name: str, data: bytes) -> None:
+        """Create or replace blob ``name`` atomically."""
+
+    @abstractmethod
+    def exists(self, name: str) -> bool:
+        """Whether blob ``name`` exists."""
+
+    @abstractmethod
+    def list(self, prefix: str = "") -> list[str]:
+        """The names of every blob under folder ``prefix`` (recursively), sorted."""
+
+    @abstractmethod
+    def delete(self, name: str) -> None:
+        """Remove blob ``name`` if it exists."""
+
+    def size(self, name: str) -> int:
+        """The size in bytes of blob ``name``."""
+        return len(self.read(name))
+
+    def local_path(self, name: str) -> Path | None:
+        """The blob's path on the local filesystem, if it has one."""
+        return None
+
+
+class MemoryPageStore(PageStore):
+    """Blobs in a dict; thread-safe; for tests and scratch trees."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+        self.location = f"memory:{id(self):x}"
+        self._lock = threading.Lock()
+
+    def read(self, name: str) -> bytes:
+        try:
+            return self.blobs[name]
+        except KeyError:
+            raise StoreError(f"{self.location}/{name} does not exist.") from None
+
+    def read_range(self, name: str, offset: int, length: int) -> bytes:
+        return self.read(name)[offset : offset + length]
+
+    def write(self, name: str, data: bytes) -> None:
+        with self._lock:
+            self.blobs[name] = bytes(data)
+
+    def exists(self, name: str) -> bool:
+        return name in self.blobs
+
+    def list(self, prefix: str = "") -> list[str]:
+        folder = prefix.rstrip("/") + "/" if prefix else ""
+        return sorted(n for n in self.blobs if n.startswith(folder))
+
+    def delete(self, name: str) -> None:
+        with self._lock:
+            self.blobs.pop(name, None)
+
+    def size(self, name: str) -> int:
+        return len(self.read(name))
+
+
+class FilePageStore(PageStore):
+    """Blobs as files under a root folder of a pyarrow filesystem."""
+
+    def __init__(self, location: str | os.PathLike[str]) -> None:
+        from pyarrow import fs as pafs
+
+        text = os.fspath(location)
+        if "://" in text:
+            try:
+                self.fs, root = pafs.FileSystem.from_uri(text)
+            except (ValueError, OSError) as exc:
+                raise StoreError(f"Cannot open store location {text}: {exc}") from exc
+        else:
+            self.fs, root = pafs.LocalFileSystem(), str(Path(text).expanduser().resolve())
+        self.root = root.rstrip("/") or "/"
+        self.is_local = isinstance(self.fs, pafs.LocalFileSystem)
+        self.location = text if "://" in text else self.root
+
+    def _path(self, name: str) -> str:
+        return posixpath.join(self.root, name)
+
+    def read(self, name: str) -> bytes:
+        try:
+            with self.fs.open_input_stream(self._path(name)) as stream:
+                return bytes(stream.read())
+        except FileNotFoundError:
+            raise StoreError(f"{self._path(name)} does not exist.") from None
+        except OSError as exc:
+            raise StoreError(f"{self._path(name)} cannot be read: {exc}") from exc
+
+    def read_range(self, name: str, offset: int, length: int) -> bytes:
+        try:
+            with self.fs.open_input_file(self._path(name)) as handle:
+                return bytes(handle.read_at(length, offset))
+        except FileNotFoundError:
+            raise StoreError(f"{self._path(name)} does not exist.") from None
+        except OSError as exc:
+            raise StoreError(f"{self._path(name)} cannot be read: {exc}") from exc
+
+    def write(self, name: str, data: bytes) -> None:
+        path = self._path(name)
+        folder = posixpath.dirname(path)
+        temp = posixpath.join(folder, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
+        try:
+            self.fs.create_dir(folder, recursive=True)
+            if self.is_local:
+                with open(temp, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(temp, path)
+            else:
+                with self.fs.open_output_stream(temp) as stream:
+                    stream.write(data)
+                self.fs.move(temp, path)
+        except OSError as exc:
+            raise StoreError(f"{path} cannot be written: {exc}") from exc
+
+    def exists(self, name: str) -> bool:
+        from pyarrow import fs as pafs
+
+        return self.fs.get_file_info(self._path(name)).type == pafs.FileType.File
+
+    def list(self, prefix: str = "") -> list[str]:
+        from pyarrow import fs as pafs
+
+        base = self._path(prefix) if prefix else self.root
+        selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
+        names = []
+        for info in self.fs.get_file_info(selector):
+            if info.type == pafs.FileType.File:
+                names.append(posixpath.relpath(info.path, self.root))
+        return sorted(names)
+
+    def delete(self, name: str) -> None:
+        try:
+            self.fs.delete_file(self._path(name))
+        except FileNotFoundError:
+            pass
+
+    def size(self, name: str) -> int:
+        info = self.fs.get_file_info(self._path(name))
+        if info.size is None:
+            raise StoreError(f"{self._path(name)} does not exist.")
+        return int(info.size)
+
+    def local_path(self, name: str) -> Path | None:
+        return Path(self._path(name)) if self.is_local else None
+
+
+def page_store_for(location: str | os.PathLike[str] | PageStore) -> PageStore:
+    """A :class:`PageStore` for a store location (a path, a URI, or a page store already)."""
+    if isinstance(location, PageStore):
+        return location
+    return FilePageStore(location)

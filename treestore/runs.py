@@ -1,0 +1,303 @@
+"""Runs: immutable sorted sequences of tree entries, stored as checksummed msgpack pages.
+
+A shard's tree is a sorted map ``(parent_id, name) -> (node_id, hits, nodes, data)``:
+every node is one entry keyed by its parent's id and its own name, so a node's
+children are one contiguous, name-ordered key range (names compare by code
+point, which is their UTF-8 byte order). A run stores such entries in pages of
+bounded size:
+
+* ``NAME.pages``: the pages, back to back. A page is a msgpack list of columns
+  ``[parent_ids, names, node_ids, hits, node_counts, data]``.
+* ``NAME.index``: per page its first and last key, offset, length, entry count
+  and XXH64 checksum, so finding one child, a name prefix or a name range reads
+  only the pages that can hold it. The index carries its own checksum.
+
+A shard's state is a list of runs, oldest first: the base run holds absolute
+values and later (delta) runs hold what later loads added. Reading merges them:
+``hits`` and ``nodes`` add up, ``node_id`` is the same in every run, the newest
+``data`` wins. Pages go through one LRU cache per process with a byte budget
+(``TREESTORE_CACHE_MB``, default 256).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import xxhash
+from cachetools import LRUCache
+
+from treestore.errors import CorruptPageError
+from treestore.pagestore import PageStore
+
+__all__ = [
+    "Entry",
+    "Key",
+    "PageCache",
+    "RunReader",
+    "cache",
+    "merge_entries",
+    "write_run",
+]
+
+Key = tuple[int, str]
+Entry = tuple[Key, int, int, int, Any]
+"""``(key, node_id, hits, nodes, data)``."""
+
+PAGE_BYTES = 16 * 1024
+"""The target size of one encoded page."""
+_DECODED_FACTOR = 8
+"""Decoded pages take about this many times their encoded bytes in memory."""
+_INDEX_FORMAT = "treestore-run-index-1"
+
+
+def _checksum(data: bytes) -> int:
+    return xxhash.xxh64_intdigest(data)
+
+
+class _Page:
+    """A decoded page: its keys (for bisection) and value columns."""
+
+    __slots__ = ("cost", "counts", "data", "hits", "ids", "keys")
+
+    def __init__(self, columns: list[list[Any]], encoded_size: int) -> None:
+        parents, names, self.ids, self.hits, self.counts, self.data = columns
+        self.keys: list[Key] = list(zip(parents, names, strict=True))
+        self.cost = encoded_size * _DECODED_FACTOR
+
+    def entry(self, i: int) -> Entry:
+        return (self.keys[i], self.ids[i], self.hits[i], self.counts[i], self.data[i])
+
+
+class PageCache:
+    """An LRU cache of decoded pages with a byte budget, shared by every run in a process."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self._pages: LRUCache[tuple[str, str, int], _Page] = LRUCache(
+            maxsize=budget_bytes, getsizeof=lambda page: page.cost
+        )
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.peak_bytes = 0
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the cached pages are estimated to take now."""
+        return int(self._pages.currsize)
+
+    def get(self, key: tuple[str, str, int]) -> _Page | None:
+        with self._lock:
+            page = self._pages.get(key)
+            if page is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            return page
+
+    def put(self, key: tuple[str, str, int], page: _Page) -> None:
+        with self._lock:
+            if page.cost <= self.budget:
+                self._pages[key] = page
+                self.peak_bytes = max(self.peak_bytes, int(self._pages.currsize))
+
+    def clear(self) -> None:
+        """Forget every cached page and the counters."""
+        with self._lock:
+            self._pages.clear()
+            self.hits = self.misses = self.peak_bytes = 0
+
+
+_CACHE: PageCache | None = None
+
+
+def cache() -> PageCache:
+    """The process's page cache (budget ``TREESTORE_CACHE_MB`` megabytes, default 256)."""
+    global _CACHE
+    if _CACHE is None:
+        megabytes = float(os.environ.get("TREESTORE_CACHE_MB", "256"))
+        _CACHE = PageCache(int(megabytes * 1024 * 1024))
+    return _CACHE
+
+
+def reset_cache(budget_bytes: int | None = None) -> PageCache:
+    """Replace the process's page cache (for tests and benchmarks)."""
+    global _CACHE
+    _CACHE = PageCache(budget_bytes if budget_bytes is not None else cache().budget)
+    return _CACHE
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """One page's place in its run."""
+
+    first: Key
+    last: Key
+    offset: int
+    length: int
+    count: int
+    checksum: int
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What a written run holds."""
+
+    name: str
+    entries: int
+    pages: int
+    bytes: int
+
+
+def write_run(
+    store: PageStore, name: str, entries: Iterable[Entry], page_bytes: int = PAGE_BYTES
+) -> RunStats:
+    """Write sorted ``entries`` as run ``name`` (``name.pages`` + ``name.index``)."""
+    body = bytearray()
+    pages: list[list[Any]] = []
+    columns: list[list[Any]] = [[], [], [], [], [], []]
+    estimate = 0
+    total = 0
+
+    def flush() -> None:
+        nonlocal columns, estimate
+        if not columns[0]:
+            return
+        encoded = msgpack.packb(columns)
+        first, last = (columns[0][0], columns[1][0]), (columns[0][-1], columns[1][-1])
+        pages.append([*first, *last, len(body), len(encoded), len(columns[0]), _checksum(encoded)])
+        body.extend(encoded)
+        columns = [[], [], [], [], [], []]
+        estimate = 0
+
+    previous: Key | None = None
+    for key, node_id, hits, count, data in entries:
+        if previous is not None and key <= previous:
+            raise ValueError(f"run entries out of order: {key} after {previous}")
+        previous = key
+        for column, value in zip(
+            columns, (key[0], key[1], node_id, hits, count, data), strict=True
+        ):
+            column.append(value)
+        estimate += 16 + len(key[1]) * 2
+        total += 1
+        if estimate >= page_bytes:
+            flush()
+    flush()
+    store.write(f"{name}.pages", bytes(body))
+    index_body = msgpack.packb({"format": _INDEX_FORMAT, "pages": pages, "entries": total})
+    store.write(f"{name}.index", msgpack.packb([index_body, _checksum(index_body)]))
+    return RunStats(name, total, len(pages), len(body) + len(index_body))
+
+
+class RunReader:
+    """Reads one run: its index eagerly (small), its pages through the page cache."""
+
+    def __init__(self, store: PageStore, name: str, shard: int | str = "?") -> None:
+        self.store = store
+        self.name = name
+        self.shard = shard
+        where = f"{store.location}/{name}.index"
+        try:
+            index_body, checksum = msgpack.unpackb(store.read(f"{name}.index"))
+            if _checksum(index_body) != checksum:
+                raise ValueError("checksum mismatch")
+            index = msgpack.unpackb(index_body)
+            if index.get("format") != _INDEX_FORMAT:
+                raise ValueError("not a run index")
+            self.pages = [PageInfo((p[0], p[1]), (p[2], p[3]), *p[4:]) for p in index["pages"]]
+            self.entries = int(index["entries"])
+        except (ValueError, TypeError, KeyError, msgpack.UnpackException) as exc:
+            raise CorruptPageError(
+                f"Shard {shard}: the run index {where} is damaged ({exc})."
+            ) from exc
+        self._lasts = [p.last for p in self.pages]
+        self._cache_prefix = (store.location, name)
+
+    @property
+    def bytes(self) -> int:
+        """The encoded size of the run's pages."""
+        return sum(p.length for p in self.pages)
+
+    def page(self, number: int) -> _Page:
+        """Page ``number``, from the cache or read, checked and decoded."""
+        key = (*self._cache_prefix, number)
+        found = cache().get(key)
+        if found is not None:
+            return found
+        info = self.pages[number]
+        encoded = self.store.read_range(f"{self.name}.pages", info.offset, info.length)
+        if len(encoded) != info.length or _checksum(encoded) != info.checksum:
+            raise CorruptPageError(
+                f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
+                "fails its checksum (the file is damaged); run 'treestore check' on the store."
+            )
+        try:
+            page = _Page(msgpack.unpackb(encoded), info.length)
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            raise CorruptPageError(
+                f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
+                f"cannot be decoded ({exc})."
+            ) from exc
+        cache().put(key, page)
+        return page
+
+    def get(self, key: Key) -> Entry | None:
+        """The entry for ``key`` in this run, if any (reads at most one page)."""
+        number = bisect.bisect_left(self._lasts, key)
+        if number >= len(self.pages) or self.pages[number].first > key:
+            return None
+        page = self.page(number)
+        i = bisect.bisect_left(page.keys, key)
+        if i < len(page.keys) and page.keys[i] == key:
+            return page.entry(i)
+        return None
+
+    def scan(self, start: Key, stop: Key | None = None) -> Iterator[Entry]:
+        """Entries with ``start <= key < stop`` in key order, reading only the pages in range."""
+        number = bisect.bisect_left(self._lasts, start)
+        while number < len(self.pages):
+            info = self.pages[number]
+            if stop is not None and info.first >= stop:
+                return
+            page = self.page(number)
+            i = bisect.bisect_left(page.keys, start) if info.first < start else 0
+            keys = page.keys
+            while i < len(keys):
+                if stop is not None and keys[i] >= stop:
+                    return
+                yield page.entry(i)
+                i += 1
+            number += 1
+
+    def check(self) -> int:
+        """Read and verify every page; return the number of entries."""
+        return sum(len(self.page(number).keys) for number in range(len(self.pages)))
+
+
+def merge_entries(streams: list[Iterator[Entry]]) -> Iterator[Entry]:
+    """Merge key-sorted entry streams, oldest first, adding up the entries of equal keys."""
+    if len(streams) == 1:
+        yield from streams[0]
+        return
+    merged = heapq.merge(*streams, key=lambda entry: entry[0])
+    current: list[Any] | None = None
+    for key, node_id, hits, count, data in merged:
+        if current is not None and current[0] == key:
+            current[2] += hits
+            current[3] += count
+            if data is not None:
+                current[4] = data
+            continue
+        if current is not None:
+            yield tuple(current)  # type: ignore[misc]
+        current = [key, node_id, hits, count, data]
+    if current is not None:
+        yield tuple(current)  # type: ignore[misc]
