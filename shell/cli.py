@@ -136,13 +136,15 @@ def command_info(store: str, out: TextIO) -> None:
             print(f"  shard {shard}: empty", file=out)
         else:
             print(
-                f"  shard {shard}: {state.nodes:,} nodes, {state.bytes:,} bytes, {len(state.runs)} run(s)",
+                f"  shard {shard}: {state.nodes:,} nodes, {state.bytes:,} bytes, "
+                f"{len(state.runs)} run(s)",
                 file=out,
             )
     for load in manifest.loads[-5:]:
         sources = json.dumps(load["sources"], sort_keys=True)
         print(
-            f"  load -> version {load['version']} at {load['started']} ({load['seconds']} s): {sources}",
+            f"  load -> version {load['version']} at {load['started']} "
+            f"({load['seconds']} s): {sources}",
             file=out,
         )
 

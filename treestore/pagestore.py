@@ -14,6 +14,7 @@ are atomic per object anyway).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import threading
@@ -176,10 +177,8 @@ class FilePageStore(PageStore):
         return sorted(names)
 
     def delete(self, name: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self.fs.delete_file(self._path(name))
-        except FileNotFoundError:
-            pass
 
     def size(self, name: str) -> int:
         info = self.fs.get_file_info(self._path(name))

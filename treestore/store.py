@@ -109,7 +109,8 @@ def _read_config(store: PageStore) -> dict[str, Any]:
     if not store.exists("store.json"):
         if not store.list():
             raise StoreError(
-                f"{store.location} does not exist or is empty: load a job into it first (treestore load)."
+                f"{store.location} does not exist or is empty: "
+                "load a job into it first (treestore load)."
             )
         raise StoreError(f"{store.location} is not a treestore store (it has no store.json).")
     try:
@@ -120,7 +121,8 @@ def _read_config(store: PageStore) -> dict[str, Any]:
         raise StoreError(f"{store.location}/store.json is damaged ({exc}).") from exc
     if int(config.get("format", 1)) != _STORE_FORMAT:
         raise StoreError(
-            f"{store.location} was written in store format {config.get('format', 1)}; this treestore "
+            f"{store.location} was written in store format {config.get('format', 1)}; "
+            "this treestore "
             f"reads format {_STORE_FORMAT}. Load the job into a new store."
         )
     return dict(config)
@@ -190,7 +192,7 @@ class StoreVersion:
 def open_version(
     location: str | os.PathLike[str] | PageStore, version: int | None = None
 ) -> StoreVersion:
-    """Open a version (default: the newest published one) of the store at ``location``, read-only."""
+    """Open a version (default: the newest) of the store at ``location``, read-only."""
     store = page_store_for(location)
     config = _read_config(store)
     number = _current_version(store) if version is None else version
@@ -244,7 +246,8 @@ def store_lock(store: PageStore, purpose: str, log: Any = None) -> Iterator[None
         if same_host and isinstance(holder.get("pid"), int) and not _pid_alive(holder["pid"]):
             if log:
                 log(
-                    f"taking over the lock of {holder.get('purpose', 'a load')} (pid {holder['pid']}), which died"
+                    f"taking over the lock of {holder.get('purpose', 'a load')} "
+                    f"(pid {holder['pid']}), which died"
                 )
             store.delete(LOCK_NAME)
             continue
@@ -284,7 +287,8 @@ class StoreWriter:
             strangers = [n for n in self.pages.list() if n != LOCK_NAME]
             if strangers:
                 raise StoreError(
-                    f"{self.pages.location} is not empty and is not a treestore store: give an empty or new folder."
+                    f"{self.pages.location} is not empty and is not a treestore store: "
+                    "give an empty or new folder."
                 )
             config = {"format": _STORE_FORMAT, "shards": shards, "hash": hash_name}
             self.pages.write("store.json", json.dumps(config, indent=1).encode())
