@@ -3,6 +3,7 @@ version intact, and the next load finishes the job with exact hit counts."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -63,10 +64,8 @@ def _wait_for(marker: Path, process: subprocess.Popen[str], seconds: float = 180
 
 
 def _kill_all(process: subprocess.Popen[str]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     process.wait(timeout=60)
 
 

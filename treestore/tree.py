@@ -146,6 +146,8 @@ class ShardTree:
 
     def children(self, node: Node, start: str = "", stop: str | None = None) -> Iterator[Node]:
         """The children of ``node`` with ``start <= name < stop``, in name order."""
+        if node.node_count == 0:  # a leaf: no page needs reading
+            return
         low: Key = (node.id, start)
         high: Key = (node.id, stop) if stop is not None else (node.id + 1, "")
         streams = [reader.scan(low, high) for reader in self.readers]
