@@ -113,13 +113,18 @@ def _rss() -> float:
 PHASES = {"build": phase_build, "scan": phase_scan, "incremental": phase_incremental}
 
 
-def _run_phase(name: str, store_dir: str, uids: int, cache_mb: int | None = None) -> dict[str, float]:
+def _run_phase(
+    name: str, store_dir: str, uids: int, cache_mb: int | None = None
+) -> dict[str, float]:
     env = dict(os.environ)
     if cache_mb is not None:
         env["TREESTORE_CACHE_MB"] = str(cache_mb)
     done = subprocess.run(
         [sys.executable, __file__, "--phase", name, "--dir", store_dir, "--uids", str(uids)],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -140,18 +145,30 @@ def main() -> None:
         scan = _run_phase("scan", folder, uids, cache_mb=64)
         incremental = _run_phase("incremental", folder, uids)
     mb = 1024 * 1024
-    print(f"shard: {build['nodes']:,.0f} nodes ({uids:,} UIDs), {build['bytes'] / mb:,.1f} MB of pages")
-    print(f"build:        {build['nodes'] / build['seconds']:,.0f} nodes/s ({build['seconds']:.1f} s), "
-          f"peak RSS {build['rss']:,.0f} MB (default 256 MB cache)")
-    print(f"full scan:    {scan['scanned'] / scan['scan_seconds']:,.0f} nodes/s ({scan['scan_seconds']:.1f} s)")
-    print(f"point lookup: {scan['lookup_ms']:.3f} ms per child lookup (cold cache, 2000 random UIDs)")
-    print(f"memory:       peak RSS {scan['rss']:,.0f} MB with a 64 MB cache "
-          f"(cache peak {scan['cache_peak'] / mb:.1f} MB) for a shard of {build['bytes'] / mb:,.1f} MB "
-          f"encoded, ~{build['bytes'] * runs._DECODED_FACTOR / mb:,.0f} MB decoded")
+    print(
+        f"shard: {build['nodes']:,.0f} nodes ({uids:,} UIDs), {build['bytes'] / mb:,.1f} MB of pages"
+    )
+    print(
+        f"build:        {build['nodes'] / build['seconds']:,.0f} nodes/s ({build['seconds']:.1f} s), "
+        f"peak RSS {build['rss']:,.0f} MB (default 256 MB cache)"
+    )
+    print(
+        f"full scan:    {scan['scanned'] / scan['scan_seconds']:,.0f} nodes/s ({scan['scan_seconds']:.1f} s)"
+    )
+    print(
+        f"point lookup: {scan['lookup_ms']:.3f} ms per child lookup (cold cache, 2000 random UIDs)"
+    )
+    print(
+        f"memory:       peak RSS {scan['rss']:,.0f} MB with a 64 MB cache "
+        f"(cache peak {scan['cache_peak'] / mb:.1f} MB) for a shard of {build['bytes'] / mb:,.1f} MB "
+        f"encoded, ~{build['bytes'] * runs._DECODED_FACTOR / mb:,.0f} MB decoded"
+    )
     fraction = incremental["bytes_written"] / incremental["store_bytes"]
-    print(f"incremental:  {incremental['touched']:,} UIDs (1%) in {incremental['seconds']:.2f} s wrote "
-          f"{incremental['bytes_written'] / mb:.2f} MB = {fraction:.2%} of the store's bytes "
-          f"(goal < 10%; compaction: {incremental['compacted']})")
+    print(
+        f"incremental:  {incremental['touched']:,} UIDs (1%) in {incremental['seconds']:.2f} s wrote "
+        f"{incremental['bytes_written'] / mb:.2f} MB = {fraction:.2%} of the store's bytes "
+        f"(goal < 10%; compaction: {incremental['compacted']})"
+    )
 
 
 if __name__ == "__main__":

@@ -168,7 +168,7 @@ def test_memory_stays_within_the_cache_on_a_shard_ten_times_bigger(store: PageSt
     tree = build_tree(store, paths, page_bytes=4096)
     cache = runs.reset_cache(256 * 1024)
     try:
-        decoded_size = sum(r.bytes for r in tree.readers) * 8
+        decoded_size = sum(r.size_bytes for r in tree.readers) * 8
         assert decoded_size > 10 * cache.budget
         cache.clear()
         assert sum(1 for _ in tree.walk()) == 60001

@@ -10,7 +10,9 @@ bounded size:
   ``[parent_ids, names, node_ids, hits, node_counts, data]``.
 * ``NAME.index``: per page its first and last key, offset, length, entry count
   and XXH64 checksum, so finding one child, a name prefix or a name range reads
-  only the pages that can hold it. The index carries its own checksum.
+  only the pages that can hold it; and a Bloom filter of the run's keys (1%
+  false positives), so looking up a key a run does not hold reads no page. The
+  index carries its own checksum.
 
 A shard's state is a list of runs, oldest first: the base run holds absolute
 values and later (delta) runs hold what later loads added. Reading merges them:
@@ -32,6 +34,7 @@ from typing import Any
 import msgpack
 import xxhash
 from cachetools import LRUCache
+from rbloom import Bloom
 
 from treestore.errors import CorruptPageError
 from treestore.pagestore import PageStore
@@ -42,6 +45,7 @@ __all__ = [
     "PageCache",
     "RunReader",
     "cache",
+    "key_hash",
     "merge_entries",
     "write_run",
 ]
@@ -61,18 +65,49 @@ def _checksum(data: bytes) -> int:
     return xxhash.xxh64_intdigest(data)
 
 
-class _Page:
-    """A decoded page: its keys (for bisection) and value columns."""
+def key_hash(key: Key) -> int:
+    """The 128-bit hash a run's Bloom filter is built from (signed, as rbloom wants it)."""
+    return xxhash.xxh3_128_intdigest(b"%d/%s" % (key[0], key[1].encode())) - (1 << 127)
 
-    __slots__ = ("cost", "counts", "data", "hits", "ids", "keys")
+
+def _identity(value: int) -> int:
+    return value
+
+
+def _new_bloom(expected: int) -> Bloom:
+    return Bloom(max(expected, 16), 0.01, _identity)
+
+
+class _Page:
+    """A decoded page: its columns, searchable by key without building key tuples."""
+
+    __slots__ = ("cost", "counts", "data", "hits", "ids", "names", "parents")
 
     def __init__(self, columns: list[list[Any]], encoded_size: int) -> None:
-        parents, names, self.ids, self.hits, self.counts, self.data = columns
-        self.keys: list[Key] = list(zip(parents, names, strict=True))
+        self.parents, self.names, self.ids, self.hits, self.counts, self.data = columns
         self.cost = encoded_size * _DECODED_FACTOR
 
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    def find(self, key: Key) -> int:
+        """The index of the first entry whose key is ``>= key``."""
+        parent, name = key
+        low = bisect.bisect_left(self.parents, parent)
+        high = bisect.bisect_right(self.parents, parent, low)
+        return bisect.bisect_left(self.names, name, low, high)
+
+    def key(self, i: int) -> Key:
+        return (self.parents[i], self.names[i])
+
     def entry(self, i: int) -> Entry:
-        return (self.keys[i], self.ids[i], self.hits[i], self.counts[i], self.data[i])
+        return (
+            (self.parents[i], self.names[i]),
+            self.ids[i],
+            self.hits[i],
+            self.counts[i],
+            self.data[i],
+        )
 
 
 class PageCache:
@@ -157,9 +192,17 @@ class RunStats:
 
 
 def write_run(
-    store: PageStore, name: str, entries: Iterable[Entry], page_bytes: int = PAGE_BYTES
+    store: PageStore,
+    name: str,
+    entries: Iterable[Entry],
+    page_bytes: int = PAGE_BYTES,
+    expected: int = 1024,
 ) -> RunStats:
-    """Write sorted ``entries`` as run ``name`` (``name.pages`` + ``name.index``)."""
+    """Write sorted ``entries`` as run ``name`` (``name.pages`` + ``name.index``).
+
+    ``expected`` (an upper bound of the entry count) sizes the Bloom filter.
+    """
+    bloom = _new_bloom(expected)
     body = bytearray()
     pages: list[list[Any]] = []
     columns: list[list[Any]] = [[], [], [], [], [], []]
@@ -182,6 +225,7 @@ def write_run(
         if previous is not None and key <= previous:
             raise ValueError(f"run entries out of order: {key} after {previous}")
         previous = key
+        bloom.add(key_hash(key))
         for column, value in zip(
             columns, (key[0], key[1], node_id, hits, count, data), strict=True
         ):
@@ -192,7 +236,9 @@ def write_run(
             flush()
     flush()
     store.write(f"{name}.pages", bytes(body))
-    index_body = msgpack.packb({"format": _INDEX_FORMAT, "pages": pages, "entries": total})
+    index_body = msgpack.packb(
+        {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "bloom": bloom.save_bytes()}
+    )
     store.write(f"{name}.index", msgpack.packb([index_body, _checksum(index_body)]))
     return RunStats(name, total, len(pages), len(body) + len(index_body))
 
@@ -214,15 +260,17 @@ class RunReader:
                 raise ValueError("not a run index")
             self.pages = [PageInfo((p[0], p[1]), (p[2], p[3]), *p[4:]) for p in index["pages"]]
             self.entries = int(index["entries"])
+            self.bloom = Bloom.load_bytes(index["bloom"], _identity)
         except (ValueError, TypeError, KeyError, msgpack.UnpackException) as exc:
             raise CorruptPageError(
                 f"Shard {shard}: the run index {where} is damaged ({exc})."
             ) from exc
         self._lasts = [p.last for p in self.pages]
         self._cache_prefix = (store.location, name)
+        self._handle: Any = None
 
     @property
-    def bytes(self) -> int:
+    def size_bytes(self) -> int:
         """The encoded size of the run's pages."""
         return sum(p.length for p in self.pages)
 
@@ -233,7 +281,7 @@ class RunReader:
         if found is not None:
             return found
         info = self.pages[number]
-        encoded = self.store.read_range(f"{self.name}.pages", info.offset, info.length)
+        encoded = self._read(info.offset, info.length)
         if len(encoded) != info.length or _checksum(encoded) != info.checksum:
             raise CorruptPageError(
                 f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
@@ -249,14 +297,36 @@ class RunReader:
         cache().put(key, page)
         return page
 
-    def get(self, key: Key) -> Entry | None:
-        """The entry for ``key`` in this run, if any (reads at most one page)."""
+    def _read(self, offset: int, length: int) -> bytes:
+        """Read from the pages file, keeping it open when it is local."""
+        path = self.store.local_path(f"{self.name}.pages")
+        if path is None:
+            return self.store.read_range(f"{self.name}.pages", offset, length)
+        try:
+            if self._handle is None:
+                self._handle = open(path, "rb")  # noqa: SIM115 - kept open for the reader's life
+            return os.pread(self._handle.fileno(), length, offset)
+        except OSError as exc:
+            raise CorruptPageError(f"Shard {self.shard}: {path} cannot be read ({exc}).") from exc
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            handle.close()
+
+    def get(self, key: Key, hashed: int | None = None) -> Entry | None:
+        """The entry for ``key`` in this run, if any (reads at most one page).
+
+        ``hashed`` is ``key_hash(key)`` when the caller has it already.
+        """
+        if (hashed if hashed is not None else key_hash(key)) not in self.bloom:
+            return None
         number = bisect.bisect_left(self._lasts, key)
         if number >= len(self.pages) or self.pages[number].first > key:
             return None
         page = self.page(number)
-        i = bisect.bisect_left(page.keys, key)
-        if i < len(page.keys) and page.keys[i] == key:
+        i = page.find(key)
+        if i < len(page) and page.parents[i] == key[0] and page.names[i] == key[1]:
             return page.entry(i)
         return None
 
@@ -268,10 +338,10 @@ class RunReader:
             if stop is not None and info.first >= stop:
                 return
             page = self.page(number)
-            i = bisect.bisect_left(page.keys, start) if info.first < start else 0
-            keys = page.keys
-            while i < len(keys):
-                if stop is not None and keys[i] >= stop:
+            i = page.find(start) if info.first < start else 0
+            size = len(page)
+            while i < size:
+                if stop is not None and page.key(i) >= stop:
                     return
                 yield page.entry(i)
                 i += 1
@@ -279,7 +349,7 @@ class RunReader:
 
     def check(self) -> int:
         """Read and verify every page; return the number of entries."""
-        return sum(len(self.page(number).keys) for number in range(len(self.pages)))
+        return sum(len(self.page(number)) for number in range(len(self.pages)))
 
 
 def merge_entries(streams: list[Iterator[Entry]]) -> Iterator[Entry]:

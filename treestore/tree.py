@@ -21,7 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from treestore.pagestore import PageStore
-from treestore.runs import PAGE_BYTES, Entry, Key, RunReader, cache, merge_entries, write_run
+from treestore.runs import (
+    PAGE_BYTES,
+    Entry,
+    Key,
+    RunReader,
+    cache,
+    key_hash,
+    merge_entries,
+    write_run,
+)
 
 __all__ = ["ROOT_KEY", "Handle", "Node", "ShardState", "ShardTree"]
 
@@ -93,7 +102,8 @@ class WriteStats:
 
 
 def _memtable_limit() -> int:
-    return max(1000, cache().budget // 4 // _MEMTABLE_ENTRY_BYTES)
+    """Entries the memtable may hold: about half the page cache's budget."""
+    return max(1000, cache().budget // 2 // _MEMTABLE_ENTRY_BYTES)
 
 
 class ShardTree:
@@ -126,7 +136,10 @@ class ShardTree:
     # -- reading -----------------------------------------------------------
 
     def _merged_get(self, key: Key) -> Entry | None:
-        found = [entry for reader in self.readers if (entry := reader.get(key)) is not None]
+        if not self.readers:
+            return None
+        hashed = key_hash(key)
+        found = [e for reader in self.readers if (e := reader.get(key, hashed)) is not None]
         if not found:
             return None
         if len(found) == 1:
@@ -209,9 +222,9 @@ class ShardTree:
         number = len(self.stats.runs_written)
         return f"trees/shard-{self.shard:04d}/{self._tag}-{number:03d}"
 
-    def _write(self, entries: Iterator[Entry]) -> str:
+    def _write(self, entries: Iterator[Entry], expected: int) -> str:
         name = self._run_name()
-        written = write_run(self.store, name, entries, self.page_bytes)
+        written = write_run(self.store, name, entries, self.page_bytes, expected)
         self.stats.runs_written.append(name)
         self.stats.bytes_written += written.bytes
         return name
@@ -221,7 +234,7 @@ class ShardTree:
         if not self.memtable:
             return
         entries = ((k, *self.memtable[k]) for k in sorted(self.memtable))
-        name = self._write(entries)  # type: ignore[arg-type]
+        name = self._write(entries, len(self.memtable))  # type: ignore[arg-type]
         self.memtable.clear()
         self.readers.append(RunReader(self.store, name, self.shard))
         if len(self.readers) > 2 * MAX_RUNS:  # a big load: keep lookups to a few runs
@@ -233,7 +246,8 @@ class ShardTree:
         merging = self.readers[len(keep) :]
         if len(merging) < 2:
             return
-        name = self._write(merge_entries([r.scan(ROOT_KEY) for r in merging]))
+        expected = sum(r.entries for r in merging)
+        name = self._write(merge_entries([r.scan(ROOT_KEY) for r in merging]), expected)
         self.readers = [*keep, RunReader(self.store, name, self.shard)]
         self.stats.compacted = True
 
@@ -241,14 +255,14 @@ class ShardTree:
         """Flush, compact if there are too many runs, and return the tree's new state."""
         self.flush()
         if len(self.readers) > MAX_RUNS:
-            base = self.readers[0].bytes
-            deltas = sum(r.bytes for r in self.readers[1:])
+            base = self.readers[0].size_bytes
+            deltas = sum(r.size_bytes for r in self.readers[1:])
             self.compact(deltas_only=deltas * 2 < base)
         self.state = ShardState(
             runs=tuple(r.name for r in self.readers),
             next_id=self.next_id,
             nodes=self.state.nodes + self.stats.nodes_created,
-            bytes=sum(r.bytes for r in self.readers),
+            bytes=sum(r.size_bytes for r in self.readers),
         )
         return self.state
 
