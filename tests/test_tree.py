@@ -175,3 +175,24 @@ def test_memory_stays_within_the_cache_on_a_shard_ten_times_bigger(store: PageSt
         assert 0 < cache.peak_bytes <= cache.budget
     finally:
         runs.reset_cache(256 * 1024 * 1024)
+
+
+def test_updating_a_tree_bigger_than_the_cache_stays_within_it(store: PageStore) -> None:
+    cache = runs.reset_cache(256 * 1024)
+    try:
+        paths = [["root", f"user{i:06d}", "A", str(i % 7)] for i in range(6000)]
+        tree = build_tree(store, paths, page_bytes=2048)  # many memtable flushes and merges
+        assert sum(r.size_bytes for r in tree.readers) * 8 > 2 * cache.budget
+        assert 0 < cache.peak_bytes <= cache.budget
+        updated = ShardTree(store, tree.state)
+        for i in range(0, 6000, 3):
+            updated.visit(updated.visit(updated.root_handle, "root"), f"user{i:06d}")  # type: ignore[arg-type]
+        state = updated.commit()
+        final = ShardTree(store, state)
+        root = final.child(final.root, "root")
+        assert root is not None and root.hits == 8000 and root.node_count == 6000
+        assert final.child(root, "user000003").hits == 2  # type: ignore[union-attr]
+        assert final.child(root, "user000004").hits == 1  # type: ignore[union-attr]
+        assert cache.peak_bytes <= cache.budget
+    finally:
+        runs.reset_cache(256 * 1024 * 1024)

@@ -15,12 +15,16 @@ are atomic per object anyway).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import posixpath
 import threading
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from treestore.errors import StoreError
 
@@ -44,6 +48,13 @@ class PageStore(ABC):
     @abstractmethod
     def write(self, name: str, data: bytes) -> None:
         """Create or replace blob ``name`` atomically."""
+
+    @contextmanager
+    def writer(self, name: str) -> Iterator[BinaryIO]:
+        """Stream a new blob ``name``; it appears atomically when the block ends without error."""
+        buffer = io.BytesIO()
+        yield buffer
+        self.write(name, buffer.getvalue())
 
     @abstractmethod
     def exists(self, name: str) -> bool:
@@ -140,6 +151,32 @@ class FilePageStore(PageStore):
             raise StoreError(f"{self._path(name)} does not exist.") from None
         except OSError as exc:
             raise StoreError(f"{self._path(name)} cannot be read: {exc}") from exc
+
+    @contextmanager
+    def writer(self, name: str) -> Iterator[BinaryIO]:
+        path = self._path(name)
+        folder = posixpath.dirname(path)
+        temp = posixpath.join(folder, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
+        try:
+            self.fs.create_dir(folder, recursive=True)
+            if self.is_local:
+                with open(temp, "wb") as handle:
+                    yield handle
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(temp, path)
+            else:
+                with self.fs.open_output_stream(temp) as stream:
+                    yield stream  # type: ignore[misc]
+                self.fs.move(temp, path)
+        except OSError as exc:
+            raise StoreError(f"{path} cannot be written: {exc}") from exc
+        finally:
+            from pyarrow import fs as pafs
+
+            with contextlib.suppress(OSError):
+                if self.fs.get_file_info(temp).type != pafs.FileType.NotFound:
+                    self.fs.delete_file(temp)
 
     def write(self, name: str, data: bytes) -> None:
         path = self._path(name)

@@ -29,7 +29,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgpack
 import xxhash
@@ -54,8 +54,8 @@ Key = tuple[int, str]
 Entry = tuple[Key, int, int, int, Any]
 """``(key, node_id, hits, nodes, data)``."""
 
-PAGE_BYTES = 16 * 1024
-"""The target size of one encoded page."""
+PAGE_BYTES = 4096
+"""The target size of one encoded page (small pages keep random reads cheap)."""
 _DECODED_FACTOR = 8
 """Decoded pages take about this many times their encoded bytes in memory."""
 _INDEX_FORMAT = "treestore-run-index-1"
@@ -203,20 +203,32 @@ def write_run(
     ``expected`` (an upper bound of the entry count) sizes the Bloom filter.
     """
     bloom = _new_bloom(expected)
-    body = bytearray()
+    with store.writer(f"{name}.pages") as out:
+        pages, total, size = _write_pages(out, entries, bloom, page_bytes)
+    index_body = msgpack.packb(
+        {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "bloom": bloom.save_bytes()}
+    )
+    store.write(f"{name}.index", msgpack.packb([index_body, _checksum(index_body)]))
+    return RunStats(name, total, len(pages), size + len(index_body))
+
+
+def _write_pages(
+    out: BinaryIO, entries: Iterable[Entry], bloom: Bloom, page_bytes: int
+) -> tuple[list[list[Any]], int, int]:
+    """Stream ``entries`` into pages on ``out``; return (page index rows, entries, bytes)."""
     pages: list[list[Any]] = []
     columns: list[list[Any]] = [[], [], [], [], [], []]
-    estimate = 0
-    total = 0
+    estimate = total = offset = 0
 
     def flush() -> None:
-        nonlocal columns, estimate
+        nonlocal columns, estimate, offset
         if not columns[0]:
             return
         encoded = msgpack.packb(columns)
         first, last = (columns[0][0], columns[1][0]), (columns[0][-1], columns[1][-1])
-        pages.append([*first, *last, len(body), len(encoded), len(columns[0]), _checksum(encoded)])
-        body.extend(encoded)
+        pages.append([*first, *last, offset, len(encoded), len(columns[0]), _checksum(encoded)])
+        out.write(encoded)
+        offset += len(encoded)
         columns = [[], [], [], [], [], []]
         estimate = 0
 
@@ -235,12 +247,7 @@ def write_run(
         if estimate >= page_bytes:
             flush()
     flush()
-    store.write(f"{name}.pages", bytes(body))
-    index_body = msgpack.packb(
-        {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "bloom": bloom.save_bytes()}
-    )
-    store.write(f"{name}.index", msgpack.packb([index_body, _checksum(index_body)]))
-    return RunStats(name, total, len(pages), len(body) + len(index_body))
+    return pages, total, offset
 
 
 class RunReader:

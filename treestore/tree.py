@@ -42,7 +42,7 @@ Handle = tuple[int, Key]
 
 MAX_RUNS = 4
 """More runs than this after a load trigger a compaction."""
-_MEMTABLE_ENTRY_BYTES = 200
+_MEMTABLE_ENTRY_BYTES = 500  # measured: key tuple, value list and dict slot
 
 
 @dataclass(frozen=True, slots=True)
