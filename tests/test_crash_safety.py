@@ -131,8 +131,9 @@ def test_task_killed_fails_the_load_and_the_next_one_completes(
     try:
         worker = _wait_for(demo_dir / "marker", process)
         os.kill(worker, signal.SIGKILL)
-        _out, err = process.communicate(timeout=180)
-        assert process.returncode == 2 and "failed" in err and "Traceback" not in err
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 2, (out, err)
+        assert "failed" in err and "Traceback" not in err, err
     finally:
         _kill_all(process)
     assert treestore.open(store).version == 1

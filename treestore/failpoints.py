@@ -18,7 +18,9 @@ def failpoint(name: str) -> None:
     if os.environ.get("TREESTORE_FAILPOINT") != name:
         return
     marker = os.environ.get("TREESTORE_FAILPOINT_MARKER")
-    if marker:
-        with open(marker, "w") as handle:
+    if marker and not os.path.exists(marker):  # the first process to arrive names itself
+        temp = f"{marker}.{os.getpid()}"
+        with open(temp, "w") as handle:
             handle.write(str(os.getpid()))
+        os.replace(temp, marker)
     time.sleep(3600)
