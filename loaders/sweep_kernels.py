@@ -1,0 +1,259 @@
+"""The interval sweep's per-partition work, in plain Python and numpy (no Spark).
+
+Events (``a``), interval starts (``b+``) and interval ends (``b-``) of one id
+arrive sorted by (time, kind). The order of kinds at equal times decides which
+interval ends are included (:data:`KIND_ORDER`): for closed intervals
+``[start, end]`` a start comes before an event and an event before an end. A
+running state per id adds a value at ``b+``, removes it at ``b-``, and each
+``a`` row reads the aggregate of the state.
+
+Aggregations: ``sum`` and ``count`` run vectorized (numpy cumulative sums);
+``set``, ``list``, ``min``, ``max`` and a user's ``(add, remove)`` pair keep a
+multiset of the open intervals' values.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sortedcontainers import SortedList
+
+__all__ = [
+    "AGGREGATIONS",
+    "CLOSED",
+    "END",
+    "EVENT",
+    "KIND_ORDER",
+    "START",
+    "Aggregation",
+    "make_aggregation",
+    "sweep_rows",
+]
+
+EVENT, START, END = 0, 1, 2
+"""Roles of sweep rows."""
+
+CLOSED = ("both", "left", "right", "neither")
+KIND_ORDER: dict[str, dict[int, int]] = {
+    # role -> sort rank at equal times
+    "both": {START: 0, EVENT: 1, END: 2},  # [start, end]
+    "left": {END: 0, START: 1, EVENT: 2},  # [start, end)
+    "right": {EVENT: 0, START: 1, END: 2},  # (start, end]
+    "neither": {END: 0, EVENT: 1, START: 2},  # (start, end)
+}
+AGGREGATIONS = ("sum", "count", "set", "list", "min", "max")
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """How a sweep folds the values of the intervals covering an event.
+
+    ``new`` makes an empty state; ``add`` / ``remove`` change it and return it;
+    ``result`` reads it for an event. ``vectorized`` aggregations (sum, count)
+    are computed with numpy instead of the state functions.
+    """
+
+    name: str
+    new: Callable[[], Any]
+    add: Callable[[Any, Any], Any]
+    remove: Callable[[Any, Any], Any]
+    result: Callable[[Any], Any]
+    vectorized: bool = False
+
+
+def _counter_add(state: SortedList, value: Any) -> SortedList:
+    state.add(value)
+    return state
+
+
+def _counter_remove(state: SortedList, value: Any) -> SortedList:
+    state.remove(value)
+    return state
+
+
+def _distinct(state: SortedList) -> list[Any]:
+    out: list[Any] = []
+    for value in state:
+        if not out or out[-1] != value:
+            out.append(value)
+    return out
+
+
+def make_aggregation(
+    agg: str | tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]],
+    initial: Any = 0,
+) -> Aggregation:
+    """The :class:`Aggregation` for ``agg``: a name, or a user's ``(add, remove)`` pair."""
+    if isinstance(agg, tuple):
+        add, remove = agg
+        return Aggregation("custom", lambda: initial, add, remove, lambda state: state)
+    if agg == "sum":
+        return Aggregation(
+            agg, lambda: 0, lambda s, v: s + v, lambda s, v: s - v, lambda s: s, vectorized=True
+        )
+    if agg == "count":
+        return Aggregation(
+            agg, lambda: 0, lambda s, v: s + 1, lambda s, v: s - 1, lambda s: s, vectorized=True
+        )
+    results: dict[str, Callable[[SortedList], Any]] = {
+        "set": _distinct,
+        "list": list,
+        "min": lambda state: state[0] if state else None,
+        "max": lambda state: state[-1] if state else None,
+    }
+    if agg not in results:
+        raise ValueError(f"unknown aggregation {agg!r}; use one of {', '.join(AGGREGATIONS)}")
+    return Aggregation(agg, SortedList, _counter_add, _counter_remove, results[agg])
+
+
+def replay(aggregation: Aggregation, carried: Iterable[tuple[Any, int]]) -> Any:
+    """A fresh state holding ``carried`` (value, count) pairs: intervals already open."""
+    state = aggregation.new()
+    for value, count in carried:
+        for _ in range(count):
+            state = aggregation.add(state, value)
+    return state
+
+
+def _vectorized(
+    aggregation: Aggregation,
+    ids: np.ndarray,
+    roles: np.ndarray,
+    values: np.ndarray,
+    first_id: Any,
+    first_total: float,
+) -> np.ndarray:
+    """Running sums restarted at every id change; ``first_total`` seeds the first id's run."""
+    if aggregation.name == "count":
+        step = np.where(roles == START, 1, np.where(roles == END, -1, 0)).astype(np.int64)
+    else:
+        filled = np.nan_to_num(values.astype(np.float64)) if values.dtype.kind == "f" else values
+        signed = np.where(roles == START, filled, np.where(roles == END, -filled, 0))
+        step = signed.astype(np.float64 if values.dtype.kind == "f" else np.int64)
+    totals = np.cumsum(step)
+    boundary = np.ones(len(ids), dtype=bool)
+    boundary[1:] = ids[1:] != ids[:-1]
+    starts = np.maximum.accumulate(np.where(boundary, np.arange(len(ids)), 0))
+    before = np.where(starts > 0, totals[starts - 1], 0)
+    running = totals - before
+    if len(ids) and ids[0] == first_id:
+        first_run = starts == 0
+        running = running + np.where(first_run, first_total, 0).astype(running.dtype)
+    return running
+
+
+def sweep_rows(
+    aggregation: Aggregation,
+    ids: Sequence[Any],
+    roles: Sequence[int],
+    values: Sequence[Any],
+    first_state: tuple[Any, Any] | None = None,
+) -> tuple[list[Any], tuple[Any, Any] | None]:
+    """Sweep sorted rows; return the result of each event row and the state to carry on.
+
+    ``first_state`` is ``(id, state)``: the state the run of that id starts
+    from (intervals opened in earlier batches or partitions). The returned
+    state is the last id's, for the next batch.
+    """
+    if aggregation.vectorized:
+        id_array = np.asarray(ids)
+        role_array = np.asarray(roles)
+        value_array = (
+            values
+            if isinstance(values, np.ndarray)
+            else np.asarray([0 if v is None else v for v in values])
+        )
+        first_id, first_total = first_state if first_state is not None else (None, 0)
+        running = _vectorized(aggregation, id_array, role_array, value_array, first_id, first_total)
+        results = running[role_array == EVENT].tolist()
+        carry = (id_array[-1].item(), running[-1].item()) if len(id_array) else first_state
+        return results, carry
+    out: list[Any] = []
+    current_id, state = first_state if first_state is not None else (object(), None)
+    for row_id, role, value in zip(ids, roles, values, strict=True):
+        if row_id != current_id:
+            current_id, state = row_id, aggregation.new()
+        if role == START:
+            state = aggregation.add(state, value)
+        elif role == END:
+            state = aggregation.remove(state, value)
+        else:
+            out.append(aggregation.result(state))
+    return out, ((current_id, state) if ids else first_state)
+
+
+def net_open(
+    ids: Sequence[Any], roles: Sequence[int], values: Sequence[Any], which: Any
+) -> Counter[Any]:
+    """For id ``which``: each value's starts minus ends among these rows."""
+    net: Counter[Any] = Counter()
+    for row_id, role, value in zip(ids, roles, values, strict=True):
+        if row_id == which and role != EVENT:
+            net[value] += 1 if role == START else -1
+    return net
+
+
+class PartitionSummary:
+    """What the sweep's first pass learns of one partition, fed batch by batch.
+
+    It keeps the partition's first and last id, its row count, and for those
+    two ids the values opened minus closed in the partition.
+    """
+
+    def __init__(self) -> None:
+        self.first: Any = None
+        self.last: Any = None
+        self.rows = 0
+        self.nets: dict[Any, Counter[Any]] = {}
+
+    def feed(self, ids: Sequence[Any], roles: Sequence[int], values: Sequence[Any]) -> None:
+        """Take the next batch of sorted rows."""
+        if not ids:
+            return
+        if self.first is None:
+            self.first = ids[0]
+        for which in {ids[0], ids[-1]}:
+            if which in (self.first, ids[-1]):
+                self.nets.setdefault(which, Counter()).update(net_open(ids, roles, values, which))
+        self.last = ids[-1]
+        self.nets = {k: v for k, v in self.nets.items() if k in (self.first, self.last)}
+        self.rows += len(ids)
+
+    def to_dict(self, partition: int) -> dict[str, Any]:
+        """A msgpack-able form for the driver."""
+        nets = [[k, [[v, c] for v, c in counter.items() if c]] for k, counter in self.nets.items()]
+        return {
+            "partition": partition,
+            "first": self.first,
+            "last": self.last,
+            "rows": self.rows,
+            "nets": nets,
+        }
+
+
+def carry_ins(summaries: Iterable[dict[str, Any]]) -> dict[int, tuple[Any, list[tuple[Any, int]]]]:
+    """Each partition's first id and the (value, count) pairs still open at its lower bound.
+
+    Partitions are in key order, so an id continues only from the partitions
+    just before it; the intervals open at a partition's start are the sum of
+    what its first id opened minus closed in those partitions.
+    """
+    carry: dict[int, tuple[Any, list[tuple[Any, int]]]] = {}
+    open_values: Counter[Any] = Counter()
+    open_id: Any = object()
+    for summary in sorted(summaries, key=lambda s: s["partition"]):
+        if summary["rows"] == 0:
+            continue
+        first, last = summary["first"], summary["last"]
+        if first == open_id and +open_values:
+            carry[summary["partition"]] = (first, sorted((+open_values).items()))
+        nets = {k: Counter(dict((v, c) for v, c in pairs)) for k, pairs in summary["nets"]}
+        if first == last and first == open_id:
+            open_values.update(nets.get(first, Counter()))
+        else:
+            open_id, open_values = last, Counter(nets.get(last, Counter()))
+    return carry

@@ -1,0 +1,100 @@
+"""The interval sweep on Spark: the seed's example, every aggregation and closedness
+against the brute-force oracle, and a hot id spread over many partitions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loaders.sweep import SweepReport, interval_sweep
+from loaders.sweep_kernels import AGGREGATIONS, CLOSED
+from tests.sweep_oracle import expected
+
+pytestmark = pytest.mark.spark
+
+def _at(hhmm: str) -> datetime:
+    return datetime.fromisoformat(f"2024-01-01 {hhmm}:00")
+
+
+SEED_EVENTS = [(1, _at("10:00")), (1, _at("10:15")), (2, _at("10:01"))]
+SEED_INTERVALS = [
+    (1, _at("09:30"), _at("10:30"), 10),
+    (1, _at("10:01"), _at("10:05"), 20),
+    (1, _at("10:08"), _at("10:20"), 30),
+    (1, _at("10:30"), _at("10:45"), 40),
+    (2, _at("09:30"), _at("10:30"), 50),
+]
+
+
+def _frames(spark: Any, events: list[Any], intervals: list[Any], time_type: str = "bigint") -> tuple[Any, Any]:
+    e = spark.createDataFrame(
+        [(i, t, n) for n, (i, t) in enumerate(events)], f"id bigint, time {time_type}, n int"
+    )
+    b = spark.createDataFrame(intervals, f"id bigint, start {time_type}, end {time_type}, points bigint")
+    return e, b
+
+
+def _run(spark: Any, events: list[Any], intervals: list[Any], **kwargs: Any) -> list[Any]:
+    e, b = _frames(spark, events, intervals)
+    rows = interval_sweep(spark, e, b, **kwargs).collect()
+    return [r["value"] for r in sorted(rows, key=lambda r: r["n"])]
+
+
+def test_seed_example(spark: Any) -> None:
+    e, b = _frames(spark, SEED_EVENTS, SEED_INTERVALS, "timestamp")
+    report = SweepReport()
+    rows = interval_sweep(spark, e, b, report=report).collect()
+    assert {(r["id"], str(r["time"])[11:16], r["value"]) for r in rows} == {
+        (1, "10:00", 10),
+        (1, "10:15", 40),
+        (2, "10:01", 50),
+    }
+    assert report.events == 3 and report.intervals == 5 and report.skipped_intervals == 0
+
+
+@pytest.mark.parametrize("closed", CLOSED)
+@pytest.mark.parametrize("agg", AGGREGATIONS)
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    events=st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 9)), min_size=1, max_size=15),
+    intervals=st.lists(
+        st.tuples(st.sampled_from([1, 2]), st.integers(0, 9), st.integers(0, 9), st.integers(0, 5)),
+        max_size=15,
+    ),
+)
+def test_every_aggregation_and_closedness_matches_the_oracle(
+    spark: Any, agg: str, closed: str, events: list[Any], intervals: list[Any]
+) -> None:
+    # equal times, zero-length, nested and identical intervals, start > end
+    intervals = [*intervals, (1, 3, 3, 7), (1, 2, 6, 1), (1, 2, 6, 1), (1, 3, 4, 2), (2, 8, 1, 4)]
+    events = [*events, (1, 3), (1, 2), (1, 6)]
+    got = _run(spark, events, intervals, agg=agg, closed=closed, partitions=3)
+    assert [list(v) if isinstance(v, list) else v for v in got] == expected(events, intervals, agg, closed)
+
+
+def test_a_hot_id_spread_over_many_partitions(spark: Any) -> None:
+    intervals = [(7, s, s + 40, s % 5) for s in range(0, 400, 3)] + [(8, 0, 1000, 100)]
+    events = [(7, t) for t in range(0, 440, 2)] + [(8, 5), (9, 5)]
+    report = SweepReport()
+    got = _run(spark, events, intervals, agg="sum", partitions=8, report=report)
+    assert got == expected(events, intervals, "sum", "both")
+    assert report.partitions == 8 and report.max_partition_rows < 0.3 * (len(events) + 2 * len(intervals))
+    got_sets = _run(spark, events, intervals, agg="set", closed="left", partitions=8)
+    assert got_sets == expected(events, intervals, "set", "left")
+
+
+def test_custom_merge_and_bad_input(spark: Any) -> None:
+    e, b = _frames(
+        spark, [(1, 5), (None, 5)], [(1, 0, 9, 3), (1, 2, 7, 4), (1, 9, 0, 4), (None, 0, 9, 1)]
+    )
+    report = SweepReport()
+    pair = (lambda state, v: state * 10 + v, lambda state, v: (state - v) / 10)
+    rows = interval_sweep(spark, e, b, agg=pair, initial=0, value_type="double", report=report).collect()
+    assert sorted(r["value"] for r in rows) == [34.0]  # 3 added at time 0, then 4 at time 2
+    assert report.skipped_events == 1 and report.skipped_intervals == 2
+    with pytest.raises(ValueError, match="closed must be"):
+        interval_sweep(spark, e, b, closed="sideways")
