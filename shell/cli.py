@@ -53,6 +53,38 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--format", default="tsv", choices=("tsv", "csv", "json", "table"))
     _add_master(query)
 
+    sweep = commands.add_parser(
+        "sweep", help="interval sweep: aggregate the intervals covering each event, into a store"
+    )
+    sweep.add_argument("--events", required=True, help="events file or folder (id, time, ...)")
+    sweep.add_argument(
+        "--intervals", required=True, help="intervals file or folder (id, start, end, points)"
+    )
+    sweep.add_argument(
+        "--store", required=True, metavar="DIR", help="the store to keep the results in"
+    )
+    sweep.add_argument("--name", required=True, help="the results' top node in the store")
+    sweep.add_argument(
+        "--agg", default="sum", choices=("sum", "count", "set", "list", "min", "max")
+    )
+    sweep.add_argument("--closed", default="both", choices=("both", "left", "right", "neither"))
+    sweep.add_argument("--out", help="also write the results as Parquet here")
+    sweep.add_argument(
+        "--time-format", help="how string times read, e.g. 'HH:mm' (Spark datetime pattern)"
+    )
+    for column, default in (
+        ("id", "id"),
+        ("time", "time"),
+        ("start", "start"),
+        ("end", "end"),
+        ("value", "points"),
+    ):
+        sweep.add_argument(
+            f"--{column}-col", default=default, help=f"column name (default {default})"
+        )
+    sweep.add_argument("--shards", type=int, default=8, help="shards of a new store (default 8)")
+    _add_master(sweep)
+
     info = commands.add_parser("info", help="show a store's versions, shards, nodes and last loads")
     info.add_argument("store", metavar="DIR", help="the store folder")
 
@@ -149,6 +181,28 @@ def command_info(store: str, out: TextIO) -> None:
         )
 
 
+def command_sweep(args: argparse.Namespace, out: TextIO) -> None:
+    """``treestore sweep``: run the interval sweep and keep its results in the store."""
+    from loaders.sweep_job import run_sweep
+    from treestore.spark import get_session
+
+    columns = {c: getattr(args, f"{c}_col") for c in ("id", "time", "start", "end", "value")}
+    run_sweep(
+        get_session(args.master),
+        args.events,
+        args.intervals,
+        args.store,
+        args.name,
+        agg=args.agg,
+        closed=args.closed,
+        columns=columns,
+        time_format=args.time_format,
+        out=args.out,
+        shards=args.shards,
+        log=lambda line: print(line, file=out),
+    )
+
+
 def command_gc(store: str, keep: int, out: TextIO) -> None:
     """``treestore gc``: drop versions beyond ``keep`` and the files only they used."""
     from treestore.pagestore import page_store_for
@@ -187,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             command_load(args.job, args.store, args.master, out)
         elif args.command == "query":
             command_query(args.store, args.path, args.rops, args.ops, args.format, args.master, out)
+        elif args.command == "sweep":
+            command_sweep(args, out)
         elif args.command == "info":
             command_info(args.store, out)
         elif args.command == "gc":

@@ -12,11 +12,15 @@ def covers(start: int, end: int, time: int, closed: str) -> bool:
     return low and high
 
 
-def expected(events: list[tuple[Any, int]], intervals: list[tuple[Any, int, int, Any]], agg: str, closed: str) -> list[Any]:
+def expected(
+    events: list[tuple[Any, int]], intervals: list[tuple[Any, int, int, Any]], agg: str, closed: str
+) -> list[Any]:
     """For each event, the aggregate of the covering intervals' values, by brute force."""
     out = []
     for event_id, time in events:
-        values = sorted(v for i, s, e, v in intervals if i == event_id and s <= e and covers(s, e, time, closed))
+        values = sorted(
+            v for i, s, e, v in intervals if i == event_id and s <= e and covers(s, e, time, closed)
+        )
         if agg == "sum":
             out.append(sum(values))
         elif agg == "count":

@@ -16,6 +16,7 @@ from tests.sweep_oracle import expected
 
 pytestmark = pytest.mark.spark
 
+
 def _at(hhmm: str) -> datetime:
     return datetime.fromisoformat(f"2024-01-01 {hhmm}:00")
 
@@ -30,11 +31,15 @@ SEED_INTERVALS = [
 ]
 
 
-def _frames(spark: Any, events: list[Any], intervals: list[Any], time_type: str = "bigint") -> tuple[Any, Any]:
+def _frames(
+    spark: Any, events: list[Any], intervals: list[Any], time_type: str = "bigint"
+) -> tuple[Any, Any]:
     e = spark.createDataFrame(
         [(i, t, n) for n, (i, t) in enumerate(events)], f"id bigint, time {time_type}, n int"
     )
-    b = spark.createDataFrame(intervals, f"id bigint, start {time_type}, end {time_type}, points bigint")
+    b = spark.createDataFrame(
+        intervals, f"id bigint, start {time_type}, end {time_type}, points bigint"
+    )
     return e, b
 
 
@@ -73,7 +78,9 @@ def test_every_aggregation_and_closedness_matches_the_oracle(
     intervals = [*intervals, (1, 3, 3, 7), (1, 2, 6, 1), (1, 2, 6, 1), (1, 3, 4, 2), (2, 8, 1, 4)]
     events = [*events, (1, 3), (1, 2), (1, 6)]
     got = _run(spark, events, intervals, agg=agg, closed=closed, partitions=3)
-    assert [list(v) if isinstance(v, list) else v for v in got] == expected(events, intervals, agg, closed)
+    assert [list(v) if isinstance(v, list) else v for v in got] == expected(
+        events, intervals, agg, closed
+    )
 
 
 def test_a_hot_id_spread_over_many_partitions(spark: Any) -> None:
@@ -82,7 +89,9 @@ def test_a_hot_id_spread_over_many_partitions(spark: Any) -> None:
     report = SweepReport()
     got = _run(spark, events, intervals, agg="sum", partitions=8, report=report)
     assert got == expected(events, intervals, "sum", "both")
-    assert report.partitions == 8 and report.max_partition_rows < 0.3 * (len(events) + 2 * len(intervals))
+    assert report.partitions == 8 and report.max_partition_rows < 0.3 * (
+        len(events) + 2 * len(intervals)
+    )
     got_sets = _run(spark, events, intervals, agg="set", closed="left", partitions=8)
     assert got_sets == expected(events, intervals, "set", "left")
 
@@ -93,8 +102,64 @@ def test_custom_merge_and_bad_input(spark: Any) -> None:
     )
     report = SweepReport()
     pair = (lambda state, v: state * 10 + v, lambda state, v: (state - v) / 10)
-    rows = interval_sweep(spark, e, b, agg=pair, initial=0, value_type="double", report=report).collect()
+    rows = interval_sweep(
+        spark, e, b, agg=pair, initial=0, value_type="double", report=report
+    ).collect()
     assert sorted(r["value"] for r in rows) == [34.0]  # 3 added at time 0, then 4 at time 2
     assert report.skipped_events == 1 and report.skipped_intervals == 2
     with pytest.raises(ValueError, match="closed must be"):
         interval_sweep(spark, e, b, closed="sideways")
+
+
+def test_sweep_command_keeps_results_in_the_store(spark: Any, tmp_path: Any, capsys: Any) -> None:
+    from shell.cli import main
+
+    (tmp_path / "events.csv").write_text("id,time\n1,10:00\n1,10:15\n2,10:01\n")
+    (tmp_path / "intervals.csv").write_text(
+        "id,start,end,points\n1,9:30,10:30,10\n1,10:01,10:05,20\n1,10:08,10:20,30\n"
+        "1,10:30,10:45,40\n2,9:30,10:30,50\n3,10:00,9:00,5\n"
+    )
+    store, out = tmp_path / "store", tmp_path / "out"
+    args = [
+        "sweep",
+        "--events",
+        str(tmp_path / "events.csv"),
+        "--intervals",
+        str(tmp_path / "intervals.csv"),
+        "--store",
+        str(store),
+        "--name",
+        "seed",
+        "--time-format",
+        "H:mm",
+        "--out",
+        str(out),
+    ]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "skipped 1: null id or time, start after end" in printed and "max " in printed
+    assert main(["query", str(store), "seed/+/+/+", "--format", "json"]) == 0
+    import json
+
+    rows = json.loads(capsys.readouterr().out)
+    assert sorted((r[0], r[1][11:16], r[2]) for r in rows) == [
+        ("1", "10:00", "10"),
+        ("1", "10:15", "40"),
+        ("2", "10:01", "50"),
+    ]
+    assert sorted(r["value"] for r in spark.read.parquet(str(out)).collect()) == [10, 40, 50]
+    assert main(args) == 2
+    assert "already holds a sweep called 'seed'" in capsys.readouterr().err
+    missing = [
+        "sweep",
+        "--events",
+        str(tmp_path / "nope.csv"),
+        "--intervals",
+        str(tmp_path / "intervals.csv"),
+        "--store",
+        str(store),
+        "--name",
+        "other",
+    ]
+    assert main(missing) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import given, settings
@@ -25,12 +26,17 @@ from tests.sweep_oracle import expected
 ids = st.sampled_from([1, 2, 3])
 times = st.integers(0, 12)
 events_strategy = st.lists(st.tuples(ids, times), max_size=25)
-intervals_strategy = st.lists(
-    st.tuples(ids, times, times, st.integers(-3, 9)), max_size=25
-)
+intervals_strategy = st.lists(st.tuples(ids, times, times, st.integers(-3, 9)), max_size=25)
 
 
-def _sweep(events: list[tuple[Any, int]], intervals: list[Any], agg: str, closed: str, cuts: list[int], batch: int) -> list[Any]:
+def _sweep(
+    events: list[tuple[Any, int]],
+    intervals: list[Any],
+    agg: str,
+    closed: str,
+    cuts: list[int],
+    batch: int,
+) -> list[Any]:
     order = KIND_ORDER[closed]
     rows = [(i, t, order[EVENT], EVENT, None, n) for n, (i, t) in enumerate(events)]
     for i, s, e, v in intervals:
@@ -40,7 +46,7 @@ def _sweep(events: list[tuple[Any, int]], intervals: list[Any], agg: str, closed
         rows.append((i, e, order[END], END, v, -1))
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     bounds = sorted({0, len(rows), *(c % (len(rows) + 1) for c in cuts)})
-    partitions = [rows[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    partitions = [rows[a:b] for a, b in itertools.pairwise(bounds)]
     summaries = []
     for p, part in enumerate(partitions):
         summary = PartitionSummary()
@@ -58,7 +64,11 @@ def _sweep(events: list[tuple[Any, int]], intervals: list[Any], agg: str, closed
         for k in range(0, len(part), batch):
             chunk = part[k : k + batch]
             out, state = sweep_rows(
-                aggregation, [r[0] for r in chunk], [r[3] for r in chunk], [r[4] for r in chunk], state
+                aggregation,
+                [r[0] for r in chunk],
+                [r[3] for r in chunk],
+                [r[4] for r in chunk],
+                state,
             )
             for row, value in zip([r for r in chunk if r[3] == EVENT], out, strict=True):
                 results[row[5]] = value
@@ -87,12 +97,20 @@ def test_partitioned_sweep_matches_the_oracle(
 
 def test_seed_example_in_minutes() -> None:
     events = [(1, 600), (1, 615), (2, 601)]
-    intervals = [(1, 570, 630, 10), (1, 601, 605, 20), (1, 608, 620, 30), (1, 630, 645, 40), (2, 570, 630, 50)]
+    intervals = [
+        (1, 570, 630, 10),
+        (1, 601, 605, 20),
+        (1, 608, 620, 30),
+        (1, 630, 645, 40),
+        (2, 570, 630, 50),
+    ]
     assert _sweep(events, intervals, "sum", "both", [], 100) == [10, 40, 50]
     assert _sweep(events, intervals, "set", "both", [3, 5, 9], 2) == [[10], [10, 30], [50]]
 
 
 def test_custom_merge_pair() -> None:
     aggregation = make_aggregation((lambda s, v: s | {v}, lambda s, v: s - {v}), frozenset())
-    out, _ = sweep_rows(aggregation, [1, 1, 1, 1], [START, EVENT, END, EVENT], ["x", None, "x", None])
+    out, _ = sweep_rows(
+        aggregation, [1, 1, 1, 1], [START, EVENT, END, EVENT], ["x", None, "x", None]
+    )
     assert out == [frozenset({"x"}), frozenset()]
