@@ -1,0 +1,147 @@
+"""Benchmark of the interval sweep against its peers, on the same generated data in one run.
+
+Data: events (id, time) and intervals (id, start, end, points) with skewed ids
+(one id holds about 20% of the rows). Prints seconds and ratios for:
+
+(a) Spark SQL's non-equi join + group by, at --join-rows (default 200k rows a
+    side; it is given --join-timeout seconds), against our sweep at that size
+    (goal: at least 50x faster);
+(b) DuckDB's window-function sweep (a single-node anchor) at --rows (default
+    2M a side), against our sweep at that size (goal: within 3x).
+
+    .venv/bin/pip install -e '.[bench]'; .venv/bin/python bench/sweep.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from loaders.sweep import SweepReport, interval_sweep
+from treestore.spark import get_session
+
+SPAN = 10_000_000
+
+
+def generate(rows: int, folder: Path, seed: int = 1) -> tuple[str, str]:
+    """Write events and intervals with a hot id; return their Parquet paths."""
+    rng = np.random.default_rng(seed)
+
+    def ids(n: int) -> np.ndarray:
+        hot = rng.random(n) < 0.2
+        return np.where(hot, 0, rng.zipf(1.3, n) % 200_000 + 1).astype(np.int64)
+
+    events = pa.table({"id": ids(rows), "time": rng.integers(0, SPAN, rows, dtype=np.int64)})
+    starts = rng.integers(0, SPAN, rows, dtype=np.int64)
+    intervals = pa.table(
+        {
+            "id": ids(rows),
+            "start": starts,
+            "end": starts + rng.integers(0, 50_000, rows, dtype=np.int64),
+            "points": rng.integers(1, 100, rows, dtype=np.int64),
+        }
+    )
+    paths = (str(folder / f"events-{rows}.parquet"), str(folder / f"intervals-{rows}.parquet"))
+    pq.write_table(events, paths[0])
+    pq.write_table(intervals, paths[1])
+    return paths
+
+
+def ours(spark, events: str, intervals: str) -> tuple[float, int, SweepReport]:  # type: ignore[no-untyped-def]
+    report = SweepReport()
+    started = time.perf_counter()
+    result = interval_sweep(spark, spark.read.parquet(events), spark.read.parquet(intervals), report=report)
+    total = result.agg({"value": "sum"}).first()[0]
+    return time.perf_counter() - started, int(total or 0), report
+
+
+def spark_join(spark, events: str, intervals: str, timeout: float) -> tuple[float | None, int | None]:  # type: ignore[no-untyped-def]
+    spark.read.parquet(events).createOrReplaceTempView("a")
+    spark.read.parquet(intervals).createOrReplaceTempView("b")
+    query = """
+        SELECT sum(value) FROM (
+          SELECT a.id, a.time, coalesce(sum(b.points), 0) AS value
+          FROM (SELECT *, monotonically_increasing_id() AS row FROM a) a
+          LEFT JOIN b ON a.id = b.id AND b.start <= a.time AND a.time <= b.end
+          GROUP BY a.row, a.id, a.time)
+    """
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        spark.sparkContext.setJobGroup("non-equi", "non-equi join", interruptOnCancel=True)
+        try:
+            outcome["total"] = spark.sql(query).first()[0]
+        except Exception as exc:  # cancelled at the timeout
+            outcome["error"] = exc
+
+    started = time.perf_counter()
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        spark.sparkContext.cancelJobGroup("non-equi")
+        worker.join()
+        return None, None
+    return time.perf_counter() - started, int(outcome.get("total") or 0)  # type: ignore[call-overload]
+
+
+def duckdb_sweep(events: str, intervals: str) -> tuple[float, int]:
+    import duckdb
+
+    con = duckdb.connect()
+    query = f"""
+        WITH g AS (
+          SELECT id, time AS t, 1 AS kind, 0::BIGINT AS delta FROM read_parquet('{events}')
+          UNION ALL SELECT id, start, 0, points FROM read_parquet('{intervals}')
+          UNION ALL SELECT id, "end", 2, -points FROM read_parquet('{intervals}')),
+        swept AS (
+          SELECT kind, sum(delta) OVER (PARTITION BY id ORDER BY t, kind
+                                        ROWS UNBOUNDED PRECEDING) AS value FROM g)
+        SELECT sum(value) FROM swept WHERE kind = 1
+    """
+    started = time.perf_counter()
+    total = con.execute(query).fetchone()[0]  # type: ignore[index]
+    return time.perf_counter() - started, int(total)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--join-rows", type=int, default=200_000)
+    parser.add_argument("--join-timeout", type=float, default=300)
+    args = parser.parse_args()
+    spark = get_session()
+    with tempfile.TemporaryDirectory(prefix="treestore-sweep-bench-") as name:
+        folder = Path(name)
+        small = generate(args.join_rows, folder)
+        big = generate(args.rows, folder, seed=2)
+        ours(spark, *small)  # warm the session
+        ours_small, total_small, _ = ours(spark, *small)
+        join_seconds, join_total = spark_join(spark, *small, args.join_timeout)
+        print(f"(a) at {args.join_rows:,} events x {args.join_rows:,} intervals:")
+        print(f"    treestore sweep        {ours_small:8.2f} s")
+        if join_seconds is None:
+            print(f"    Spark SQL non-equi join did not finish in {args.join_timeout:.0f} s "
+                  f"-> sweep is more than {args.join_timeout / ours_small:,.0f}x faster (goal >= 50x)")
+        else:
+            assert join_total == total_small, (join_total, total_small)
+            print(f"    Spark SQL non-equi join {join_seconds:8.2f} s -> sweep is "
+                  f"{join_seconds / ours_small:,.1f}x faster (goal >= 50x); same sums: {join_total:,}")
+        ours_big, total_big, report = ours(spark, *big)
+        duck_seconds, duck_total = duckdb_sweep(*big)
+        print(f"(b) at {args.rows:,} events x {args.rows:,} intervals:")
+        print(f"    treestore sweep        {ours_big:8.2f} s  ({'; '.join(report.lines()[2:3])})")
+        print(f"    DuckDB window sweep    {duck_seconds:8.2f} s -> sweep takes "
+              f"{ours_big / duck_seconds:,.2f}x DuckDB's time (goal <= 3x); "
+              f"same sums: {duck_total == total_big} ({total_big:,})")
+
+
+if __name__ == "__main__":
+    main()
