@@ -146,6 +146,7 @@ def run_sweep(
             results = spark.read.parquet(out)
         folder = Path(pages.location) / "sweeps" / name
         results.write.mode("errorifexists").parquet(str(folder))
+    spark.catalog.clearCache()  # the swept rows were cached for the writes above
     for line in report.lines():
         log(line)
     job = _results_job(name, folder, names["id"], names["time"], shards)

@@ -146,6 +146,16 @@ def _vectorized(
     return running
 
 
+def running_totals(
+    aggregation: Aggregation, ids: Any, roles: Any, values: Any, state: tuple[Any, Any] | None
+) -> np.ndarray:
+    """The running sum/count at every row, restarting at id changes and continuing ``state``."""
+    first_id, first_total = state if state is not None else (None, 0)
+    return _vectorized(
+        aggregation, np.asarray(ids), np.asarray(roles), np.asarray(values), first_id, first_total
+    )
+
+
 def sweep_rows(
     aggregation: Aggregation,
     ids: Sequence[Any],
