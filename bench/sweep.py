@@ -58,12 +58,16 @@ def ours(spark, events: str, intervals: str) -> tuple[float, int, SweepReport]: 
     report = SweepReport()
     spark.catalog.clearCache()  # the sweep caches its swept rows; time every run from scratch
     started = time.perf_counter()
-    result = interval_sweep(spark, spark.read.parquet(events), spark.read.parquet(intervals), report=report)
+    result = interval_sweep(
+        spark, spark.read.parquet(events), spark.read.parquet(intervals), report=report
+    )
     total = result.agg({"value": "sum"}).first()[0]
     return time.perf_counter() - started, int(total or 0), report
 
 
-def spark_join(spark, events: str, intervals: str, timeout: float) -> tuple[float | None, int | None]:  # type: ignore[no-untyped-def]
+def spark_join(
+    spark, events: str, intervals: str, timeout: float
+) -> tuple[float | None, int | None]:  # type: ignore[no-untyped-def]
     spark.read.parquet(events).createOrReplaceTempView("a")
     spark.read.parquet(intervals).createOrReplaceTempView("b")
     query = """
@@ -129,19 +133,25 @@ def main() -> None:
         print(f"(a) at {args.join_rows:,} events x {args.join_rows:,} intervals:")
         print(f"    treestore sweep        {ours_small:8.2f} s")
         if join_seconds is None:
-            print(f"    Spark SQL non-equi join did not finish in {args.join_timeout:.0f} s "
-                  f"-> sweep is more than {args.join_timeout / ours_small:,.0f}x faster (goal >= 50x)")
+            print(
+                f"    Spark SQL non-equi join did not finish in {args.join_timeout:.0f} s "
+                f"-> sweep is more than {args.join_timeout / ours_small:,.0f}x faster (goal >= 50x)"
+            )
         else:
             assert join_total == total_small, (join_total, total_small)
-            print(f"    Spark SQL non-equi join {join_seconds:8.2f} s -> sweep is "
-                  f"{join_seconds / ours_small:,.1f}x faster (goal >= 50x); same sums: {join_total:,}")
+            print(
+                f"    Spark SQL non-equi join {join_seconds:8.2f} s -> sweep is "
+                f"{join_seconds / ours_small:,.1f}x faster (goal >= 50x); same sums: {join_total:,}"
+            )
         ours_big, total_big, report = ours(spark, *big)
         duck_seconds, duck_total = duckdb_sweep(*big)
         print(f"(b) at {args.rows:,} events x {args.rows:,} intervals:")
         print(f"    treestore sweep        {ours_big:8.2f} s  ({'; '.join(report.lines()[2:3])})")
-        print(f"    DuckDB window sweep    {duck_seconds:8.2f} s -> sweep takes "
-              f"{ours_big / duck_seconds:,.2f}x DuckDB's time (goal <= 3x); "
-              f"same sums: {duck_total == total_big} ({total_big:,})")
+        print(
+            f"    DuckDB window sweep    {duck_seconds:8.2f} s -> sweep takes "
+            f"{ours_big / duck_seconds:,.2f}x DuckDB's time (goal <= 3x); "
+            f"same sums: {duck_total == total_big} ({total_big:,})"
+        )
 
 
 if __name__ == "__main__":

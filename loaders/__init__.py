@@ -2,5 +2,6 @@
 
 from loaders.job import JobSpec, load_job
 from loaders.load import LoadResult, run_load
+from loaders.sweep import SweepReport, interval_sweep
 
-__all__ = ["JobSpec", "LoadResult", "load_job", "run_load"]
+__all__ = ["JobSpec", "LoadResult", "SweepReport", "interval_sweep", "load_job", "run_load"]
