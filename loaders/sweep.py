@@ -353,6 +353,8 @@ def interval_sweep(
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
     order = [F.col(KEY)] if report.packed_key else [F.col(ID), F.col(TIME), F.col(KIND)]
     arranged = rows.repartitionByRange(n, *order).sortWithinPartitions(*order)
+    # Python needs only the id, the role, the value and the events' own columns.
+    arranged = arranged.select(ID, ROLE, VALUE, *[f"`{c}`" for c in events.columns])
     out_type = _value_type(aggregation, intervals.schema[value_col].dataType, value_type)
     if aggregation.vectorized:
         return _one_pass_sum(arranged, aggregation, events, out_type, report)

@@ -80,6 +80,7 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("TREESTORE_DRIVER_MEMORY", "2g"))
         .config("spark.driver.extraJavaOptions", log_option)
