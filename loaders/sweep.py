@@ -154,21 +154,16 @@ def _generalised(
         *payload,
     )
     nulls = [F.lit(None).cast(events.schema[c].dataType).alias(c) for c in events.columns]
-    b_plus = kept_intervals.select(
-        interval_id.alias(ID),
-        start.alias(TIME),
-        F.lit(START).alias(ROLE),
-        F.lit(order[START]).alias(KIND),
-        value.alias(VALUE),
-        *nulls,
-    )
-    b_minus = kept_intervals.select(
-        interval_id.alias(ID),
-        end.alias(TIME),
-        F.lit(END).alias(ROLE),
-        F.lit(order[END]).alias(KIND),
-        value.alias(VALUE),
-        *nulls,
+    b_plus, b_minus = (
+        kept_intervals.select(
+            interval_id.alias(ID),
+            time.alias(TIME),
+            F.lit(role).alias(ROLE),
+            F.lit(order[role]).alias(KIND),
+            value.alias(VALUE),
+            *nulls,
+        )
+        for time, role in ((start, START), (end, END))
     )
     rows = a_rows.unionByName(b_plus).unionByName(b_minus)
     # One job counts the skipped rows and finds the id and time ranges (for the packed key).

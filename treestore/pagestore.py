@@ -179,23 +179,8 @@ class FilePageStore(PageStore):
                     self.fs.delete_file(temp)
 
     def write(self, name: str, data: bytes) -> None:
-        path = self._path(name)
-        folder = posixpath.dirname(path)
-        temp = posixpath.join(folder, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
-        try:
-            self.fs.create_dir(folder, recursive=True)
-            if self.is_local:
-                with open(temp, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(temp, path)
-            else:
-                with self.fs.open_output_stream(temp) as stream:
-                    stream.write(data)
-                self.fs.move(temp, path)
-        except OSError as exc:
-            raise StoreError(f"{path} cannot be written: {exc}") from exc
+        with self.writer(name) as out:
+            out.write(data)
 
     def exists(self, name: str) -> bool:
         from pyarrow import fs as pafs
