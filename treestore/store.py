@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from treestore.errors import StoreError
+from treestore.errors import CorruptPageError, StoreError
 from treestore.pagestore import PageStore, page_store_for
 from treestore.sharding import HASH_NAME
 from treestore.tree import ShardState, ShardTree
@@ -349,8 +349,6 @@ def collect_garbage(
 
 def check_store(location: str | os.PathLike[str] | PageStore) -> list[str]:
     """Verify every page of every kept version; return the problems found (empty: all good)."""
-    from treestore.errors import CorruptPageError
-
     store = page_store_for(location)
     problems: list[str] = []
     config = _read_config(store)
