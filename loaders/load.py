@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import reduce
+from functools import cache, reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +57,7 @@ class LoadResult:
     report: dict[str, Any] = field(default_factory=dict)
 
 
+@cache
 def _partition_keys(spark: SparkSession, shards: int) -> list[int]:
     """For each shard s, a value whose hash partition among ``shards`` partitions is s.
 

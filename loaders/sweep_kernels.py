@@ -197,14 +197,14 @@ def sweep_rows(
 
 
 def net_open(
-    ids: Sequence[Any], roles: Sequence[int], values: Sequence[Any], which: Any
-) -> Counter[Any]:
-    """For id ``which``: each value's starts minus ends among these rows."""
-    net: Counter[Any] = Counter()
+    ids: Sequence[Any], roles: Sequence[int], values: Sequence[Any], which: set[Any]
+) -> dict[Any, Counter[Any]]:
+    """For each id in ``which``: each value's starts minus ends among these rows (one pass)."""
+    nets: dict[Any, Counter[Any]] = {w: Counter() for w in which}
     for row_id, role, value in zip(ids, roles, values, strict=True):
-        if row_id == which and role != EVENT:
-            net[value] += 1 if role == START else -1
-    return net
+        if role != EVENT and row_id in nets:
+            nets[row_id][value] += 1 if role == START else -1
+    return nets
 
 
 class PartitionSummary:
@@ -226,9 +226,9 @@ class PartitionSummary:
             return
         if self.first is None:
             self.first = ids[0]
-        for which in {ids[0], ids[-1]}:
-            if which in (self.first, ids[-1]):
-                self.nets.setdefault(which, Counter()).update(net_open(ids, roles, values, which))
+        wanted = {which for which in (ids[0], ids[-1]) if which in (self.first, ids[-1])}
+        for which, net in net_open(ids, roles, values, wanted).items():
+            self.nets.setdefault(which, Counter()).update(net)
         self.last = ids[-1]
         self.nets = {k: v for k, v in self.nets.items() if k in (self.first, self.last)}
         self.rows += len(ids)

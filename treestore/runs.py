@@ -275,6 +275,7 @@ class RunReader:
         self._lasts = [p.last for p in self.pages]
         self._cache_prefix = (store.location, name)
         self._handle: Any = None
+        self._local: tuple[Any] | None = None  # the pages file's local path, once looked up
 
     @property
     def size_bytes(self) -> int:
@@ -306,7 +307,9 @@ class RunReader:
 
     def _read(self, offset: int, length: int) -> bytes:
         """Read from the pages file, keeping it open when it is local."""
-        path = self.store.local_path(f"{self.name}.pages")
+        if self._local is None:
+            self._local = (self.store.local_path(f"{self.name}.pages"),)
+        path = self._local[0]
         if path is None:
             return self.store.read_range(f"{self.name}.pages", offset, length)
         try:

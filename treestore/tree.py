@@ -130,6 +130,7 @@ class ShardTree:
         self.readers = [RunReader(store, name, shard) for name in self.state.runs]
         self.next_id = self.state.next_id
         self.memtable: dict[Key, list[Any]] = {}
+        self.memtable_limit = _memtable_limit()
         self.stats = WriteStats()
         self._tag = uuid.uuid4().hex[:12]
 
@@ -213,7 +214,7 @@ class ShardTree:
                 parent_entry[2] += 1
             else:
                 entry = self.memtable[key] = [stored[1], 0, 0, None]
-            if len(self.memtable) > _memtable_limit():
+            if len(self.memtable) > self.memtable_limit:
                 self.flush()
         entry[1] += 1
         return (entry[0], key)
