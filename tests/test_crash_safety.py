@@ -133,7 +133,13 @@ def test_task_killed_fails_the_load_and_the_next_one_completes(
         os.kill(worker, signal.SIGKILL)
         out, err = process.communicate(timeout=180)
         assert process.returncode == 2, (out, err)
-        assert "failed" in err and "Traceback" not in err, err
+        # treestore's own report is one line and the last; the JVM prints no stack trace.
+        # (PySpark's worker daemon may print its own broken-pipe trace when a sibling
+        # worker is killed from outside: that text is PySpark's, not treestore's.)
+        assert (
+            err.strip().splitlines()[-1].startswith("treestore load: The load's Spark job failed")
+        )
+        assert "a Python worker died" in err and "\tat org." not in err, err
     finally:
         _kill_all(process)
     assert treestore.open(store).version == 1

@@ -91,7 +91,7 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
         session = builder.getOrCreate()
     except Exception as exc:  # py4j and the JVM raise many kinds; say it in one sentence
         raise SparkSetupError(f"Spark could not start with master {chosen!r}: {exc}") from exc
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel("FATAL")
     # PySpark logs every failed DataFrame call as a JSON line on stderr before
     # raising; treestore turns those errors into its own messages instead.
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
@@ -99,11 +99,16 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
 
 
 def _summary(exc: BaseException) -> str:
-    """The useful line of a Spark failure: the Python error a task raised, else the first line."""
-    text = str(exc)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    raised = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
-    chosen = raised[-1] if raised else (lines[0] if lines else type(exc).__name__)
+    """The useful line of a Spark failure: treestore's own error if a task raised one,
+    a dead Python worker, else the first exception line, else the first line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    ours = [line for line in lines if line.startswith("treestore.errors.")]
+    if ours:
+        return ours[-1][:500]
+    if any("Python worker exited unexpectedly" in line for line in lines):
+        return "a Python worker died (it crashed or was killed); nothing was published"
+    raised = [line for line in lines if re.match(r"^[\w.$]+(Error|Exception): ", line)]
+    chosen = raised[0] if raised else (lines[0] if lines else type(exc).__name__)
     return chosen[:500]
 
 
