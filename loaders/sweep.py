@@ -19,6 +19,12 @@ time, without the many-to-many non-equi join:
 4. The sweep: each partition starts its first id from the carry-in and walks its
    rows with a running state (vectorized cumulative sums for ``sum``/``count``).
 
+That is the ``range`` plan, for every aggregation. For ``sum`` and ``count``
+with intervals that fit in memory, the ``broadcast`` plan
+(:mod:`loaders.sweep_broadcast`) computes the same values without moving or
+sorting the events: per id, the running totals of the ``b+`` and ``b-`` rows
+sorted by time answer each event with two binary searches.
+
 Rows with a null id or time, intervals with ``start > end`` and, for half-open
 or open intervals, empty intervals (``start == end``) are not swept; they are
 counted in the report.
@@ -37,6 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
 
+from loaders.sweep_broadcast import PLANS, broadcast_refusal, broadcast_sweep
+from loaders.sweep_columns import arrow_type, interval_bounds, time_as_long
 from loaders.sweep_kernels import (
     CLOSED,
     END,
@@ -54,10 +62,13 @@ from loaders.sweep_kernels import (
 from treestore.errors import LoadError
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
 __all__ = ["SweepReport", "interval_sweep"]
+
+BROADCAST_LIMIT = 4_000_000
+"""The most valid intervals the ``auto`` plan indexes on the driver and broadcasts."""
 
 ID, TIME, ROLE, KIND, VALUE, KEY = "__id", "__time", "__role", "__kind", "__value", "__key"
 
@@ -74,33 +85,29 @@ class SweepReport:
     max_partition_rows: int = 0
     median_partition_rows: float = 0.0
     packed_key: bool = False
+    plan: str = "range"
+    index_bytes: int = 0
     notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """The report as printable lines."""
+        if self.plan == "broadcast":
+            how = (
+                "plan broadcast: the intervals indexed on the driver "
+                f"({self.index_bytes / 1e6:,.1f} MB), looked up where the events lie (no shuffle)"
+            )
+        else:
+            how = (
+                f"plan range: partitions {self.partitions}: max {self.max_partition_rows:,} rows, "
+                f"median {self.median_partition_rows:,.0f} rows; packed sort key: {self.packed_key}"
+            )
         return [
             f"events {self.events:,} (skipped {self.skipped_events:,} with a null id or time)",
             f"intervals {self.intervals:,} (skipped {self.skipped_intervals:,}: null id or time, "
             "start after end, or empty)",
-            f"partitions {self.partitions}: max {self.max_partition_rows:,} rows, "
-            f"median {self.median_partition_rows:,.0f} rows; packed sort key: {self.packed_key}",
+            how,
             *self.notes,
         ]
-
-
-def _time_as_long(frame: DataFrame, column: str) -> Column:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import DateType, IntegralType, TimestampNTZType, TimestampType
-
-    data_type = frame.schema[column].dataType
-    col = F.col(f"`{column}`")
-    if isinstance(data_type, TimestampType | TimestampNTZType):
-        return F.unix_micros(col.cast("timestamp"))
-    if isinstance(data_type, DateType):
-        return F.unix_date(col)
-    if isinstance(data_type, IntegralType):
-        return col.cast("long")
-    return col.cast("double")
 
 
 def _value_type(
@@ -133,16 +140,11 @@ def _generalised(
     from pyspark.sql import functions as F
 
     order = KIND_ORDER[closed]
-    event_time = _time_as_long(events, columns["time"])
-    start = _time_as_long(intervals, columns["start"])
-    end = _time_as_long(intervals, columns["end"])
-    event_id = F.col(f"`{columns['id']}`")
-    interval_id = F.col(f"`{columns['id']}`")
+    event_time = time_as_long(events, columns["time"])
+    event_id = interval_id = F.col(f"`{columns['id']}`")
     value = F.col(f"`{columns['value']}`")
     kept_events = events.where(event_id.isNotNull() & event_time.isNotNull())
-    valid = interval_id.isNotNull() & start.isNotNull() & end.isNotNull() & (start <= end)
-    if closed != "both":
-        valid = valid & (start < end)
+    start, end, valid = interval_bounds(intervals, columns, closed)
     kept_intervals = intervals.where(valid)
     payload = [F.col(f"`{c}`") for c in events.columns]
     a_rows = kept_events.select(
@@ -293,6 +295,8 @@ def interval_sweep(
     initial: Any = 0,
     value_type: str | None = None,
     partitions: int | None = None,
+    plan: str = "auto",
+    broadcast_limit: int = BROADCAST_LIMIT,
     report: SweepReport | None = None,
 ) -> DataFrame:
     """Aggregate, for every event, the values of the intervals with its id that cover its time.
@@ -307,6 +311,13 @@ def interval_sweep(
         closed: which ends are inside: ``both`` ([s, e], the default, as the
             seed's SQL), ``left`` ([s, e)), ``right`` ((s, e]) or ``neither``.
         partitions: how many range partitions (default: the shuffle partitions).
+        plan: ``range`` sweeps range partitions of the generalised rows (every
+            aggregation); ``broadcast`` (sum and count) indexes the intervals on
+            the driver and looks the events up where they lie, without a shuffle;
+            ``auto`` (the default) broadcasts sum and count when at most
+            ``broadcast_limit`` intervals are valid.
+        broadcast_limit: the most intervals ``auto`` broadcasts (the index costs
+            about 40 bytes an interval in every Python worker).
         report: filled with counts and partition balance when given.
 
     Returns:
@@ -320,6 +331,8 @@ def interval_sweep(
 
     if closed not in CLOSED:
         raise ValueError(f"closed must be one of {', '.join(CLOSED)}, not {closed!r}")
+    if plan not in PLANS:
+        raise ValueError(f"plan must be one of {', '.join(PLANS)}, not {plan!r}")
     aggregation = make_aggregation(agg, initial)
     report = report if report is not None else SweepReport()
     columns = {
@@ -338,6 +351,27 @@ def interval_sweep(
             )
     if "value" in events.columns:
         raise LoadError("The events already have a column called 'value'; rename it first.")
+    out_type = _value_type(aggregation, intervals.schema[value_col].dataType, value_type)
+    if _broadcasts(plan, aggregation, events, intervals, id_col, report):
+        result, counted = broadcast_sweep(
+            spark,
+            events,
+            intervals,
+            columns,
+            closed=closed,
+            count=agg == "count",
+            out_type=out_type,
+            limit=broadcast_limit if plan == "auto" else None,
+        )
+        report.events, report.skipped_events = counted.events, counted.skipped_events
+        report.intervals, report.skipped_intervals = counted.intervals, counted.skipped_intervals
+        if result is not None:
+            report.plan, report.index_bytes = "broadcast", counted.index_bytes
+            return result
+        valid = counted.intervals - counted.skipped_intervals
+        report.notes.append(
+            f"range plan: {valid:,} intervals are more than the broadcast limit {broadcast_limit:,}"
+        )
     _, rows, counts = _generalised(events, intervals, columns, closed)
     count_row = counts.first()
     assert count_row is not None
@@ -350,7 +384,6 @@ def interval_sweep(
     arranged = rows.repartitionByRange(n, *order).sortWithinPartitions(*order)
     # Python needs only the id, the role, the value and the events' own columns.
     arranged = arranged.select(ID, ROLE, VALUE, *[f"`{c}`" for c in events.columns])
-    out_type = _value_type(aggregation, intervals.schema[value_col].dataType, value_type)
     if aggregation.vectorized:
         return _one_pass_sum(arranged, aggregation, events, out_type, report)
     arranged = arranged.persist(StorageLevel.MEMORY_AND_DISK)
@@ -359,16 +392,27 @@ def interval_sweep(
     _balance(report, [s["rows"] for s in summaries])
     carry = carry_ins(summaries)
     schema = StructType([*events.schema.fields, StructField("value", out_type)])
-    task = _sweep_task(aggregation, carry, events.columns, _arrow(out_type, arranged))
+    task = _sweep_task(aggregation, carry, events.columns, arrow_type(out_type, arranged))
     return arranged.mapInArrow(task, schema)
 
 
-def _arrow(data_type: DataType, frame: DataFrame) -> pa.DataType:
-    """The Arrow type of ``data_type`` between Spark and Python (session time zone)."""
-    from pyspark.sql.pandas.types import to_arrow_type
-
-    zone = frame.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
-    return to_arrow_type(data_type, timezone=zone)
+def _broadcasts(
+    plan: str,
+    aggregation: Aggregation,
+    events: DataFrame,
+    intervals: DataFrame,
+    id_col: str,
+    report: SweepReport,
+) -> bool:
+    """Whether to try the broadcast plan (and why not, in the report's notes)."""
+    if plan == "range":
+        return False
+    refusal = broadcast_refusal(events, intervals, id_col, aggregation.vectorized)
+    if refusal and plan == "broadcast":
+        raise LoadError(f"The broadcast plan cannot run this sweep: {refusal}; use plan 'range'.")
+    if refusal and aggregation.vectorized:
+        report.notes.append(f"range plan: {refusal}")
+    return not refusal
 
 
 def _balance(report: SweepReport, sizes: list[int]) -> None:
@@ -484,8 +528,8 @@ def _one_pass_sum(
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, BooleanType, IntegerType
 
-    value_arrow = _arrow(out_type, arranged)
-    fields = [pa.field(f.name, _arrow(f.dataType, arranged)) for f in events.schema.fields]
+    value_arrow = arrow_type(out_type, arranged)
+    fields = [pa.field(f.name, arrow_type(f.dataType, arranged)) for f in events.schema.fields]
     task = _local_sum_task(aggregation, fields, value_arrow)
     schema = StructType(
         [

@@ -68,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--agg", default="sum", choices=("sum", "count", "set", "list", "min", "max")
     )
     sweep.add_argument("--closed", default="both", choices=("both", "left", "right", "neither"))
+    sweep.add_argument(
+        "--plan",
+        default="auto",
+        choices=("auto", "broadcast", "range"),
+        help="broadcast (sum/count: intervals indexed in memory, no shuffle), range "
+        "(range-partitioned sweep, every --agg) or auto (default: broadcast when it fits)",
+    )
     sweep.add_argument("--out", help="also write the results as Parquet here")
     sweep.add_argument(
         "--time-format", help="how string times read, e.g. 'HH:mm' (Spark datetime pattern)"
@@ -195,6 +202,7 @@ def command_sweep(args: argparse.Namespace, out: TextIO) -> None:
         args.name,
         agg=args.agg,
         closed=args.closed,
+        plan=args.plan,
         columns=columns,
         time_format=args.time_format,
         out=args.out,

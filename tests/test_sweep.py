@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from loaders.sweep import SweepReport, interval_sweep
 from loaders.sweep_kernels import AGGREGATIONS, CLOSED
 from tests.sweep_oracle import expected
+from treestore.errors import LoadError
 
 pytestmark = pytest.mark.spark
 
@@ -61,8 +62,11 @@ def test_seed_example(spark: Any) -> None:
     assert report.events == 3 and report.intervals == 5 and report.skipped_intervals == 0
 
 
+PLANNED = [(agg, "range") for agg in AGGREGATIONS] + [("sum", "broadcast"), ("count", "broadcast")]
+
+
 @pytest.mark.parametrize("closed", CLOSED)
-@pytest.mark.parametrize("agg", AGGREGATIONS)
+@pytest.mark.parametrize(("agg", "plan"), PLANNED)
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     events=st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 9)), min_size=1, max_size=15),
@@ -72,12 +76,16 @@ def test_seed_example(spark: Any) -> None:
     ),
 )
 def test_every_aggregation_and_closedness_matches_the_oracle(
-    spark: Any, agg: str, closed: str, events: list[Any], intervals: list[Any]
+    spark: Any, agg: str, plan: str, closed: str, events: list[Any], intervals: list[Any]
 ) -> None:
     # equal times, zero-length, nested and identical intervals, start > end
     intervals = [*intervals, (1, 3, 3, 7), (1, 2, 6, 1), (1, 2, 6, 1), (1, 3, 4, 2), (2, 8, 1, 4)]
     events = [*events, (1, 3), (1, 2), (1, 6)]
-    got = _run(spark, events, intervals, agg=agg, closed=closed, partitions=3)
+    report = SweepReport()
+    got = _run(
+        spark, events, intervals, agg=agg, closed=closed, partitions=3, plan=plan, report=report
+    )
+    assert report.plan == plan
     assert [list(v) if isinstance(v, list) else v for v in got] == expected(
         events, intervals, agg, closed
     )
@@ -87,7 +95,7 @@ def test_a_hot_id_spread_over_many_partitions(spark: Any) -> None:
     intervals = [(7, s, s + 40, s % 5) for s in range(0, 400, 3)] + [(8, 0, 1000, 100)]
     events = [(7, t) for t in range(0, 440, 2)] + [(8, 5), (9, 5)]
     report = SweepReport()
-    got = _run(spark, events, intervals, agg="sum", partitions=8, report=report)
+    got = _run(spark, events, intervals, agg="sum", partitions=8, plan="range", report=report)
     assert got == expected(events, intervals, "sum", "both")
     assert report.partitions == 8 and report.max_partition_rows < 0.3 * (
         len(events) + 2 * len(intervals)
@@ -137,7 +145,8 @@ def test_sweep_command_keeps_results_in_the_store(spark: Any, tmp_path: Any, cap
     ]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "skipped 1: null id or time, start after end" in printed and "max " in printed
+    assert "skipped 1: null id or time, start after end" in printed
+    assert "plan broadcast" in printed
     assert main(["query", str(store), "seed/+/+/+", "--format", "json"]) == 0
     import json
 
@@ -150,6 +159,14 @@ def test_sweep_command_keeps_results_in_the_store(spark: Any, tmp_path: Any, cap
     assert sorted(r["value"] for r in spark.read.parquet(str(out)).collect()) == [10, 40, 50]
     assert main(args) == 2
     assert "already holds a sweep called 'seed'" in capsys.readouterr().err
+    ranged = [*args[: args.index("--name")], "--name", "ranged", "--plan", "range"]
+    assert main(ranged) == 0
+    assert "plan range: partitions" in capsys.readouterr().out
+    assert main(["query", str(store), "ranged/+/+/+", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == rows
+    refused = [*ranged[:-4], "--name", "sets", "--agg", "set", "--plan", "broadcast"]
+    assert main(refused) == 2
+    assert "only sum and count have a broadcast plan" in capsys.readouterr().err
     missing = [
         "sweep",
         "--events",
@@ -163,3 +180,38 @@ def test_sweep_command_keeps_results_in_the_store(spark: Any, tmp_path: Any, cap
     ]
     assert main(missing) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_auto_plan_broadcasts_sum_and_count_within_the_limit(spark: Any) -> None:
+    events = [(1, 5), (2, 5), (1, 50)]
+    intervals = [(1, 0, 9, 3), (1, 2, 7, 4), (2, 5, 5, 1), (1, 40, 60, 8)]
+    chosen = {}
+    for limit in (4, 3):
+        report = SweepReport()
+        got = _run(spark, events, intervals, agg="sum", broadcast_limit=limit, report=report)
+        assert got == [7, 1, 8]
+        chosen[limit] = report.plan
+    assert chosen == {4: "broadcast", 3: "range"}
+    report = SweepReport()
+    assert _run(spark, events, intervals, agg="max", report=report) == [4, 1, 8]
+    assert report.plan == "range"
+    with pytest.raises(LoadError, match="only sum and count have a broadcast plan"):
+        _run(spark, events, intervals, agg="set", plan="broadcast")
+    with pytest.raises(ValueError, match="plan must be one of"):
+        _run(spark, events, intervals, plan="hash")
+
+
+def test_broadcast_plan_with_string_ids_double_values_and_mixed_id_types(spark: Any) -> None:
+    e = spark.createDataFrame(
+        [("x", 5, 0), ("y", 5, 1), (None, 5, 2)], "id string, time int, n int"
+    )
+    b = spark.createDataFrame(
+        [("x", 0, 9, 0.5), ("x", 5, 9, 0.25), ("y", 6, 9, 1.0)],
+        "id string, start bigint, end bigint, points double",
+    )
+    rows = interval_sweep(spark, e, b, plan="broadcast").collect()
+    assert sorted((r["id"], r["value"]) for r in rows) == [("x", 0.75), ("y", 0.0)]
+    narrow = spark.createDataFrame([(1, 5.5)], "id int, time double")
+    wide = spark.createDataFrame([(1, 5, 6, 2)], "id bigint, start bigint, end bigint, points int")
+    rows = interval_sweep(spark, narrow, wide, plan="broadcast").collect()
+    assert [(r["id"], r["value"]) for r in rows] == [(1, 2)]

@@ -1,0 +1,214 @@
+"""Sum and count of covering intervals by binary search: the sweep's broadcast plan.
+
+When the intervals fit in memory, the sweep for ``sum`` and ``count`` needs no
+shuffle and no sort of the events. Each interval is a ``b+`` row at its start
+and a ``b-`` row at its end, as in the sweep; sorting the two kinds separately
+by (id, time) and keeping, per id, the running total of their values turns the
+sweep's running state at any (id, time) into two binary searches:
+
+    value(id, t) = opened(id, up to t) - closed(id, before t)      # closed="both"
+
+Which side of ``t`` each search includes follows ``closed`` (:data:`SIDES`), the
+same convention as the sweep's kind order at equal times. The index is built
+once on the driver, broadcast, and each Spark task looks up its own batches of
+events with vectorized ``numpy.searchsorted`` calls, where they lie.
+
+Ids of any type become dense codes (their place among the distinct interval
+ids); times become ranks among the distinct interval times (odd for a time an
+interval has, even for a time between two of them), so (code, rank) packs into
+one int64 key whatever the ids and times are. Running totals restart at every
+id, so a double ``sum`` is as exact as the sweep's own running sum.
+
+>>> import numpy as np, pyarrow as pa
+>>> index = CoverIndex.build(pa.array([1, 1, 2]), np.array([0, 5, 0]), np.array([10, 8, 3]),
+...                          np.array([10, 20, 50]), closed="both")
+>>> index.lookup(pa.array([1, 1, 1, 2, 3]), np.array([5, 9, 11, 3, 3])).tolist()
+[30, 10, 0, 50, 0]
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["SIDES", "CoverIndex"]
+
+SIDES: dict[str, tuple[str, str]] = {
+    # closed -> (starts counted at t: "right" = start <= t, "left" = start < t,
+    #            ends removed at t:   "left" = end < t,     "right" = end <= t)
+    "both": ("right", "left"),  # start <= t <= end
+    "left": ("right", "right"),  # start <= t < end
+    "right": ("left", "left"),  # start < t <= end
+    "neither": ("left", "right"),  # start < t < end
+}
+
+
+def _search(haystack: np.ndarray, needles: np.ndarray, side: str = "left") -> np.ndarray:
+    """``np.searchsorted`` with the needles visited in sorted order.
+
+    Random needles into a large array miss the CPU cache at every step (about
+    1 µs each here); sorted needles walk the array once, 10-20x faster.
+    """
+    if len(needles) < 2:
+        return np.searchsorted(haystack, needles, side=side)  # type: ignore[call-overload]
+    order = np.argsort(needles)
+    found = np.empty(len(needles), dtype=np.int64)
+    found[order] = np.searchsorted(haystack, needles[order], side=side)  # type: ignore[call-overload]
+    return found
+
+
+def _distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (``np.unique`` hashes, which is far slower here)."""
+    ordered = np.sort(values)
+    keep = np.ones(len(ordered), dtype=bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]
+
+
+@dataclass(frozen=True)
+class _TimeCode:
+    """Times as small non-negative ints that keep their order against the interval times.
+
+    Whole-number times that fit are offsets from the smallest interval time
+    (event times outside the intervals' span are clamped just outside it);
+    other times are ranks among the distinct interval times (``times``): odd
+    for a time an interval has, even for a time between two of them.
+    """
+
+    bits: int
+    origin: int = 0
+    top: int = 0
+    times: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, starts: np.ndarray, ends: np.ndarray, id_bits: int) -> _TimeCode:
+        """The coding for these interval times, given the bits the id codes take."""
+        if starts.dtype.kind in "iu" and len(starts):
+            low, high = int(starts.min()), int(ends.max())
+            top = high - low + 2
+            if top.bit_length() + id_bits <= 62:
+                return cls(top.bit_length(), low - 1, top)
+        times = _distinct_sorted(np.concatenate([starts, ends]))
+        return cls(max(1, (2 * len(times) + 2).bit_length()), times=times)
+
+    def of_intervals(self, at: np.ndarray) -> np.ndarray:
+        """The codes of interval times."""
+        if self.times is None:
+            return at.astype(np.int64) - self.origin
+        return 2 * _search(self.times, at) + 1
+
+    def of_events(self, at: np.ndarray) -> np.ndarray:
+        """The codes of event times (any value)."""
+        if self.times is None:
+            return np.clip(at, self.origin, self.origin + self.top).astype(np.int64) - self.origin
+        place = _search(self.times, at)
+        if not len(self.times):
+            return 2 * place
+        return 2 * place + (self.times[np.minimum(place, len(self.times) - 1)] == at)
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One kind of interval row (starts or ends), sorted by packed (id code, time code)."""
+
+    keys: np.ndarray  # int64, sorted
+    totals: np.ndarray  # running total of the values up to each key, restarting per id
+
+    @classmethod
+    def of(cls, codes: np.ndarray, times: np.ndarray, weights: np.ndarray, shift: int) -> _Side:
+        """Sort the rows by packed key and sum their weights per id as they go."""
+        keys = (codes << shift) | times
+        order = np.argsort(keys)
+        keys = keys[order]
+        sorted_weights = weights[order]
+        if sorted_weights.dtype.kind == "f":  # a running sum per id, exact per id
+            totals = pd.Series(sorted_weights).groupby(keys >> shift).cumsum().to_numpy()
+        else:  # integers: the global running sum minus its value where the id began
+            totals = np.cumsum(sorted_weights)
+            first = np.ones(len(keys), dtype=bool)
+            first[1:] = (keys[1:] >> shift) != (keys[:-1] >> shift)
+            begins = np.maximum.accumulate(np.where(first, np.arange(len(keys)), 0))
+            totals = totals - np.where(begins > 0, totals[begins - 1], 0)
+        return cls(keys, totals)
+
+    def before(self, keys: np.ndarray, codes: np.ndarray, side: str, shift: int) -> np.ndarray:
+        """The running total of this id's rows sorted before each key (``side`` as searchsorted).
+
+        ``keys`` should be sorted (or nearly): the search then walks the index once.
+        """
+        if not len(self.keys):
+            return np.zeros(len(keys), dtype=self.totals.dtype)
+        place = np.searchsorted(self.keys, keys, side=side) - 1  # type: ignore[call-overload]
+        clipped = np.maximum(place, 0)
+        same_id = (place >= 0) & ((self.keys[clipped] >> shift) == codes)
+        return np.where(same_id, self.totals[clipped], np.zeros(1, dtype=self.totals.dtype))
+
+
+@dataclass(frozen=True)
+class CoverIndex:
+    """Intervals indexed for ``sum``/``count`` lookups of many (id, time) events at once."""
+
+    ids: pd.Index  # the distinct interval ids; an id's code is its place here (hashed once)
+    time_code: _TimeCode
+    starts: _Side
+    ends: _Side
+    closed: str
+
+    @classmethod
+    def build(
+        cls,
+        ids: pa.Array,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        values: np.ndarray | None,
+        closed: str = "both",
+    ) -> CoverIndex:
+        """Index intervals (no null id or time); ``values=None`` counts them.
+
+        Intervals with ``start > end``, and empty ones (``start == end``) unless
+        ``closed`` is ``both``, cover nothing and are left out. The two sides
+        are sorted in two threads (numpy releases the GIL while it sorts).
+        """
+        keep = starts <= ends if closed == "both" else starts < ends
+        if not keep.all():
+            ids, starts, ends = ids.filter(pa.array(keep)), starts[keep], ends[keep]
+            values = None if values is None else values[keep]
+        distinct = pd.Index(pc.unique(ids).to_numpy(zero_copy_only=False))
+        codes = distinct.get_indexer(ids.to_numpy(zero_copy_only=False)).astype(np.int64)
+        time_code = _TimeCode.of(starts, ends, len(distinct).bit_length())
+        weights = np.ones(len(codes), dtype=np.int64) if values is None else values
+
+        def side(at: np.ndarray) -> _Side:
+            return _Side.of(codes, time_code.of_intervals(at), weights, time_code.bits)
+
+        with ThreadPoolExecutor(2) as pool:
+            start_side, end_side = pool.map(side, (starts, ends))
+        return cls(distinct, time_code, start_side, end_side, closed)
+
+    def lookup(self, ids: pa.Array, times: np.ndarray) -> np.ndarray:
+        """The sum (or count) of the intervals covering each (id, time); 0 where none does."""
+        codes = self.ids.get_indexer(ids.to_numpy(zero_copy_only=False)).astype(np.int64)
+        known = codes >= 0
+        shift = self.time_code.bits
+        keys = (np.maximum(codes, 0) << shift) | self.time_code.of_events(times)
+        order = np.argsort(keys)  # search in key order: each search walks its index once
+        keys, codes = keys[order], codes[order]
+        start_side, end_side = SIDES[self.closed]
+        opened = self.starts.before(keys, codes, start_side, shift)
+        closed = self.ends.before(keys, codes, end_side, shift)
+        values = np.empty(len(keys), dtype=opened.dtype)
+        values[order] = opened - closed
+        return np.where(known, values, np.zeros(1, dtype=values.dtype))
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the index holds (what each Spark Python worker receives)."""
+        arrays = [self.starts.keys, self.starts.totals, self.ends.keys, self.ends.totals]
+        if self.time_code.times is not None:
+            arrays.append(self.time_code.times)
+        return int(sum(a.nbytes for a in arrays) + self.ids.memory_usage())
