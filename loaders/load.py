@@ -23,14 +23,25 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache, reduce
+from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from loaders.dedup import (
+    DHASH,
+    DKEY,
+    EARLIER,
+    WITHIN,
+    BatchDedup,
+    dedup_columns,
+    prepare_index,
+    publish_index,
+)
 from loaders.filters import SymbolicRecord, compile_bundle_filter, compile_value_filter
 from loaders.job import JobSpec, SourceSpec
+from loaders.shard_frames import SHARD, partition_by_shard, shard_column
 from loaders.sources import FILE_COLUMN, InputFile, list_input_files, read_source
 from loaders.treebuild import ApplyStats, TreeBuilder
 from treestore.errors import LoadError
@@ -45,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LoadResult", "run_load"]
 
-SHARD, PART, ORDER, KEEP, DUPLICATE = "__shard", "__part", "__source_order", "__keep", "__duplicate"
+ORDER, KEEP = "__source_order", "__keep"
 _TASK_SCHEMA = "shard int, result string"
 
 
@@ -57,49 +68,17 @@ class LoadResult:
     report: dict[str, Any] = field(default_factory=dict)
 
 
-@cache
-def _partition_keys(spark: SparkSession, shards: int) -> list[int]:
-    """For each shard s, a value whose hash partition among ``shards`` partitions is s.
-
-    ``repartition(n, col)`` sends a row to ``pmod(hash(col), n)``; keying rows by
-    these values makes partition number == shard number.
-    """
-    from pyspark.sql import functions as F
-
-    probe = spark.range(0, 64 * shards).select(
-        "id", F.pmod(F.hash("id"), F.lit(shards)).alias("partition")
-    )
-    first: dict[int, int] = {}
-    for row in probe.collect():
-        first.setdefault(row["partition"], row["id"])
-    missing = [s for s in range(shards) if s not in first]
-    if missing:  # practically impossible with 64 candidates per shard
-        raise RuntimeError(f"no partition key found for shards {missing}")
-    return [first[s] for s in range(shards)]
-
-
 def _source_frame(
     spark: SparkSession, index: int, source: SourceSpec, files: list[InputFile], shards: int
 ) -> DataFrame:
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     frame = read_source(spark, source, files)
-    if source.shard_by and shards > 1:
-        key = F.col(f"`{source.shard_by}`") if source.shard_by in frame.columns else F.lit(None)
-        shard = F.pmod(F.xxhash64(key.cast("string")), F.lit(shards)).cast("int")
-    else:
-        shard = F.lit(0)
-    frame = frame.withColumn(SHARD, shard).withColumn(ORDER, F.lit(index))
+    frame = frame.withColumn(SHARD, shard_column(frame, source, shards))
+    frame = frame.withColumn(ORDER, F.lit(index))
     if source.inject_source_name:
         frame = frame.withColumn(source.inject_source_name, F.col(FILE_COLUMN))
-    if source.dedup_keys:
-        keys = [F.col(f"`{k}`") if k in frame.columns else F.lit(None) for k in source.dedup_keys]
-        window = Window.partitionBy(*keys).orderBy(F.col(FILE_COLUMN))
-        frame = frame.withColumn(DUPLICATE, F.row_number().over(window) > 1)
-    else:
-        frame = frame.withColumn(DUPLICATE, F.lit(False))
-    return frame
+    return dedup_columns(frame, source)
 
 
 def _mapped(frame: DataFrame, job: JobSpec, builder: TreeBuilder) -> DataFrame:
@@ -123,7 +102,7 @@ def _mapped(frame: DataFrame, job: JobSpec, builder: TreeBuilder) -> DataFrame:
     if job.map.filter_out is not None:
         passes, record = compile_bundle_filter(job.map.filter_out, record)
         keep = keep & passes
-    columns = [F.col(c) for c in (SHARD, ORDER, FILE_COLUMN, DUPLICATE)]
+    columns = [F.col(c) for c in (SHARD, ORDER, FILE_COLUMN, DKEY, DHASH)]
     columns.append(keep.alias(KEEP))
     columns += [record.get(key).alias(key) for key in builder.key_fields]
     for element in builder.filters:
@@ -138,6 +117,8 @@ def _shard_task(
     states: dict[int, ShardState],
     builder: TreeBuilder,
     source_names: list[str],
+    dedup_sources: dict[int, str],
+    dedup_runs: dict[str, dict[int, tuple[str, ...]]],
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs over its shard(s)' records."""
 
@@ -147,18 +128,25 @@ def _shard_task(
         per_file: Counter[str] = Counter()
         per_source: dict[str, Counter[str]] = {name: Counter() for name in source_names}
         record_fields = [*builder.key_fields, *builder.filter_columns.values()]
+        dedup = BatchDedup(pages, dedup_sources, dedup_runs)
         for batch in batches:
+            orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
+            within, earlier = dedup.classify(batch, orders)
             columns = batch.to_pydict()
             shard_of, order, file_of = columns[SHARD], columns[ORDER], columns[FILE_COLUMN]
-            keep, duplicate = columns[KEEP], columns[DUPLICATE]
+            keep = columns[KEEP]
             values = [columns[name] for name in record_fields]
             for i in range(batch.num_rows):
                 per_file[file_of[i]] += 1
                 counts = per_source[source_names[order[i]]]
                 counts["read"] += 1
-                if duplicate[i]:
-                    counts["duplicates"] += 1
+                if within[i]:
+                    counts[WITHIN] += 1
                     continue
+                if earlier[i]:
+                    counts[EARLIER] += 1
+                    continue
+                counts["kept"] += 1
                 if not keep[i]:
                     counts["dropped"] += 1
                     continue
@@ -193,8 +181,9 @@ def _shard_task(
                     }
                 )
             )
-        shards.append(-1)  # one row for the whole task's input counts
-        results.append(json.dumps({"files": per_file, "sources": per_source}))
+        index_runs = dedup.commit()
+        shards.append(-1)  # one row for the whole task's input counts and index runs
+        results.append(json.dumps({"files": per_file, "sources": per_source, "dedup": index_runs}))
         yield pa.RecordBatch.from_arrays(
             [pa.array(shards, pa.int32()), pa.array(results, pa.string())], ["shard", "result"]
         )
@@ -249,7 +238,6 @@ def run_load(
 def _load_locked(
     spark: SparkSession, job: JobSpec, writer: StoreWriter, log: Callable[[str], None]
 ) -> LoadResult:
-    from pyspark.sql import functions as F
 
     started = time.time()
     fresh = _new_files(job, writer, log)
@@ -257,6 +245,7 @@ def _load_locked(
         log("nothing new to load: the store is unchanged")
         return LoadResult(None, {"version": writer.base.version})
     builder = TreeBuilder(job.tree)
+    index = prepare_index(spark, job, writer, log)
     with spark_errors(LoadError, "Reading the new input files"):
         frames = [
             _source_frame(spark, index, job.sources[index], files, job.shards)
@@ -264,16 +253,18 @@ def _load_locked(
         ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     mapped = _mapped(union, job, builder)
-    keys = _partition_keys(spark, job.shards)
-    part = F.element_at(F.array(*[F.lit(k) for k in keys]), F.col(SHARD) + 1)
-    arranged = (
-        mapped.withColumn(PART, part).repartition(job.shards, PART).sortWithinPartitions(ORDER)
-    )
+    arranged = partition_by_shard(spark, mapped, job.shards).sortWithinPartitions(ORDER)
+    dedup_sources = {i: s.name for i, s in enumerate(job.sources) if s.dedup_keys}
     task = _shard_task(
-        writer.pages, dict(writer.base.trees), builder, [s.name for s in job.sources]
+        writer.pages,
+        dict(writer.base.trees),
+        builder,
+        [s.name for s in job.sources],
+        dedup_sources,
+        {name: index.runs(name) for name in dedup_sources.values()},
     )
     with spark_errors(LoadError, "The load's Spark job"):
-        rows = arranged.drop(PART).mapInArrow(task, _TASK_SCHEMA).collect()
+        rows = arranged.mapInArrow(task, _TASK_SCHEMA).collect()
     failpoint("after-tasks")
     report = _summarize(job, fresh, rows, started)
     inputs = {
@@ -293,7 +284,11 @@ def _load_locked(
         if row["shard"] >= 0
     }
     del report["files"]
+    new_runs = report.pop("dedup")
     manifest = writer.publish(trees, inputs, report, failpoint=failpoint)
+    failpoint("between-data-and-index")
+    if dedup_sources:
+        publish_index(writer.pages, index, job, new_runs, manifest.version)
     report["version"] = manifest.version
     return LoadResult(manifest.version, report)
 
@@ -304,12 +299,15 @@ def _summarize(
     files: Counter[str] = Counter()
     sources: dict[str, Counter[str]] = {s.name: Counter() for s in job.sources}
     shards: dict[str, Any] = {}
+    index_runs: dict[int, dict[str, list[str]]] = {}
     for row in rows:
         result = json.loads(row["result"])
         if row["shard"] < 0:
             files.update(result["files"])
             for name, counts in result["sources"].items():
                 sources[name].update(counts)
+            for shard, runs in result["dedup"].items():
+                index_runs.setdefault(int(shard), {}).update(runs)
         else:
             state = result.pop("state")
             shards[str(row["shard"])] = {**result, "nodes": state["nodes"], "bytes": state["bytes"]}
@@ -321,4 +319,5 @@ def _summarize(
         "sources": {name: dict(counts) for name, counts in sources.items()},
         "shards": shards,
         "files": dict(files),
+        "dedup": index_runs,
     }

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from treestore.dedup_index import unused_dedup_runs
 from treestore.errors import CorruptPageError, StoreError
 from treestore.pagestore import PageStore, page_store_for
 from treestore.sharding import HASH_NAME
@@ -344,6 +345,9 @@ def collect_garbage(
         if run not in referenced or name.rsplit("/", 1)[-1].startswith("."):
             store.delete(name)
             removed["files"] += 1
+    for name in unused_dedup_runs(store):
+        store.delete(name)
+        removed["files"] += 1
     return removed
 
 
