@@ -12,9 +12,12 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from treestore.errors import TreestoreError
+
+if TYPE_CHECKING:
+    from treestore.pagestore import PageStore
 
 __all__ = ["main"]
 
@@ -179,11 +182,35 @@ def command_info(store: str, out: TextIO) -> None:
                 f"{len(state.runs)} run(s)",
                 file=out,
             )
+    _print_dedup_index(version.pages, manifest.version, out)
     for load in manifest.loads[-5:]:
         sources = json.dumps(load["sources"], sort_keys=True)
         print(
             f"  load -> version {load['version']} at {load['started']} "
             f"({load['seconds']} s): {sources}",
+            file=out,
+        )
+
+
+def _print_dedup_index(pages: PageStore, version: int, out: TextIO) -> None:
+    """The dedup index's sources, runs and the version it covers, for ``treestore info``."""
+    from treestore.dedup_index import read_dedup_manifest
+    from treestore.errors import StoreError
+
+    try:
+        index = read_dedup_manifest(pages)
+    except StoreError as exc:
+        print(f"dedup index: {exc} The next load rebuilds it.", file=out)
+        return
+    if index is None:
+        return
+    behind = "" if index.covers == version else " (behind: the next load catches it up)"
+    print(f"dedup index covers version {index.covers}{behind}", file=out)
+    for name in sorted(index.sources):
+        runs = index.runs(name)
+        print(
+            f"  source {name} (keys {', '.join(index.keys(name) or ())}): "
+            f"{sum(len(r) for r in runs.values())} run(s) in {len(runs)} shard(s)",
             file=out,
         )
 

@@ -12,6 +12,7 @@ import pytest
 
 import treestore
 from loaders import load_job, run_load
+from shell.cli import main
 from tests.test_crash_safety import _kill_all, _start_load, _wait_for
 
 pytestmark = pytest.mark.spark
@@ -90,7 +91,9 @@ def test_duplicates_within_and_across_loads(spark: Any, clicks: Path) -> None:
     assert hits[("u1", "d")] == 1 and hits[("u1", "b")] == 1 and hits[("u3", "c")] == 1
 
 
-def test_crash_between_data_and_index_is_repaired(spark: Any, clicks: Path) -> None:
+def test_crash_between_data_and_index_is_repaired(
+    spark: Any, clicks: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _write(clicks, "c1.tsv", FIRST)
     _load(spark, clicks)
     _write(clicks, "c2.tsv", [(7, "u7", "g"), (8, "u8", "h")])
@@ -111,11 +114,20 @@ def test_crash_between_data_and_index_is_repaired(spark: Any, clicks: Path) -> N
     assert any("catching up from 1 file(s)" in line for line in lines)
     assert counts["duplicates_of_earlier_loads"] == 1 and counts["kept"] == 1
     assert _hits(spark, clicks)[("u7", "g")] == 1
-    assert json.loads((clicks / "store" / "dedup" / "INDEX").read_text())["covers"] == 3
+    index = json.loads((clicks / "store" / "dedup" / "INDEX").read_text())
+    assert index["covers"] == 3
+    # the dead load's runs were garbage: every run left on disk is one the index uses
+    used = {run for runs in index["sources"]["clicks"]["shards"].values() for run in runs}
+    on_disk = {str(p.relative_to(clicks / "store")) for p in (clicks / "store").rglob("*.arrow")}
+    assert on_disk == used
+    assert main(["info", str(clicks / "store")]) == 0
+    assert "dedup index covers version 3" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("damage", ["deleted", "truncated", "manifest"])
-def test_a_missing_or_damaged_index_is_rebuilt(spark: Any, clicks: Path, damage: str) -> None:
+def test_a_missing_or_damaged_index_is_rebuilt(
+    spark: Any, clicks: Path, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     _write(clicks, "c1.tsv", FIRST)
     _load(spark, clicks)
     folder = clicks / "store" / "dedup"
@@ -126,6 +138,9 @@ def test_a_missing_or_damaged_index_is_rebuilt(spark: Any, clicks: Path, damage:
         run.write_bytes(run.read_bytes()[:40])
     else:
         (folder / "INDEX").write_text("{not json")
+    if damage != "deleted":
+        assert main(["check", str(clicks / "store")]) == 1
+        assert "dedup" in capsys.readouterr().out
     _write(clicks, "c2.tsv", SECOND)
     lines: list[str] = []
     counts = _load(spark, clicks, lines)["sources"]["clicks"]

@@ -56,13 +56,16 @@ __all__ = [
     "DedupManifest",
     "IndexRun",
     "ShardIndex",
+    "check_dedup_index",
     "publish_dedup_manifest",
     "read_dedup_manifest",
     "sorted_run",
     "unused_dedup_runs",
 ]
 
-RUN_SCHEMA = pa.schema([pa.field("hash", pa.int64(), nullable=False), pa.field("key", pa.binary())])
+RUN_SCHEMA = pa.schema(
+    [pa.field("hash", pa.int64(), nullable=False), pa.field("key", pa.large_binary())]
+)
 MERGE_RATIO = 4
 """Merge the newest run into the one before it once it is at least 1/MERGE_RATIO its size."""
 
@@ -120,14 +123,16 @@ class IndexRun:
 
 def sorted_run(hashes: np.ndarray, keys: pa.Array) -> pa.Table:
     """A run's table: the pairs sorted by hash (and by key among equal hashes)."""
-    table = pa.table({"hash": pa.array(hashes, pa.int64()), "key": keys.cast(pa.binary())})
+    table = pa.table({"hash": pa.array(hashes, pa.int64()), "key": keys.cast(pa.large_binary())})
     order = pc.sort_indices(table, [("hash", "ascending"), ("key", "ascending")])
     return table.take(order).cast(RUN_SCHEMA)
 
 
 def _write_run(pages: PageStore, name: str, table: pa.Table) -> None:
     with pages.writer(name) as out, ipc.new_file(out, RUN_SCHEMA) as writer:
-        writer.write_table(table.cast(RUN_SCHEMA), max_chunksize=1 << 20)
+        # one record batch: opening the run then maps its columns without a copy
+        for batch in table.cast(RUN_SCHEMA).combine_chunks().to_batches()[:1]:
+            writer.write_batch(batch)
 
 
 def _merged(runs: Sequence[IndexRun]) -> IndexRun:
@@ -170,7 +175,7 @@ class ShardIndex:
     @staticmethod
     def _search(runs: Sequence[IndexRun], hashes: np.ndarray, keys: pa.Array) -> np.ndarray:
         hashes = np.asarray(hashes, dtype=np.int64)
-        keys = keys.cast(pa.binary())
+        keys = keys.cast(pa.large_binary())
         order = np.argsort(hashes, kind="stable")
         found = np.zeros(len(hashes), dtype=bool)
         for run in runs:
@@ -183,7 +188,7 @@ class ShardIndex:
         table = pa.table(
             {
                 "hash": pa.array(hashes, pa.int64()),
-                "key": keys.cast(pa.binary()),
+                "key": keys.cast(pa.large_binary()),
                 "row": np.arange(len(keys)),
             }
         )
@@ -315,3 +320,21 @@ def unused_dedup_runs(pages: PageStore) -> list[str]:
         return []  # the next load rebuilds it; keep the files until then
     used = manifest.referenced() if manifest else set()
     return [name for name in pages.list("dedup") if name != INDEX_NAME and name not in used]
+
+
+def check_dedup_index(pages: PageStore) -> list[str]:
+    """Problems of the published dedup index: unreadable runs, or runs out of order."""
+    try:
+        manifest = read_dedup_manifest(pages)
+    except StoreError as exc:
+        return [str(exc)]
+    problems = []
+    for name in sorted(manifest.referenced() if manifest else ()):
+        try:
+            run = IndexRun.open(pages, name)
+        except StoreError as exc:
+            problems.append(str(exc))
+            continue
+        if len(run) > 1 and bool((run.hashes[1:] < run.hashes[:-1]).any()):
+            problems.append(f"The dedup index run {pages.location}/{name} is out of order.")
+    return problems

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from treestore.dedup_index import unused_dedup_runs
+from treestore.dedup_index import check_dedup_index, unused_dedup_runs
 from treestore.errors import CorruptPageError, StoreError
 from treestore.pagestore import PageStore, page_store_for
 from treestore.sharding import HASH_NAME
@@ -372,4 +372,4 @@ def check_store(location: str | os.PathLike[str] | PageStore) -> list[str]:
                     ShardTree(store, ShardState((run,)), shard=shard).check()
                 except (CorruptPageError, StoreError) as exc:
                     problems.append(str(exc))
-    return problems
+    return problems + check_dedup_index(store)
