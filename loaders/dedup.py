@@ -322,7 +322,11 @@ def prepare_index(
             runs = index_files(spark, job, writer.pages, source, files, {}).runs if files else {}
             current, changed = current.with_source(source.name, source.dedup_keys, runs), True
         elif current.covers < version:
+            # behind the data: loads of other jobs (nothing to add), or a load that
+            # stopped between its data and its index (its files' keys are missing)
             files = _loaded_files(writer, source, after=current.covers)
+            if not files:
+                continue
             log(
                 f"dedup index of source {source.name!r}: the last load stopped between its "
                 f"data and its index; catching up from {len(files)} file(s)"

@@ -11,13 +11,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Bound", "Element", "Path", "Property"]
+__all__ = ["Bound", "Element", "Path", "Property", "quote_name"]
 
 _BARE_NAME = re.compile(r'[^/:,+*"()\[\]|!@%$~;{}\s][^/:,"()\[\];{}\s]*\Z')
 _PROPERTY_WORDS = frozenset({"hits", "nodes"})
 
 
-def _name_text(name: str) -> str:
+def quote_name(name: str) -> str:
+    """``name`` as a path writes it: bare when it can be, else a JSON string."""
     if _BARE_NAME.match(name) and name not in _PROPERTY_WORDS:
         return name
     return json.dumps(name, ensure_ascii=False)
@@ -77,7 +78,7 @@ class Element:
         if self.kind == "all":
             text = "+" if self.show else "*"
         else:
-            text = ("+" if self.show else "") + ",".join(map(_name_text, self.names))
+            text = ("+" if self.show else "") + ",".join(map(quote_name, self.names))
         if self.properties:
             text += ":" + ",".join(map(str, self.properties))
         return text

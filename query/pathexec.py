@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from query.ast import Element, Path
 from treestore.tree import Node, ShardTree
 
-__all__ = ["Value", "run_path"]
+__all__ = ["Value", "matching_nodes", "run_path"]
 
 Value = str | int | float | None
 
@@ -57,3 +57,22 @@ def run_path(tree: ShardTree, path: Path) -> Iterator[tuple[Value, ...]]:
                 yield from walk(child, depth + 1, row + added)
 
     yield from walk(tree.root, 0, ())
+
+
+def matching_nodes(tree: ShardTree, path: Path) -> Iterator[Node]:
+    """The nodes the last element of ``path`` reaches (bounds applied), in tree order."""
+    elements = path.elements
+    last = len(elements) - 1
+
+    def walk(node: Node, depth: int) -> Iterator[Node]:
+        element = elements[depth]
+        for child in _candidates(tree, element, node):
+            if _columns(element, child) is None:
+                continue
+            if depth == last:
+                yield child
+            else:
+                yield from walk(child, depth + 1)
+
+    if elements:
+        yield from walk(tree.root, 0)

@@ -21,6 +21,7 @@ from query.parser import parse_path
 from query.pathexec import run_path
 from query.plan import OpsPlan, compile_ops
 from treestore.errors import OpError, StoreError, TreestoreError
+from treestore.failpoints import failpoint
 from treestore.pagestore import PageStore
 from treestore.spark import spark_errors
 from treestore.store import StoreVersion, open_version
@@ -64,6 +65,7 @@ def _shard_task(
     """The function each Spark task runs: shard numbers in, packed rows out."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        failpoint("in-query-task")
         for batch in batches:
             for shard in batch.column(0).to_pylist():
                 kinds: list[int] = []

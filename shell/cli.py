@@ -56,6 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--format", default="tsv", choices=("tsv", "csv", "json", "table"))
     _add_master(query)
 
+    shell = commands.add_parser("shell", help="the interactive shell on a store")
+    shell.add_argument("store", metavar="DIR", help="the store folder")
+    shell.add_argument(
+        "-e",
+        "--execute",
+        action="append",
+        metavar="LINE",
+        help="run LINE (a query or a \\command) and exit; may be given several times",
+    )
+    _add_master(shell)
+
     sweep = commands.add_parser(
         "sweep", help="interval sweep: aggregate the intervals covering each event, into a store"
     )
@@ -276,6 +287,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             command_load(args.job, args.store, args.master, out)
         elif args.command == "query":
             command_query(args.store, args.path, args.rops, args.ops, args.format, args.master, out)
+        elif args.command == "shell":
+            from shell.app import run_shell
+            from treestore.spark import get_session
+
+            return run_shell(args.store, lambda: get_session(args.master), args.execute)
         elif args.command == "sweep":
             command_sweep(args, out)
         elif args.command == "info":

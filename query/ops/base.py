@@ -56,6 +56,10 @@ class Op:
     aliases: ClassVar[tuple[str, ...]] = ()
     table: ClassVar[bool] = False
     """True for table ops, which read all their input before the first output row."""
+    arguments: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """The letters or words its arguments are made of, with what each means (for completion)."""
+    separator: ClassVar[str] = ""
+    """What separates argument words ('' when each character is one letter)."""
 
     def __init__(self, args: OpArgs) -> None:
         self.args = args

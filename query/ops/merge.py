@@ -70,6 +70,11 @@ class MergeOp(Op):
     """
 
     name = "merge"
+    arguments = (
+        *_LETTERS.items(),
+        ("u", "append the merged row count"),
+        ("0", "digits: emit every N rows"),
+    )
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)

@@ -56,6 +56,17 @@ class StrOp(Op):
     """
 
     name = "str"
+    separator = ","
+    arguments = (
+        ("c0", "push column 0 (cN: column N)"),
+        ("v", "push the text after v"),
+        ("cat", "join the top two"),
+        ("range", "slice: pops end, start, string"),
+        ("split", "piece: pops index, separator, string"),
+        ("set", "set a column: pops column, value"),
+        ("eq", "keep the row if the top two are equal"),
+        ("neq", "keep the row if the top two differ"),
+    )
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)

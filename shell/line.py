@@ -1,0 +1,45 @@
+"""One line of the shell: a path, then optionally ``| rops OPS`` and ``| ops OPS``.
+
+    root/+:nodes>1/+/+ | rops str=c1,v=,cat,c2,cat,v2,set;merge=kij | ops sort=0
+
+The parts are found by a ``|`` followed by the word ``rops`` or ``ops`` and a
+space, so a ``|`` anywhere else stays part of the path or the ops. Each part
+keeps its offset in the line, so an error's column points into the line typed.
+
+>>> split_line("root/+ | rops merge=kj")
+QueryLine(path='root/+', rops='merge=kj', ops=None, offsets={'path': 0, 'rops': 14})
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["PART_SEPARATOR", "QueryLine", "split_line"]
+
+PART_SEPARATOR = re.compile(r"\s*\|\s*(rops|ops)(?:\s+|$)")
+
+
+@dataclass(frozen=True)
+class QueryLine:
+    """The parts of a query line and where each starts in it (0-based)."""
+
+    path: str
+    rops: str | None = None
+    ops: str | None = None
+    offsets: dict[str, int] = field(default_factory=dict)
+
+
+def split_line(line: str) -> QueryLine:
+    """Split ``line`` into its path, rops and ops (a part given twice: the last wins)."""
+    parts: dict[str, str] = {}
+    offsets: dict[str, int] = {}
+    matches = list(PART_SEPARATOR.finditer(line))
+    path_end = matches[0].start() if matches else len(line)
+    leading = len(line) - len(line.lstrip())
+    parts["path"], offsets["path"] = line[:path_end].strip(), leading
+    for index, match in enumerate(matches):
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(line)
+        kind = match.group(1)
+        parts[kind], offsets[kind] = line[match.end() : end].rstrip(), match.end()
+    return QueryLine(parts["path"], parts.get("rops"), parts.get("ops"), offsets)
