@@ -103,6 +103,8 @@ class ShellSession:
         except (TreestoreError, KeyboardInterrupt) as exc:
             # a Ctrl-C inside a Spark call surfaces as that call's failure
             self.fail(CANCELLED if self.interrupted else str(exc))
+        except Exception as exc:  # a bug must not end the session: one line, then the prompt
+            self.fail(CANCELLED if self.interrupted else f"{type(exc).__name__}: {exc}")
         return not self.failed
 
     @contextmanager

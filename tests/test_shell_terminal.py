@@ -1,6 +1,6 @@
 """The shell in a real terminal (a pty driven by pexpect): type a query and see its rows,
 Tab completes a node name, Ctrl-C during a running query returns to a working prompt,
-reverse search finds an earlier line, and the history is kept on disk."""
+reverse search finds an earlier line, Ctrl-D leaves, and the history is kept on disk."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_shell_in_a_terminal(spark: Any, demo_dir: Path, tmp_path: Path) -> None
         child.sendline("")
         child.expect(r"9 rows in")
         child.expect("store> ")
-        child.sendline("\\q")
+        child.sendcontrol("d")  # Ctrl-D at an empty prompt leaves
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
