@@ -2,13 +2,15 @@
 the ops on the driver.
 
 Each shard's task opens that shard's tree from the store version being read,
-runs the path, runs the rops over the rows, and sends the rows back as msgpack
-(so ints stay ints and nulls stay nulls). The driver concatenates the shards'
-rows in shard order and runs the ops.
+runs the path, runs the rops over the rows, and sends the rows back in msgpack
+chunks (so ints stay ints and nulls stay nulls). The driver reads the shards'
+rows as they arrive, in shard order, and runs the ops over them; the first row
+is out before the last shard's task has run.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["QueryStore", "Rows", "open_store", "shard_rows"]
 
 _ROW, _ERROR = 0, 1
-_BATCH_ROWS = 4096
+_BATCH_ROWS = 8192
+_FIRST_CHUNK = 64
 _RESULT_SCHEMA = "kind tinyint, payload binary"
 
 
@@ -62,45 +65,56 @@ def shard_rows(
 def _shard_task(
     pages: PageStore, states: dict[int, ShardState], path: Path, rops: OpsPlan
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs: shard numbers in, packed rows out."""
+    """The function each Spark task runs: shard numbers in, chunks of packed rows out.
+
+    Rows leave in chunks (one msgpack list each) that start small, so the first
+    rows reach the driver early, and grow to :data:`_BATCH_ROWS`.
+    """
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         failpoint("in-query-task")
         for batch in batches:
             for shard in batch.column(0).to_pylist():
-                kinds: list[int] = []
-                payloads: list[bytes] = []
+                chunk: list[tuple[Value, ...]] = []
+                size = _FIRST_CHUNK
                 try:
                     for row in shard_rows(pages, states[shard], shard, path, rops):
-                        kinds.append(_ROW)
-                        payloads.append(msgpack.packb(row))
-                        if len(payloads) >= _BATCH_ROWS:
-                            yield _result_batch(kinds, payloads)
-                            kinds, payloads = [], []
+                        chunk.append(row)
+                        if len(chunk) >= size:
+                            yield _result_batch(_ROW, msgpack.packb(chunk))
+                            chunk, size = [], min(size * 4, _BATCH_ROWS)
                 except TreestoreError as exc:
-                    kinds.append(_ERROR)
-                    payloads.append(_error_payload(exc))
-                if payloads:
-                    yield _result_batch(kinds, payloads)
+                    if chunk:
+                        yield _result_batch(_ROW, msgpack.packb(chunk))
+                    yield _result_batch(_ERROR, _error_payload(exc))
+                    continue
+                if chunk:
+                    yield _result_batch(_ROW, msgpack.packb(chunk))
 
     return run
 
 
-def _result_batch(kinds: list[int], payloads: list[bytes]) -> pa.RecordBatch:
+def _result_batch(kind: int, payload: bytes) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
-        [pa.array(kinds, pa.int8()), pa.array(payloads, pa.binary())], ["kind", "payload"]
+        [pa.array([kind], pa.int8()), pa.array([payload], pa.binary())], ["kind", "payload"]
     )
 
 
 class Rows:
     """The lazy result of a query: iterate it for tuples, or convert it whole.
 
-    Nothing runs until the rows are first asked for; a ``Rows`` can be iterated
-    once.
+    Nothing runs until the rows are first asked for; rows then arrive as the
+    shards' tasks send them. A ``Rows`` can be iterated once. :meth:`close`
+    (or leaving a ``with`` block, or dropping it) before the end cancels the
+    Spark job still running.
     """
 
-    def __init__(self, produce: Callable[[], Iterator[tuple[Value, ...]]]) -> None:
+    def __init__(
+        self,
+        produce: Callable[[], Iterator[tuple[Value, ...]]],
+    ) -> None:
         self._produce = produce
+        self._source: Iterator[tuple[Value, ...]] | None = None
         self._iterator: Iterator[tuple[Value, ...]] | None = None
 
     def __iter__(self) -> Iterator[tuple[Value, ...]]:
@@ -110,6 +124,19 @@ class Rows:
         if self._iterator is None:
             self._iterator = self._produce()
         return next(self._iterator)
+
+    def __enter__(self) -> Rows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop: cancel the query's Spark job if it is still running."""
+        for stream in (self._iterator, self._source):
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
 
     def to_list(self) -> list[tuple[Value, ...]]:
         """Every remaining row, as a list of tuples."""
@@ -157,6 +184,7 @@ class QueryStore:
         session_factory: Callable[[], SparkSession] | None = None,
     ) -> None:
         self.store = version
+        self.last_job_group: str | None = None  # the Spark job group of the latest query
         self._spark = spark
         self._session_factory = session_factory
 
@@ -185,23 +213,27 @@ class QueryStore:
         parsed = parse_path(path)
         shard_plan = compile_ops(rops)
         driver_plan = compile_ops(ops)
-        return Rows(lambda: driver_plan.run(self._shard_rows(parsed, shard_plan)))
+        rows: Rows
+
+        def produce() -> Iterator[tuple[Value, ...]]:
+            rows._source = self._shard_rows(parsed, shard_plan)
+            return driver_plan.run(rows._source)
+
+        rows = Rows(produce)
+        return rows
 
     def _shard_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
-        states = dict(self.store.manifest.trees)
-        if not states:
-            return iter(())
-        result = self._run_spark(states, path, rops)
-        kinds = result.column("kind").to_pylist()
-        payloads = result.column("payload").to_pylist()
-        for kind, payload in zip(kinds, payloads, strict=True):
-            if kind == _ERROR:
-                _raise_payload(payload)
-        return (tuple(msgpack.unpackb(p)) for p in payloads)
+        """The shards' rows as each shard's task sends them (a generator).
 
-    def _run_spark(self, states: dict[int, ShardState], path: Path, rops: OpsPlan) -> pa.Table:
+        The job runs partition by partition (one shard each), the next one
+        computed while the current one's rows are read. Closing the generator
+        early (a ``limit``, a ``break``, Ctrl-C) cancels what is still running.
+        """
         from pyspark.sql import functions as F
 
+        states = dict(self.store.manifest.trees)
+        if not states:
+            return
         spark = self._session()
         shards = sorted(states)
         shard_of_partition = F.element_at(
@@ -211,9 +243,23 @@ class QueryStore:
             shard_of_partition.cast("int").alias("shard")
         )
         task = _shard_task(self.store.pages, states, path, rops)
-        with spark_errors(StoreError, "The query's Spark job"):
-            table: pa.Table = frame.mapInArrow(task, _RESULT_SCHEMA).toArrow()
-        return table
+        context = spark.sparkContext
+        group = self.last_job_group = f"treestore-query-{uuid.uuid4().hex}"
+        context.setJobGroup(group, "treestore query", interruptOnCancel=True)
+        finished = False
+        try:
+            with spark_errors(StoreError, "The query's Spark job"):
+                results = frame.mapInArrow(task, _RESULT_SCHEMA).toLocalIterator(True)
+                for kind, payload in results:
+                    if kind == _ERROR:
+                        _raise_payload(payload)
+                    for row in msgpack.unpackb(payload):
+                        yield tuple(row)
+            finished = True
+        finally:
+            if not finished:
+                context.cancelJobGroup(group)
+            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
 
 def open_store(
