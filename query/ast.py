@@ -11,15 +11,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Bound", "Element", "Path", "Property", "quote_name"]
+__all__ = ["Bound", "Element", "ElementKind", "Path", "Property", "quote_name"]
 
-_BARE_NAME = re.compile(r'[^/:,+*"()\[\]|!@%$~;{}\s][^/:,"()\[\];{}\s]*\Z')
+_BARE_NAME = re.compile(r'[^/:,+*"()\[\]|!@%$~;{}\s][^/:,"()\[\]|;{}\s]*\Z')
 _PROPERTY_WORDS = frozenset({"hits", "nodes"})
 
 
 def quote_name(name: str) -> str:
     """``name`` as a path writes it: bare when it can be, else a JSON string."""
-    if _BARE_NAME.match(name) and name not in _PROPERTY_WORDS:
+    if _BARE_NAME.match(name) and name not in _PROPERTY_WORDS and not name.startswith(".."):
         return name
     return json.dumps(name, ensure_ascii=False)
 
@@ -58,27 +58,71 @@ class Property:
         return ("+" if self.show else "") + self.name + "".join(map(str, self.bounds))
 
 
+ElementKind = Literal["all", "names", "prefix", "range", "regex", "up"]
+
+
 @dataclass(frozen=True)
 class Element:
     """One step of a path.
 
-    ``kind`` is ``"all"`` (every child, ``+`` or ``*``) or ``"names"`` (the
-    listed children, looked up in the given order); ``show`` puts the node's
-    name in a column (``+``).
+    ``kind`` says which children it takes: ``all`` (``+`` or ``*``), ``names``
+    (the listed children, looked up in the order given), ``prefix`` (``++p``:
+    names starting with each prefix), ``range`` (``@from,to``: ``from <= name
+    < to``, or to the end with one name), ``regex`` (``|re``: names the whole
+    pattern matches; ``!re`` with ``negate``: names no pattern matches) or
+    ``up`` (``..``: the node one level up, where the next element continues).
+
+    ``show`` puts the node's name in a column (``+``), called ``label`` when
+    given (``+{label}``). ``default`` (``+[text]`` or ``+[text|hits]``) stands in
+    for the children when none match. ``skip``/``limit`` take children
+    ``skip+1 .. skip+limit`` of each parent (``(N)``, ``(M-N)``; limit 0: all).
+    ``null_ok`` (``~``) keeps a node whose property bound fails, with a null
+    in that property's column, instead of dropping it.
     """
 
-    kind: Literal["all", "names"]
+    kind: ElementKind
     names: tuple[str, ...] = ()
     show: bool = False
     properties: tuple[Property, ...] = ()
+    negate: bool = False
+    label: str | None = None
+    default: str | None = None
+    default_hits: int | None = None
+    skip: int = 0
+    limit: int = 0
+    null_ok: bool = False
     line: int = field(default=1, compare=False)
     column: int = field(default=1, compare=False)
 
+    def _decorations(self) -> str:
+        text = ""
+        if self.default is not None:
+            hits = "" if self.default_hits is None else f"|{self.default_hits}"
+            text += f"[{quote_name(self.default)}{hits}]"
+        if self.label is not None:
+            text += "{" + quote_name(self.label) + "}"
+        return text
+
     def __str__(self) -> str:
-        if self.kind == "all":
-            text = "+" if self.show else "*"
+        text = ""
+        if self.limit or self.skip:
+            text += f"({self.skip}-{self.limit})" if self.skip else f"({self.limit})"
+        if self.null_ok:
+            text += "~"
+        names = ",".join(map(quote_name, self.names))
+        shown = "+" + self._decorations() if self.show else ""
+        if self.kind == "up":
+            text += ("+" if self.show else "") + ".."
+        elif self.kind == "regex":
+            text += ("!" if self.negate else "|") + shown + names
+        elif self.kind == "all":
+            text += shown or "*"
+        elif self.kind == "prefix":
+            text += shown + "+" + names
+        elif self.kind == "range":
+            text += shown + "@" + names
         else:
-            text = ("+" if self.show else "") + ",".join(map(quote_name, self.names))
+            text += shown + names
         if self.properties:
             text += ":" + ",".join(map(str, self.properties))
         return text
@@ -92,3 +136,14 @@ class Path:
 
     def __str__(self) -> str:
         return "/".join(map(str, self.elements))
+
+    def labels(self) -> tuple[str, ...]:
+        """The name of each column the path shows: an element's ``{label}``, else ``c<N>``."""
+        names: list[str] = []
+        for element in self.elements:
+            if element.show:
+                names.append(element.label or f"c{len(names)}")
+            for prop in element.properties:
+                if prop.show:
+                    names.append(f"c{len(names)}")
+        return tuple(names)

@@ -11,18 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from query.ast import Path
-from query.pathexec import matching_nodes
+from query.pathexec import matching_nodes, prefix_range
 from treestore.store import StoreVersion
 from treestore.tree import Node, ShardTree
 
-__all__ = ["child_names", "prefix_range"]
-
-
-def prefix_range(prefix: str) -> tuple[str, str | None]:
-    """The name range ``[start, stop)`` holding exactly the names that start with ``prefix``."""
-    if not prefix:
-        return "", None
-    return prefix, prefix + "\U0010ffff"
+__all__ = ["child_names"]
 
 
 def _parents(tree: ShardTree, parent: Path | None, limit: int) -> Iterator[Node]:

@@ -7,13 +7,21 @@ line, column, a caret snippet and the expected tokens in words.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
 
 from query.ast import Bound, Element, Path, Property
 from treestore.errors import QuerySyntaxError
@@ -30,6 +38,18 @@ _WORDS = {
     "COMPARE": "a bound ('>', '<', '=')",
     "INT": "a whole number",
     "SLASH": "'/'",
+    "UP": "'..'",
+    "AT": "'@'",
+    "TILDE": "'~'",
+    "MARK": "'|' or '!'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "MINUS": "'-'",
+    "VBAR": "'|'",
     "COLON": "':'",
     "COMMA": "','",
     "$END": "the end of the path",
@@ -44,33 +64,119 @@ def _path_parser() -> Lark:
 
 @v_args(inline=True)
 class _ToAst(Transformer[Token, Any]):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
     def path(self, *elements: Element) -> Path:
+        if elements and elements[0].kind == "up":
+            first = elements[0]
+            raise QuerySyntaxError(
+                "'..' cannot be the first element: there is nothing above the root",
+                self.text,
+                first.line,
+                first.column,
+                hint="Start with a node name, '+' or '*'.",
+            )
         return Path(tuple(elements))
 
     @v_args(meta=True, inline=True)
-    def element(self, meta: Any, selector: dict[str, Any], properties: tuple[Property, ...] = ()):
-        return Element(**selector, properties=properties, line=meta.line, column=meta.column)
+    def element(self, meta: Any, *parts: Any) -> Element:
+        fields: dict[str, Any] = {}
+        for part in parts:
+            if isinstance(part, Token) and part.type == "TILDE":
+                fields["null_ok"] = True
+            elif isinstance(part, tuple) and part and isinstance(part[0], Property):
+                fields["properties"] = part
+            elif isinstance(part, dict):
+                fields.update(part)
+        return Element(**fields, line=meta.line, column=meta.column)
 
-    def shown_names(self, _plus: Token, names: tuple[str, ...]) -> dict[str, Any]:
-        return {"kind": "names", "names": names, "show": True}
+    def limit_only(self, limit: Token) -> dict[str, Any]:
+        return {"limit": int(limit)}
 
-    def all_shown(self, _plus: Token) -> dict[str, Any]:
-        return {"kind": "all", "show": True}
+    def skip_limit(self, skip: Token, limit: Token) -> dict[str, Any]:
+        return {"skip": int(skip), "limit": int(limit)}
+
+    def up_hidden(self, _up: Token) -> dict[str, Any]:
+        return {"kind": "up"}
+
+    def up_shown(self, _plus: Token, _up: Token) -> dict[str, Any]:
+        return {"kind": "up", "show": True}
+
+    def regex_hidden(self, mark: Token, names: _Names) -> dict[str, Any]:
+        return {"kind": "regex", "names": self._patterns(names), "negate": str(mark) == "!"}
+
+    def regex_shown(self, mark: Token, _plus: Token, deco: dict[str, Any], names: _Names):
+        return {**self.regex_hidden(mark, names), "show": True, **deco}
+
+    def prefix_shown(self, _plus: Token, deco: dict[str, Any], _plus2: Token, names: _Names):
+        return {"kind": "prefix", "names": names.values, "show": True, **deco}
+
+    def range_shown(self, _plus: Token, deco: dict[str, Any], _at: Token, names: _Names):
+        return {**self.range_hidden(_at, names), "show": True, **deco}
+
+    def range_hidden(self, _at: Token, names: _Names) -> dict[str, Any]:
+        if len(names.values) > 2:
+            raise QuerySyntaxError(
+                "A range takes one or two names (from, to)",
+                self.text,
+                names.line,
+                names.columns[2],
+                hint="Write @from,to (to is not included) or @from (to the end).",
+            )
+        return {"kind": "range", "names": names.values}
+
+    def shown_names(self, _plus: Token, deco: dict[str, Any], names: _Names) -> dict[str, Any]:
+        return {"kind": "names", "names": names.values, "show": True, **deco}
+
+    def all_shown(self, _plus: Token, deco: dict[str, Any]) -> dict[str, Any]:
+        return {"kind": "all", "show": True, **deco}
 
     def all_hidden(self, _star: Token) -> dict[str, Any]:
         return {"kind": "all", "show": False}
 
-    def hidden_names(self, names: tuple[str, ...]) -> dict[str, Any]:
-        return {"kind": "names", "names": names, "show": False}
+    def hidden_names(self, names: _Names) -> dict[str, Any]:
+        return {"kind": "names", "names": names.values, "show": False}
 
-    def names(self, *names: str) -> tuple[str, ...]:
-        return names
+    def deco(self, *parts: dict[str, Any]) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for part in parts:
+            merged.update(part)
+        return merged
 
-    def name(self, token: Token) -> str:
+    def default(self, name: tuple[str, Token], hits: Token | None = None) -> dict[str, Any]:
+        return {"default": name[0], "default_hits": None if hits is None else int(hits)}
+
+    def label(self, name: tuple[str, Token]) -> dict[str, Any]:
+        return {"label": name[0]}
+
+    def names(self, *names: tuple[str, Token]) -> _Names:
+        return _Names(
+            tuple(n for n, _ in names),
+            names[0][1].line or 1,
+            tuple(t.column or 1 for _, t in names),
+        )
+
+    def name(self, token: Token) -> tuple[str, Token]:
         if token.type == "STRING":
             decoded: str = json.loads(token)
-            return decoded
-        return str(token)
+            return decoded, token
+        return str(token), token
+
+    def _patterns(self, names: _Names) -> tuple[str, ...]:
+        for pattern, column in zip(names.values, names.columns, strict=True):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise QuerySyntaxError(
+                    f"Not a regular expression ({exc.msg})",
+                    self.text,
+                    names.line,
+                    column,
+                    hint='Quote a pattern with special characters: |"a.*b".',
+                ) from None
+        return names.values
 
     def properties(self, *props: Property) -> tuple[Property, ...]:
         return props
@@ -82,6 +188,15 @@ class _ToAst(Transformer[Token, Any]):
 
     def bound(self, op: Token, value: Token) -> Bound:
         return Bound(op=str(op), value=int(value))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _Names:
+    """A list of names with where each stood (for errors)."""
+
+    values: tuple[str, ...]
+    line: int
+    columns: tuple[int, ...]
 
 
 def _expected_words(names: Iterable[object]) -> tuple[str, ...]:
@@ -124,5 +239,10 @@ def parse_path(text: str) -> Path:
         tree = _path_parser().parse(text)
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc) from None
-    path: Path = _ToAst().transform(tree)
+    try:
+        path: Path = _ToAst(text).transform(tree)
+    except VisitError as exc:  # an error raised inside the transformer: unwrap it
+        if isinstance(exc.orig_exc, QuerySyntaxError):
+            raise exc.orig_exc from None
+        raise
     return path

@@ -112,8 +112,10 @@ class Rows:
     def __init__(
         self,
         produce: Callable[[], Iterator[tuple[Value, ...]]],
+        labels: tuple[str, ...] | None = None,
     ) -> None:
         self._produce = produce
+        self.labels = labels
         self._source: Iterator[tuple[Value, ...]] | None = None
         self._iterator: Iterator[tuple[Value, ...]] | None = None
 
@@ -143,7 +145,7 @@ class Rows:
         return list(self)
 
     def to_arrow(self) -> pa.Table:
-        """The rows as an Arrow table with columns ``c0``, ``c1``, ...
+        """The rows as an Arrow table with columns ``c0``, ``c1``, ... (or the path's ``{labels}``)
 
         A column whose values are all whole numbers is ``int64``, all numbers
         ``float64``, otherwise ``string`` (numbers written as text); short rows
@@ -163,7 +165,10 @@ class Rows:
                 columns.append(
                     pa.array([None if v is None else str(v) for v in values], pa.string())
                 )
-        return pa.table(columns, names=[f"c{i}" for i in range(width)])
+        names = [f"c{i}" for i in range(width)]
+        if self.labels is not None and len(self.labels) == width:
+            names = list(self.labels)
+        return pa.table(columns, names=names)
 
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a pandas DataFrame (see :meth:`to_arrow` for the column types)."""
@@ -219,7 +224,7 @@ class QueryStore:
             rows._source = self._shard_rows(parsed, shard_plan)
             return driver_plan.run(rows._source)
 
-        rows = Rows(produce)
+        rows = Rows(produce, None if (shard_plan or driver_plan) else parsed.labels())
         return rows
 
     def _shard_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:

@@ -30,6 +30,11 @@ __all__ = ["NamesLookup", "Suggestion", "complete"]
 NamesLookup = Callable[[str | None, str], list[str]]
 """(parent path text, or None at the top; name prefix) -> node names."""
 
+_ELEMENT_SYNTAX = re.compile(
+    r"^(?:\(\d*(?:-\d*)?\)?)?~?[|!]?\+?(?:\[[^\]]*\]?)?(?:\{[^}]*\}?)?[+@]?"
+)
+"""What may precede an element's names: (limits), ~, |/!, +, [default], {label}, + or @."""
+
 PROPERTIES = (("hits", "visits of the node"), ("nodes", "children of the node"))
 
 
@@ -54,7 +59,7 @@ def complete(before: str, names: NamesLookup) -> list[Suggestion]:
     parts = list(PART_SEPARATOR.finditer(before))
     if parts and (parts[-1].end() < len(before) or before[-1].isspace()):
         return _ops(before[parts[-1].end() :])
-    keyword = re.search(r"\|\s*(\w*)$", before)
+    keyword = re.search(r"\s\|\s*(\w*)$", before)
     if keyword:
         word = keyword.group(1)
         return [
@@ -119,9 +124,8 @@ def _path(text: str, names: NamesLookup) -> list[Suggestion]:
             for name, meaning in PROPERTIES
             if name.startswith(bare) and name != bare
         ]
-    word = element.split(",")[-1]
-    if word.startswith("+") and "," not in element:
-        word = word[1:]
+    body = _ELEMENT_SYNTAX.sub("", element, count=1)
+    word = body.split(",")[-1]
     prefix = word[1:] if word.startswith('"') else word
     found = [
         Suggestion(quote_name(name), -len(word), "node") for name in names(parent_text, prefix)

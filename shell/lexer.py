@@ -16,11 +16,12 @@ __all__ = ["ShellLexer", "tokens"]
 _PATH_TOKENS = re.compile(
     r"""(?P<string>"(?:[^"\\]|\\.)*"?)
       | (?P<sep>/)
+      | (?P<syntax>\.\.|[()~|!@\[\]{}-])
       | (?P<wild>[+*])
       | (?P<prop>:|\b(?:hits|nodes)\b(?=[<>=,/]|$))
       | (?P<bound>[<>=]\d*)
       | (?P<punct>,)
-      | (?P<name>[^/:,+*"<>=]+)""",
+      | (?P<name>[^/:,+*"<>=()~|!@\[\]{}]+)""",
     re.VERBOSE,
 )
 

@@ -2,8 +2,9 @@
 
     root/+:nodes>1/+/+ | rops str=c1,v=,cat,c2,cat,v2,set;merge=kij | ops sort=0
 
-The parts are found by a ``|`` followed by the word ``rops`` or ``ops`` and a
-space, so a ``|`` anywhere else stays part of the path or the ops. Each part
+The parts are found by a space, a ``|``, then the word ``rops`` or ``ops`` and a
+space, so a ``|`` anywhere else (a regex element such as ``|ops``) stays part of
+the path or the ops. Each part
 keeps its offset in the line, so an error's column points into the line typed.
 
 >>> split_line("root/+ | rops merge=kj")
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["PART_SEPARATOR", "QueryLine", "split_line"]
 
-PART_SEPARATOR = re.compile(r"\s*\|\s*(rops|ops)(?:\s+|$)")
+PART_SEPARATOR = re.compile(r"\s+\|\s*(rops|ops)(?:\s+|$)")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ and ops run here on all shards' rows (ops):
     PATH [| rops OPS] [| ops OPS]
     root/+:nodes>1/+/+ | rops str=c1,v=,cat,c2,cat,v2,set;merge=kij | ops merge=ij
 
-A "|" starts a part only when the word rops or ops follows it. Ops are
+A "|" starts a part only after a space and before the word rops or ops. Ops are
 name=args;name=args (\\ops lists them). Tab completes node names, path syntax,
 properties, op names and op letters; Ctrl-C cancels a running query, Ctrl-R
 searches the history, Ctrl-D leaves."""

@@ -9,6 +9,7 @@ __all__ = ["STYLE"]
 STYLE = Style.from_dict(
     {
         "sep": "#888888",
+        "syntax": "#d78700",
         "wild": "#d78700 bold",
         "prop": "#5f87d7",
         "bound": "#af5fd7",

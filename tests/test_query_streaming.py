@@ -43,3 +43,12 @@ def test_closing_the_rows_cancels_the_query(spark: Any, demo_dir: Path) -> None:
     assert len(tracker.getJobIdsForGroup(handle.last_job_group)) < shards
     # the session is fine for the next query, and a driver-side limit closes early too
     assert handle.query("root/+:+hits", ops="merge=is").to_list() == [(8,)]
+
+
+def test_labels_name_the_arrow_columns(spark: Any, demo_dir: Path) -> None:
+    handle = _store(spark, demo_dir)
+    table = handle.query("+{top}/(1)+{uid}:+hits>2").to_arrow()
+    assert table.column_names == ["top", "uid", "c2"]
+    assert table.to_pylist() == [{"top": "root", "uid": "12345", "c2": 3}]
+    plain = handle.query("+{top}", ops="merge=k").to_arrow()
+    assert plain.column_names == ["c0"]  # ops may reshape the rows: no labels then

@@ -45,6 +45,9 @@ def test_node_names_at_the_cursor() -> None:
     assert [c[0] for c in _completions("root/+12345/")] == ["A", "M", "+", "*"]
     assert [c[0] for c in _completions("root/a")] == ['"a b"']  # quoted as a path writes it
     assert [c[0] for c in _completions("root/11111,6")] == ["67890"]
+    # after the element syntax: limits, ~, regex marks, defaults, labels, prefix and range
+    for text in ("root/(2)+1", "root/~+1", "root/++1", "root/+@1", "root/+[none]{u}1", "root/|1"):
+        assert [c[0] for c in _completions(text)] == ["11111", "12345"], text
     # the cursor in the middle of the line completes what is before it
     assert [c[0] for c in _completions("root/1 | rops merge=kj", cursor=6)] == ["11111", "12345"]
 
@@ -85,6 +88,7 @@ def test_lexer_styles_every_part() -> None:
 
 
 def test_line_parts_and_offsets() -> None:
+    assert split_line("root/|ops/+ | ops merge=kj").path == "root/|ops/+"
     line = split_line("  root/|x|/+ | rops merge=kj |ops str=c0")
     assert (line.path, line.rops, line.ops) == ("root/|x|/+", "merge=kj", "str=c0")
     assert line.offsets == {"path": 2, "rops": 20, "ops": 34}
