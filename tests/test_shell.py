@@ -191,7 +191,7 @@ def test_execute_option_and_piped_input(spark: Any, demo_dir: Path, capsys: Any)
     assert piped.stdout.endswith("format is json\n[\n[8]\n]\n")
     failing = subprocess.run(
         [sys.executable, "-m", "treestore", "shell", str(store), "--master", "local[1]"],
-        input="root/+\nroot/(\n",
+        input="root/+\nroot/)\n",
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,0 +1,362 @@
+"""Row ops: each row is handled as it arrives (limit and skip may stop reading early)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
+
+__all__ = [
+    "CompareOp",
+    "ContainsOp",
+    "FillOp",
+    "LimitOp",
+    "MapOp",
+    "NoDupOp",
+    "OrderMapOp",
+    "OrderOp",
+    "PadOp",
+    "SkipOp",
+    "TitleOp",
+    "column_number",
+]
+
+
+def column_number(args: OpArgs, text: str, index: int) -> int:
+    """``text`` (starting at ``index`` of the arguments) as a column number, or an error there."""
+    if not text.strip().isdigit():
+        raise args.error(index, f"expected a column number, not {text!r}")
+    return int(text)
+
+
+def _cell(row: Row, column: int) -> Value:
+    return row[column] if column < len(row) else None
+
+
+def _set(row: Row, column: int, value: Value) -> Row:
+    """Set ``row[column]`` (appending when it is past the end, as Hydra does)."""
+    if column < len(row):
+        row[column] = value
+    else:
+        row.append(value)
+    return row
+
+
+class LimitOp(Op):
+    """limit=[k...]N or limit=[k...]M:N : skip M rows, then pass N rows.
+
+    Without key letters it stops reading once N rows passed (in a shard's
+    task, the tree walk stops too). With leading ``k`` letters, one per key
+    column, the counts restart whenever the key of adjacent rows changes.
+
+    Example: ``limit=1:2`` on r0 r1 r2 r3 passes r1 r2; ``limit=k1`` on
+    ``a 1`` / ``a 2`` / ``b 1`` passes ``a 1`` / ``b 1``.
+    """
+
+    name = "limit"
+    arguments = (("k", "a key column: counts restart when it changes"), ("0", "digits: N or M:N"))
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        text = args.text
+        keys = len(text) - len(text.lstrip("k"))
+        numbers = text[keys:].split(":")
+        if len(numbers) > 2 or not all(n.isdigit() for n in numbers):
+            raise args.error(keys, "expected N or M:N (skip M, then pass N)")
+        self.keys = keys
+        self.skip, self.count = (0, int(numbers[0])) if len(numbers) == 1 else map(int, numbers)
+        if self.count <= 0:
+            raise args.error(len(text) - 1, "the number of rows to pass must be at least 1")
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Pass the rows in the window, per key when there are key letters."""
+        seen = passed = 0
+        current: tuple[Value, ...] | None = None
+        for row in rows:
+            if self.keys:
+                key = tuple(_cell(row, i) for i in range(self.keys))
+                if key != current:
+                    current, seen, passed = key, 0, 0
+            seen += 1
+            if seen <= self.skip or passed >= self.count:
+                continue
+            passed += 1
+            yield row
+            if not self.keys and passed >= self.count:
+                return
+
+
+class SkipOp(Op):
+    """skip=N[,A[,B]] : drop the first N rows; then pass A, drop B (B defaults to A), and so on.
+
+    Example: ``skip=1,2`` on r1..r7 passes r2 r3 r6 r7.
+    """
+
+    name = "skip"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        parts = args.split(",")
+        if not 1 <= len(parts) <= 3:
+            raise args.error(0, "expected N, N,A or N,A,B")
+        numbers = [column_number(args, text, index) for text, index in parts]
+        self.first = numbers[0]
+        self.take = numbers[1] if len(numbers) > 1 else 0
+        self.drop = numbers[2] if len(numbers) > 2 else self.take
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Drop, then alternate."""
+        for index, row in enumerate(rows):
+            if index < self.first:
+                continue
+            if not self.take or (index - self.first) % (self.take + self.drop) < self.take:
+                yield row
+
+
+class OrderOp(Op):
+    """order=C1,C2,... : a row of just these columns, in this order (repeats allowed).
+
+    Example: ``order=1,2,0`` turns ``A 1 art`` into ``1 art A``.
+    """
+
+    name = "order"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        self.columns = [column_number(args, text, index) for text, index in args.split(",")]
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Reorder each row."""
+        for row in rows:
+            yield [_cell(row, c) for c in self.columns]
+
+
+def _fill_value(args: OpArgs, spec: str) -> Value:
+    """Hydra's fill spec: iN/lN a whole number, fX/dX a real number, sTEXT text, else a number."""
+    try:
+        if not spec:
+            return 0
+        if spec[0] in "il":
+            return int(spec[1:])
+        if spec[0] in "fd":
+            return float(spec[1:])
+        if spec[0] == "s":
+            return spec[1:]
+        return int(spec)
+    except ValueError:
+        raise args.error(
+            0, f"cannot read the fill value {spec!r}", hint="Use iN, fX or sTEXT."
+        ) from None
+
+
+class FillOp(Op):
+    """fill=[SPEC] : every null cell becomes the fill value (iN, fX, sTEXT; default 0).
+
+    Example: ``fill=sNA`` turns ``a null 2`` into ``a NA 2``.
+    """
+
+    name = "fill"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        self.value = _fill_value(args, args.text)
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Fill each row's nulls."""
+        for row in rows:
+            yield [self.value if v is None else v for v in row]
+
+
+class PadOp(Op):
+    """pad=SPEC:N : make the row at least N columns wide, short and null cells filled with SPEC.
+
+    Example: ``pad=0:4`` turns ``a 1`` into ``a 1 0 0``.
+    """
+
+    name = "pad"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        spec, colon, width = args.text.rpartition(":")
+        if not colon or not width.isdigit():
+            raise args.error(len(args.text), "expected SPEC:N, e.g. pad=0:4")
+        self.value = _fill_value(args, spec)
+        self.width = int(width)
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Pad each row."""
+        for row in rows:
+            out = list(row) + [None] * max(0, self.width - len(row))
+            yield [self.value if (v is None and i < self.width) else v for i, v in enumerate(out)]
+
+
+class TitleOp(Op):
+    """title=T1,T2,... : put a row of these titles before the first row (none if no rows).
+
+    Example: ``title=uid,hits`` before ``12345 3`` gives ``uid hits`` / ``12345 3``.
+    """
+
+    name = "title"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        self.titles: Row = [text for text, _ in args.split(",")]
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """The title row, then the rows."""
+        first = True
+        for row in rows:
+            if first:
+                yield list(self.titles)
+                first = False
+            yield row
+
+
+class ContainsOp(Op):
+    """contains=C:S1,S2,... : keep rows whose column C contains any of the texts.
+
+    Rows shorter than C+1 columns pass; a null cell contains nothing.
+    Example: ``contains=0:Alpha`` keeps ``Alpha 4`` and ``3Alpha2 5``.
+    """
+
+    name = "contains"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        column, colon, needles = args.text.partition(":")
+        if not colon:
+            raise args.error(len(column), "expected C:TEXT[,TEXT...]")
+        self.column = column_number(args, column, 0)
+        self.needles = [n for n in needles.split(",") if n]
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Filter."""
+        for row in rows:
+            if self.column >= len(row):
+                yield row
+                continue
+            text = row[self.column]
+            if text is not None and any(n in as_text(text) for n in self.needles):
+                yield row
+
+
+_COMPARISONS = {
+    "eq": lambda a, b: a == b,
+    "gt": lambda a, b: a > b,
+    "gteq": lambda a, b: a >= b,
+    "lt": lambda a, b: a < b,
+    "lteq": lambda a, b: a <= b,
+}
+
+
+class CompareOp(Op):
+    """compare=C:OP:N : keep rows whose column C compares so with N (OP: eq gt gteq lt lteq).
+
+    The cell is read as a number; a null or non-number counts as 0. Rows
+    shorter than C+1 columns pass. Example: ``compare=1:gteq:90`` keeps
+    ``Alpha 100`` and ``Gamma 90``.
+    """
+
+    name = "compare"
+    arguments = tuple((name, "comparison") for name in _COMPARISONS)
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        parts = args.text.split(":")
+        if len(parts) != 3 or parts[1] not in _COMPARISONS:
+            raise args.error(0, "expected C:OP:N", hint="OP is one of eq, gt, gteq, lt, lteq.")
+        self.column = column_number(args, parts[0], 0)
+        self.test = _COMPARISONS[parts[1]]
+        number = as_number(parts[2])
+        if number is None:
+            raise args.error(len(parts[0]) + len(parts[1]) + 2, f"{parts[2]!r} is not a number")
+        self.number = number
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Filter."""
+        for row in rows:
+            if self.column >= len(row) or self.test(as_number(row[self.column]) or 0, self.number):
+                yield row
+
+
+class MapOp(Op):
+    """map=C::{"from":"to",...} : replace column C's value when the JSON object has it as a key.
+
+    Example: ``map=0::{"a":"x"}`` turns ``a 1`` into ``x 1``.
+    """
+
+    name = "map"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        column, separator, mapping = args.text.partition("::")
+        if not separator:
+            raise args.error(len(column), 'expected C::{"from":"to"}')
+        self.column = column_number(args, column, 0)
+        try:
+            table = json.loads(mapping)
+        except ValueError as exc:
+            raise args.error(len(column) + 2, f"the map is not valid JSON ({exc})") from None
+        if not isinstance(table, dict):
+            raise args.error(len(column) + 2, "the map must be a JSON object")
+        self.table: dict[str, Value] = table
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Map each row's cell."""
+        for row in rows:
+            value = _cell(row, self.column)
+            if value is not None and as_text(value) in self.table:
+                row = _set(list(row), self.column, self.table[as_text(value)])
+            yield row
+
+
+class OrderMapOp(Op):
+    """ordermap=T,TEXT,FROM,TO[:T,TEXT,FROM,TO...] : where column T is TEXT, copy FROM into TO.
+
+    Example: ``ordermap=0,C,2,1`` turns ``C 3 cog`` into ``C cog cog``.
+    """
+
+    name = "ordermap"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        self.rules: list[tuple[int, str, int, int]] = []
+        start = 0
+        for rule in args.text.split(":"):
+            parts = rule.split(",")
+            if len(parts) != 4:
+                raise args.error(start, "expected T,TEXT,FROM,TO")
+            test = column_number(args, parts[0], start)
+            source = column_number(args, parts[2], start)
+            target = column_number(args, parts[3], start)
+            self.rules.append((test, parts[1], source, target))
+            start += len(rule) + 1
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Apply the rules to each row."""
+        for row in rows:
+            out = list(row)
+            for test, text, source, target in self.rules:
+                if as_text(_cell(row, test)) == text:
+                    _set(out, target, _cell(row, source))
+            yield out
+
+
+class NoDupOp(Op):
+    """nodup : a cell equal to the cell above it (in the input) becomes null.
+
+    Example: ``a 1`` / ``a 2`` / ``b 2`` gives ``a 1`` / ``null 2`` / ``b null``.
+    """
+
+    name = "nodup"
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Blank repeats."""
+        previous: Row = []
+        for row in rows:
+            yield [
+                None if i < len(previous) and previous[i] == v and v is not None else v
+                for i, v in enumerate(row)
+            ]
+            previous = row
