@@ -107,5 +107,7 @@ def compile_ops(text: str | None) -> OpsPlan:
         else:
             end = name_token.end_column or 1
             args_text, columns = "", (end,)
-        ops.append(op_class(OpArgs(name, args_text, columns, text)))
+        op = op_class(OpArgs(name, args_text, columns, text))
+        op.bind(compile_ops)
+        ops.append(op)
     return OpsPlan(tuple(ops), text)

@@ -9,7 +9,7 @@ engine stays pure and testable with plain strings.
 >>> names = lambda parent, prefix: [n for n in ["12345", "67890"] if n.startswith(prefix)]
 >>> [s.text for s in complete("root/+:nodes>1/1", names)]
 ['12345']
->>> [s.text for s in complete("root/+ | rops me", names)]
+>>> [s.text for s in complete("root/+ | rops mer", names)]
 ['merge=']
 """
 

@@ -52,3 +52,39 @@ def test_labels_name_the_arrow_columns(spark: Any, demo_dir: Path) -> None:
     assert table.to_pylist() == [{"top": "root", "uid": "12345", "c2": 3}]
     plain = handle.query("+{top}", ops="merge=k").to_arrow()
     assert plain.column_names == ["c0"]  # ops may reshape the rows: no labels then
+
+
+QUERIES = [
+    ("root/+:nodes>1/+/+", "str=c1,v=,cat,c2,cat,v2,set;merge=kij"),
+    ("root/+:+hits", None),
+    ("root/++1/+/+", None),
+    ("root/+@2,7/(1)+", None),
+    ('root/|+"[0-9]+5"/A/+', "num=c1,n2,gteq"),
+    ("root/!+1.*/+[none]M/+", None),
+    ("(0-2)root/+/+:+hits/..", None),
+    ("root/+/A/+", "gather=kiu"),
+]
+
+
+@pytest.mark.parametrize(("path", "rops"), QUERIES)
+def test_sharded_store_and_one_shard_tree_give_the_same_rows(
+    spark: Any, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory, path: str, rops: Any
+) -> None:
+    import json as json_module
+
+    from query import compile_ops, parse_path, run_path
+
+    job = json_module.loads((demo_dir / "job.json").read_text())
+    job["shards"] = 1
+    single_dir = tmp_path_factory.mktemp("single")
+    single_job = demo_dir / "job-one-shard.json"
+    single_job.write_text(json_module.dumps(job))
+    run_load(spark, load_job(single_job), single_dir / "store", log=lambda _line: None)
+    from treestore.store import open_version
+
+    one = open_version(single_dir / "store").tree(0)
+    expected = sorted(compile_ops(rops).run(run_path(one, parse_path(path))), key=repr)
+    handle = _store(spark, demo_dir)
+    assert len(handle.store.manifest.trees) > 1
+    got = sorted(handle.query(path, rops=rops).to_list(), key=repr)
+    assert got == expected and got

@@ -58,8 +58,10 @@ def test_properties_keywords_ops_and_letters() -> None:
     assert [c[0] for c in _completions("root/+:hits>1,n")] == ["nodes"]
     assert [c[0] for c in _completions("root/+ |")] == ["rops", "ops"]
     assert [c[0] for c in _completions("root/+ | r")] == ["rops"]
-    assert [c[0] for c in _completions("root/+ | rops ")] == ["merge=", "str="]
-    assert [c[0] for c in _completions("root/+ | rops str=c1;m")] == ["merge="]
+    names = [c[0] for c in _completions("root/+ | rops ")]
+    assert {"merge=", "str=", "gather=", "sort=", "limit=", "num="} <= set(names)
+    assert names == sorted(names)
+    assert [c[0] for c in _completions("root/+ | rops str=c1;mer")] == ["merge="]
     letters = _completions("root/+ | ops merge=k")
     assert ("j", 0, "join") in letters and ("s", 0, "sum") in letters
     assert [c[0] for c in _completions("root/+ | rops str=c1,ca")] == ["cat"]
@@ -70,7 +72,7 @@ def test_properties_keywords_ops_and_letters() -> None:
 def test_meta_command_completion() -> None:
     assert [c[0] for c in _completions("\\fo")] == ["\\format"]
     assert [c[0] for c in _completions("\\format j")] == ["json"]
-    assert [c[0] for c in _completions("\\ops m")] == ["merge"]
+    assert [c[0] for c in _completions("\\ops mer")] == ["merge"]
     assert {c[0] for c in _completions("\\")} >= {"\\help", "\\ops", "\\q", "\\reload"}
 
 

@@ -3,12 +3,109 @@
 from __future__ import annotations
 
 from query.ops.base import Op, OpArgs, Row, Value
+from query.ops.gather import GatherOp
 from query.ops.merge import MergeOp
+from query.ops.num import NumOp
+from query.ops.reshape_ops import DepivotOp, FoldOp, GroupByOp, PivotOp
+from query.ops.roll import AvgOp, DeltaOp, MaxOp, MinOp, SumOp
+from query.ops.row_ops import (
+    CompareOp,
+    ContainsOp,
+    FillOp,
+    LimitOp,
+    MapOp,
+    NoDupOp,
+    OrderMapOp,
+    OrderOp,
+    PadOp,
+    SkipOp,
+    TitleOp,
+)
 from query.ops.string_ops import StrOp
+from query.ops.table_ops import (
+    MedianOp,
+    PercentRankOp,
+    RangeOp,
+    ReverseOp,
+    RmSingOp,
+    SortOp,
+    TransOp,
+)
 
-__all__ = ["REGISTRY", "MergeOp", "Op", "OpArgs", "Row", "StrOp", "Value"]
+__all__ = [
+    "ALL_OPS",
+    "REGISTRY",
+    "AvgOp",
+    "CompareOp",
+    "ContainsOp",
+    "DeltaOp",
+    "DepivotOp",
+    "FillOp",
+    "FoldOp",
+    "GatherOp",
+    "GroupByOp",
+    "LimitOp",
+    "MapOp",
+    "MaxOp",
+    "MedianOp",
+    "MergeOp",
+    "MinOp",
+    "NoDupOp",
+    "NumOp",
+    "Op",
+    "OpArgs",
+    "OrderMapOp",
+    "OrderOp",
+    "PadOp",
+    "PercentRankOp",
+    "PivotOp",
+    "RangeOp",
+    "ReverseOp",
+    "RmSingOp",
+    "Row",
+    "SkipOp",
+    "SortOp",
+    "StrOp",
+    "SumOp",
+    "TitleOp",
+    "TransOp",
+    "Value",
+]
 
-REGISTRY: dict[str, type[Op]] = {
-    name: op for op in (StrOp, MergeOp) for name in (op.name, *op.aliases)
-}
+ALL_OPS: tuple[type[Op], ...] = (
+    StrOp,
+    NumOp,
+    MergeOp,
+    GatherOp,
+    SortOp,
+    LimitOp,
+    SkipOp,
+    RangeOp,
+    ReverseOp,
+    MedianOp,
+    OrderOp,
+    OrderMapOp,
+    FillOp,
+    PadOp,
+    TitleOp,
+    TransOp,
+    MapOp,
+    ContainsOp,
+    CompareOp,
+    NoDupOp,
+    RmSingOp,
+    PercentRankOp,
+    SumOp,
+    MinOp,
+    MaxOp,
+    AvgOp,
+    DeltaOp,
+    PivotOp,
+    DepivotOp,
+    FoldOp,
+    GroupByOp,
+)
+"""Every op class, in the order ``\\ops`` lists them."""
+
+REGISTRY: dict[str, type[Op]] = {name: op for op in ALL_OPS for name in (op.name, *op.aliases)}
 """Op name -> op class; an op's docstring is its help text."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from treestore.errors import OpError
 
@@ -63,6 +63,9 @@ class Op:
 
     def __init__(self, args: OpArgs) -> None:
         self.args = args
+
+    def bind(self, compile_ops: Callable[[str], Any]) -> None:
+        """Receive the op-string compiler, for ops that hold ops of their own (``groupby``)."""
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Transform a stream of rows."""

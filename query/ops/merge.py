@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
 from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
 
@@ -70,6 +71,8 @@ class MergeOp(Op):
     """
 
     name = "merge"
+    takes_top: ClassVar[bool] = False
+    """Whether ``t`` marks the column whose value ranks the keys (gather/top only)."""
     arguments = (
         *_LETTERS.items(),
         ("u", "append the merged row count"),
@@ -80,12 +83,15 @@ class MergeOp(Op):
         super().__init__(args)
         columns: list[_Column] = []
         self.count_rows = False
+        self.top_column: int | None = None
         every = ""
         for index, letter in enumerate(args.text):
             if letter.isdigit():
                 every += letter
             elif letter == "u":
                 self.count_rows = True
+            elif letter == "t" and self.takes_top:
+                self.top_column = len(columns)
             elif letter in _LETTERS:
                 columns.append(_Column(letter, index))
             elif letter != ",":

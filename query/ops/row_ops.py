@@ -300,14 +300,14 @@ class MapOp(Op):
             raise args.error(len(column) + 2, f"the map is not valid JSON ({exc})") from None
         if not isinstance(table, dict):
             raise args.error(len(column) + 2, "the map must be a JSON object")
-        self.table: dict[str, Value] = table
+        self.mapping: dict[str, Value] = table
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Map each row's cell."""
         for row in rows:
             value = _cell(row, self.column)
-            if value is not None and as_text(value) in self.table:
-                row = _set(list(row), self.column, self.table[as_text(value)])
+            if value is not None and as_text(value) in self.mapping:
+                row = _set(list(row), self.column, self.mapping[as_text(value)])
             yield row
 
 

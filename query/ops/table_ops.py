@@ -1,0 +1,302 @@
+"""Table ops: they read all their input before their first output row.
+
+``sort`` holds at most :data:`SORT_BUDGET_ROWS` rows in memory: past that it
+writes sorted runs to temporary files and merges them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import msgpack
+
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
+from query.ops.row_ops import column_number
+
+__all__ = [
+    "SORT_BUDGET_ROWS",
+    "MedianOp",
+    "PercentRankOp",
+    "RangeOp",
+    "ReverseOp",
+    "RmSingOp",
+    "SortOp",
+    "TransOp",
+]
+
+SORT_BUDGET_ROWS = int(os.environ.get("TREESTORE_SORT_ROWS", "200000"))
+"""Rows a sort keeps in memory before it spills sorted runs to disk."""
+
+
+class _Descending:
+    """Inverts the order of a key part (for descending columns of any type)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Descending) -> bool:
+        return bool(other.value < self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and self.value == other.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SortOp(Op):
+    """sort=COLS[:TYPES[:DIRS]] : sort rows by columns (default 0); spills to disk when large.
+
+    COLS are comma-separated column numbers. TYPES has one letter per column:
+    ``s`` text (default), ``n``/``i``/``l`` whole number, ``d``/``f`` real
+    number; DIRS one letter per column: ``a`` ascending (default), ``d``
+    descending. A short TYPES or DIRS repeats its first letter. Nulls (and
+    non-numbers in number columns) sort last ascending, first descending.
+    Equal rows keep their input order.
+
+    Example: ``sort=0,1,2:nsn:add`` orders ``0 A 3`` / ``1 A 1`` / ``1 B 2`` /
+    ``0 A 5`` as ``0 A 5`` / ``0 A 3`` / ``1 B 2`` / ``1 A 1``.
+    """
+
+    name = "sort"
+    aliases = ("dsort",)
+    table = True
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        parts = args.text.split(":") if args.text else ["0"]
+        if len(parts) > 3:
+            raise args.error(0, "expected COLS[:TYPES[:DIRS]]")
+        self.columns = [column_number(args, text, index) for text, index in _split(parts[0])]
+        count = len(self.columns)
+        types = parts[1] if len(parts) > 1 and parts[1] else "s"
+        dirs = parts[2] if len(parts) > 2 and parts[2] else "a"
+        self.types = (types + types[0] * count)[:count]
+        self.descending = [d == "d" for d in (dirs + dirs[0] * count)[:count]]
+        self.budget = SORT_BUDGET_ROWS
+
+    def _key(self, row: Row) -> tuple[Any, ...]:
+        parts: list[Any] = []
+        for column, kind, down in zip(self.columns, self.types, self.descending, strict=True):
+            value = row[column] if column < len(row) else None
+            if kind in "nildf":
+                value = as_number(value)
+            else:
+                value = None if value is None else as_text(value)
+            part = (1, 0) if value is None else (0, value)  # nulls after everything
+            parts.append(_Descending(part) if down else part)
+        return tuple(parts)
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Sort; past the memory budget, merge sorted runs from disk."""
+        chunk: list[tuple[tuple[Any, ...], int, Row]] = []
+        spilled: list[Any] = []
+        try:
+            for order, row in enumerate(rows):
+                chunk.append((self._key(row), order, row))
+                if len(chunk) >= self.budget:
+                    spilled.append(_spill(sorted(chunk, key=_first_two)))
+                    chunk = []
+            chunk.sort(key=_first_two)
+            if not spilled:
+                for _key, _order, row in chunk:
+                    yield row
+                return
+            streams = [_read_run(handle, self._key) for handle in spilled]
+            streams.append(iter(chunk))
+            for _key, _order, row in heapq.merge(*streams, key=_first_two):
+                yield row
+        finally:
+            for handle in spilled:
+                handle.close()
+
+
+def _first_two(item: tuple[tuple[Any, ...], int, Row]) -> tuple[tuple[Any, ...], int]:
+    return item[0], item[1]
+
+
+def _spill(items: list[tuple[tuple[Any, ...], int, Row]]) -> Any:
+    """Write a sorted run of (order, row) pairs to a temporary file; return it rewound."""
+    # the file outlives this function: the sort closes it when its merge is done
+    handle = tempfile.TemporaryFile(prefix="treestore-sort-")  # noqa: SIM115
+    packer = msgpack.Packer()
+    for _key, order, row in items:
+        handle.write(packer.pack((order, row)))
+    handle.seek(0)
+    return handle
+
+
+def _read_run(
+    handle: Any, key: Callable[[Row], tuple[Any, ...]]
+) -> Iterator[tuple[tuple[Any, ...], int, Row]]:
+    for order, row in msgpack.Unpacker(handle, use_list=True):
+        yield key(row), order, row
+
+
+def _split(text: str) -> list[tuple[str, int]]:
+    pieces, start = [], 0
+    for part in text.split(","):
+        pieces.append((part, start))
+        start += len(part) + 1
+    return pieces
+
+
+class ReverseOp(Op):
+    """reverse : the rows in reverse order.
+
+    Example: ``a`` / ``b`` / ``c`` becomes ``c`` / ``b`` / ``a``.
+    """
+
+    name = "reverse"
+    table = True
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Reverse."""
+        yield from reversed(list(rows))
+
+
+class RangeOp(Op):
+    """range=B[,E] : rows B up to (not including) E; negative values count from the end.
+
+    E defaults to the end; E <= 0 counts back from the end. Examples:
+    ``range=2`` drops the first 2 rows, ``range=-3`` keeps the last 3,
+    ``range=0,-1`` drops the last row.
+    """
+
+    name = "range"
+    table = True
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        parts = args.split(",")
+        if not 1 <= len(parts) <= 2:
+            raise args.error(0, "expected B or B,E")
+        numbers = []
+        for text, index in parts:
+            if not text.lstrip("-").isdigit():
+                raise args.error(index, f"expected a whole number, not {text!r}")
+            numbers.append(int(text))
+        self.begin = numbers[0]
+        self.end = numbers[1] if len(numbers) > 1 else 0
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """The window of rows."""
+        table = list(rows)
+        size = len(table)
+        begin = max(0, size + self.begin) if self.begin < 0 else self.begin
+        end = size + self.end if self.end <= 0 else self.end
+        if end < begin:
+            begin, end = end, begin
+        yield from table[begin : min(end, size)]
+
+
+class MedianOp(Op):
+    """median : the middle row (index size/2) in the current order; sort first for a median.
+
+    Example: ``sort=1:n;median`` gives the row with the median of column 1.
+    """
+
+    name = "median"
+    table = True
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """The middle row (nothing for no rows)."""
+        table = list(rows)
+        if table:
+            yield table[len(table) // 2]
+
+
+class TransOp(Op):
+    """trans : transpose: output row i is input column i (short rows leave nulls).
+
+    Example: ``a 1`` / ``b 2`` becomes ``a b`` / ``1 2``.
+    """
+
+    name = "trans"
+    aliases = ("t",)
+    table = True
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Transpose."""
+        table = list(rows)
+        width = max((len(r) for r in table), default=0)
+        for column in range(width):
+            yield [row[column] if column < len(row) else None for row in table]
+
+
+class PercentRankOp(Op):
+    """percentrank=IN:OUT : column OUT gets the percentile rank of column IN's number.
+
+    rank = (1 + the index of the value's first occurrence in ascending order) /
+    the row count, so ties share the lowest rank. Rows whose IN is not a
+    number are dropped. Example: ``a 8`` / ``b 1`` / ``c 7`` / ``d 2`` with
+    ``percentrank=1:2`` get 1.0, 0.25, 0.75, 0.5.
+    """
+
+    name = "percentrank"
+    table = True
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        source, colon, target = args.text.partition(":")
+        if not colon:
+            raise args.error(len(source), "expected IN:OUT")
+        self.source = column_number(args, source, 0)
+        self.target = column_number(args, target, len(source) + 1)
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Rank."""
+        table = [
+            (row, number)
+            for row in rows
+            if (number := as_number(row[self.source] if self.source < len(row) else None))
+            is not None
+        ]
+        ordered = sorted(number for _, number in table)
+        first: dict[int | float, int] = {}
+        for index, number in enumerate(ordered):
+            first.setdefault(number, index)
+        for row, number in table:
+            out = list(row)
+            rank = (1 + first[number]) / len(table)
+            if self.target < len(out):
+                out[self.target] = rank
+            else:
+                out.append(rank)
+            yield out
+
+
+class RmSingOp(Op):
+    """rmsing[=KEY:VAL] : drop runs of adjacent rows with one key whose VAL never differs.
+
+    Defaults 0:1. Example: ``a 1`` / ``a 2`` / ``b 1`` / ``b 1`` / ``c 3`` keeps
+    ``a 1`` / ``a 2``.
+    """
+
+    name = "rmsing"
+    table = True
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        key, _, value = (args.text or "0:1").partition(":")
+        self.key = column_number(args, key, 0)
+        self.value = column_number(args, value or "1", len(key) + 1)
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Keep runs with more than one distinct value."""
+        run: list[Row] = []
+        current: Value = object()  # type: ignore[assignment]
+        for row in [*rows, None]:
+            key = None if row is None else (row[self.key] if self.key < len(row) else None)
+            if row is None or key != current:
+                values = {as_text(r[self.value] if self.value < len(r) else None) for r in run}
+                if len(values) > 1:
+                    yield from run
+                run, current = [], key
+            if row is not None:
+                run.append(row)
