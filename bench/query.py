@@ -1,0 +1,123 @@
+"""Benchmark of queries over a store of about --nodes nodes (default 10M) in 8 shards.
+
+The store has the seed-004 shape (root / UID / A / attribute id, and M / PUID
+for a third of the UIDs), loaded with `treestore load`'s own code. In a warm
+session it prints, for a full scan, a selective lookup (one UID) and the
+seed-004 rops query: the first-row latency, the total time and rows/s.
+Goals: a selective lookup in under 0.5 s warm; a full scan at 1M rows/s per core.
+
+    .venv/bin/python bench/query.py [--nodes 10000000] [--store DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# This file is bench/query.py: drop its folder from the import path, or it would
+# stand in for the `query` package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+
+import numpy as np  # noqa: E402
+
+from loaders import load_job, run_load  # noqa: E402
+from shell.demo import DEMO_OPS, DEMO_PATH  # noqa: E402
+from treestore.spark import get_session  # noqa: E402
+from treestore.store import open_version  # noqa: E402
+
+
+def write_inputs(folder: Path, nodes: int) -> str:
+    """Seed-004 shaped TSVs making about ``nodes`` nodes; returns a UID to look up."""
+    rng = np.random.default_rng(4)
+    uids = max(1, nodes // 5)  # each UID: itself, A, ~3 attribute ids, and M + PUID for a third
+    (folder / "attributes").mkdir(parents=True)
+    (folder / "mapping").mkdir()
+    ids = rng.integers(0, uids, uids * 2)
+    with open(folder / "attributes" / "part-0.tsv", "w") as out:
+        out.write("TIME\tUID\tATTRIBUTE_IDS\n")
+        for n, uid in enumerate(ids):
+            attrs = ",".join(map(str, rng.integers(0, 1000, 1 + n % 3)))
+            out.write(f"{n}\tu{uid}\t{attrs}\n")
+    with open(folder / "mapping" / "part-0.tsv", "w") as out:
+        out.write("TIME\tUID\tPUID\n")
+        for n, uid in enumerate(rng.integers(0, uids, uids // 3)):
+            out.write(f"{n}\tu{uid}\tp{n}\n")
+    return f"u{ids[0]}"
+
+
+def write_job(folder: Path) -> Path:
+    """The seed-004 job (from the demo) with 8 shards."""
+    from shell.demo import write_demo_inputs
+
+    scratch = folder / "demo"
+    write_demo_inputs(scratch)
+    job = json.loads((scratch / "job.json").read_text())
+    job["shards"] = 8
+    for source in job["source"]:
+        source.pop("dedup", None)
+    path = folder / "job.json"
+    path.write_text(json.dumps(job))
+    return path
+
+
+def timed(store, path: str, rops: str | None = None) -> tuple[float, float, int]:  # type: ignore[no-untyped-def]
+    """(first-row seconds, total seconds, rows)."""
+    started = time.perf_counter()
+    first = None
+    count = 0
+    for _row in store.query(path, rops=rops):
+        if first is None:
+            first = time.perf_counter() - started
+        count += 1
+    total = time.perf_counter() - started
+    return first if first is not None else total, total, count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", type=int, default=10_000_000)
+    parser.add_argument("--store", help="reuse (or keep) the store here")
+    args = parser.parse_args()
+    spark = get_session()
+    cores = spark.sparkContext.defaultParallelism
+    with tempfile.TemporaryDirectory(prefix="treestore-query-bench-") as name:
+        folder = Path(args.store) if args.store else Path(name) / "work"
+        store_dir = folder / "store"
+        lookup_file = folder / "lookup.txt"
+        if not store_dir.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            uid = write_inputs(folder, args.nodes)
+            lookup_file.write_text(uid)
+            started = time.perf_counter()
+            run_load(spark, load_job(write_job(folder)), store_dir, log=lambda _line: None)
+            print(f"loaded in {time.perf_counter() - started:.1f} s")
+        uid = lookup_file.read_text()
+        version = open_version(store_dir)
+        nodes = sum(state.nodes for state in version.manifest.trees.values())
+        print(f"store: {nodes:,} nodes in {len(version.manifest.trees)} shards; {cores} cores")
+        import treestore
+
+        store = treestore.open(store_dir, spark=spark)
+        timed(store, "root/+:+hits")  # warm the session and the workers
+        cases = [
+            ("full scan", "root/+/+/+", None),
+            ("selective lookup", f"root/{uid}/+/+", None),
+            ("seed-004 rops query", DEMO_PATH, DEMO_OPS),
+        ]
+        for label, path, rops in cases:
+            timed(store, path, rops)  # warm this query's pages in the page cache
+            first, total, rows = timed(store, path, rops)
+            rate = rows / total if total else 0.0
+            print(
+                f"{label:20} first row {first:6.3f} s, total {total:7.2f} s, {rows:,} rows, "
+                f"{rate:,.0f} rows/s ({rate / cores:,.0f} per core)"
+            )
+        print("goals: selective lookup < 0.5 s warm; full scan >= 1,000,000 rows/s per core")
+
+
+if __name__ == "__main__":
+    main()
