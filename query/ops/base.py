@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from treestore.errors import OpError
 
-__all__ = ["Op", "OpArgs", "Row", "Value", "as_number", "as_text"]
+__all__ = ["Op", "OpArgs", "Row", "Value", "as_number", "as_text", "cell", "set_cell"]
 
 Value = str | int | float | None
 Row = list[Value]
@@ -91,3 +91,17 @@ def as_number(value: Value) -> int | float | None:
             return float(text)
         except ValueError:
             return None
+
+
+def cell(row: Row, column: int) -> Value:
+    """``row[column]``, or null past the row's end."""
+    return row[column] if 0 <= column < len(row) else None
+
+
+def set_cell(row: Row, column: int, value: Value) -> Row:
+    """Set ``row[column]``, appending when the column is past the row's end (as Hydra does)."""
+    if 0 <= column < len(row):
+        row[column] = value
+    else:
+        row.append(value)
+    return row

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from query.ops.base import OpArgs, Row, Value, as_number
+from query.ops.base import OpArgs, Row, Value, as_number, cell
 from query.ops.merge import MergeOp, _Run
 
 __all__ = ["GatherOp"]
@@ -50,7 +50,7 @@ class GatherOp(MergeOp):
         """Fold every row into its key's row; emit them at the end."""
         groups: dict[tuple[Value, ...], _Run] = {}
         for row in rows:
-            key = tuple(row[i] if i < len(row) else None for i in self.keys)
+            key = tuple(cell(row, i) for i in self.keys)
             group = groups.get(key)
             if group is None:
                 group = groups[key] = _Run(len(self.columns))

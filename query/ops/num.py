@@ -6,7 +6,7 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number
+from query.ops.base import Op, OpArgs, Row, as_number, cell, set_cell
 
 __all__ = ["NumOp"]
 
@@ -168,7 +168,7 @@ class NumOp(Op):
         for kind, number, _index in self.steps:
             if kind == "load":
                 assert isinstance(number, int)
-                value = as_number(row[number] if number < len(row) else None)
+                value = as_number(cell(row, number))
                 if value is None:
                     return None
                 stack.append(value)
@@ -177,7 +177,7 @@ class NumOp(Op):
                 stack.append(number)
             elif kind == "set":
                 column, value = int(stack.pop()), stack.pop()
-                _set(row, column, value)
+                set_cell(row, column, value)
             elif kind == "out":
                 row.append(stack.pop())
             elif kind.startswith("test:"):
@@ -207,10 +207,3 @@ def _effect(kind: str, depth: int) -> int:
     if kind == "out":
         return -1
     return -2 if kind in ("set", "test") else -1
-
-
-def _set(row: Row, column: int, value: Value) -> None:
-    if 0 <= column < len(row):
-        row[column] = value
-    else:
-        row.append(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell
 from query.ops.row_ops import column_number
 
 __all__ = ["DepivotOp", "FoldOp", "GroupByOp", "PivotOp"]
@@ -24,7 +24,7 @@ def _columns(args: OpArgs, text: str, start: int) -> list[int]:
 
 def _label(row: Row, columns: list[int]) -> Value:
     """One column's value, or the values of several joined with ':' (a header needs one cell)."""
-    values = [row[c] if c < len(row) else None for c in columns]
+    values = [cell(row, c) for c in columns]
     if len(values) == 1:
         return values[0]
     return ":".join(as_text(v) for v in values)
@@ -80,7 +80,7 @@ class PivotOp(Op):
         col_labels: dict[Value, None] = {}
         for row in rows:
             row_key, col_key = _label(row, self.rows), _label(row, self.cols)
-            value = as_number(row[self.cell] if self.cell < len(row) else None)
+            value = as_number(cell(row, self.cell))
             row_labels.setdefault(row_key)
             col_labels.setdefault(col_key)
             if value is not None:
@@ -150,7 +150,7 @@ class DepivotOp(Op):
                 parts = {
                     "row": row[0],
                     "col": header[index],
-                    "val": row[index] if index < len(row) else None,
+                    "val": cell(row, index),
                 }
                 yield [parts[word] for word in self.order]
 
@@ -182,12 +182,12 @@ class FoldOp(Op):
         current: tuple[Value, ...] | None = None
         slots: dict[str, Row] = {}
         for row in rows:
-            key = tuple(row[k] if k < len(row) else None for k in self.keys)
+            key = tuple(cell(row, k) for k in self.keys)
             if current is not None and key != current:
                 yield self._row(current, slots)
                 slots = {}
             current = key
-            slots[as_text(row[self.column] if self.column < len(row) else None)] = row
+            slots[as_text(cell(row, self.column))] = row
         if current is not None:
             yield self._row(current, slots)
 
@@ -234,7 +234,7 @@ class GroupByOp(Op):
         assert self.compile is not None, "groupby runs inside an ops plan"
         groups: dict[tuple[Value, ...], list[Row]] = {}
         for row in rows:
-            key = tuple(row[k] if k < len(row) else None for k in self.keys)
+            key = tuple(cell(row, k) for k in self.keys)
             groups.setdefault(key, []).append(row)
         for group in groups.values():
             for out in self.compile(self.ops_text).run(group):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number
+from query.ops.base import Op, OpArgs, Row, Value, as_number, cell
 from query.ops.row_ops import column_number
 
 __all__ = ["AvgOp", "DeltaOp", "MaxOp", "MinOp", "RollOp", "SumOp"]
@@ -20,8 +21,6 @@ class RollOp(Op):
     adjacent rows) restarts the state. A null counts as nothing for ``sum``
     and is skipped by the others.
     """
-
-    step: Callable[[float, float, int], float]
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
@@ -51,18 +50,18 @@ class RollOp(Op):
         count = [0] * len(self.columns)
         current: tuple[Value, ...] | None = None
         for row in rows:
-            key = tuple(row[k] if k < len(row) else None for k in self.keys)
+            key = tuple(cell(row, k) for k in self.keys)
             if key != current:
                 state, count, current = [None] * len(self.columns), [0] * len(self.columns), key
             out = list(row)
             results: list[Value] = []
             for i, column in enumerate(self.columns):
-                value = self._number(row[column] if column < len(row) else None)
+                value = self._number(cell(row, column))
+                held = state[i]
                 if value is not None:
                     count[i] += 1
-                    held = state[i]
                     state[i] = value if held is None else self.fold(held, value, count[i])
-                results.append(self.result(state[i], value, count[i]))
+                results.append(self.result(state[i], value, count[i], held))
             if self.mode == "s":
                 for column, result in zip(self.columns, results, strict=True):
                     out += [None] * max(0, column + 1 - len(out))
@@ -74,15 +73,17 @@ class RollOp(Op):
             width = max(self.columns) + 1
             summary: Row = [None] * width
             for column, value, n in zip(self.columns, state, count, strict=True):
-                summary[column] = self.result(value, None, n)
+                summary[column] = self.result(value, None, n, value)
             yield summary
 
     def fold(self, state: int | float, value: int | float, count: int) -> int | float:
         """The state after ``value`` (the ``count``-th non-null value)."""
         raise NotImplementedError
 
-    def result(self, state: int | float | None, value: int | float | None, count: int) -> Value:
-        """What a row shows for the state."""
+    def result(
+        self, state: int | float | None, value: int | float | None, count: int, before: Any
+    ) -> Value:
+        """What a row shows: from the state after its value (``before``: the state before)."""
         return state
 
 
@@ -98,7 +99,9 @@ class SumOp(RollOp):
         """Add."""
         return state + value
 
-    def result(self, state: int | float | None, value: int | float | None, count: int) -> Value:
+    def result(
+        self, state: int | float | None, value: int | float | None, count: int, before: Any
+    ) -> Value:
         """A sum of nothing is 0."""
         return 0 if state is None else state
 
@@ -142,7 +145,9 @@ class AvgOp(RollOp):
         """Keep the sum; :meth:`result` divides."""
         return state + value
 
-    def result(self, state: int | float | None, value: int | float | None, count: int) -> Value:
+    def result(
+        self, state: int | float | None, value: int | float | None, count: int, before: Any
+    ) -> Value:
         """Sum / count (whole-number division for ``i``)."""
         if state is None or not count:
             return None
@@ -166,28 +171,10 @@ class DeltaOp(RollOp):
         """Remember the value; :meth:`result` subtracts."""
         return value
 
-    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
-        """The differences."""
-        previous: list[int | float | None] = [None] * len(self.columns)
-        current: tuple[Value, ...] | None = None
-        for row in rows:
-            key = tuple(row[k] if k < len(row) else None for k in self.keys)
-            if key != current:
-                previous, current = [None] * len(self.columns), key
-            out = list(row)
-            results: list[Value] = []
-            for i, column in enumerate(self.columns):
-                value = self._number(row[column] if column < len(row) else None)
-                if value is None:
-                    results.append(None)
-                    continue
-                before = previous[i]
-                results.append(value if before is None else value - before)
-                previous[i] = value
-            if self.mode == "s":
-                for column, result in zip(self.columns, results, strict=True):
-                    out += [None] * max(0, column + 1 - len(out))
-                    out[column] = result
-            else:
-                out += results
-            yield out
+    def result(
+        self, state: int | float | None, value: int | float | None, count: int, before: Any
+    ) -> Value:
+        """The value minus the one before it (the first value itself; null for a null)."""
+        if value is None:
+            return None
+        return value if before is None else value - before

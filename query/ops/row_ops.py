@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, set_cell
 
 __all__ = [
     "CompareOp",
@@ -28,19 +28,6 @@ def column_number(args: OpArgs, text: str, index: int) -> int:
     if not text.strip().isdigit():
         raise args.error(index, f"expected a column number, not {text!r}")
     return int(text)
-
-
-def _cell(row: Row, column: int) -> Value:
-    return row[column] if column < len(row) else None
-
-
-def _set(row: Row, column: int, value: Value) -> Row:
-    """Set ``row[column]`` (appending when it is past the end, as Hydra does)."""
-    if column < len(row):
-        row[column] = value
-    else:
-        row.append(value)
-    return row
 
 
 class LimitOp(Op):
@@ -75,7 +62,7 @@ class LimitOp(Op):
         current: tuple[Value, ...] | None = None
         for row in rows:
             if self.keys:
-                key = tuple(_cell(row, i) for i in range(self.keys))
+                key = tuple(cell(row, i) for i in range(self.keys))
                 if key != current:
                     current, seen, passed = key, 0, 0
             seen += 1
@@ -129,7 +116,7 @@ class OrderOp(Op):
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Reorder each row."""
         for row in rows:
-            yield [_cell(row, c) for c in self.columns]
+            yield [cell(row, c) for c in self.columns]
 
 
 def _fill_value(args: OpArgs, spec: str) -> Value:
@@ -305,9 +292,9 @@ class MapOp(Op):
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Map each row's cell."""
         for row in rows:
-            value = _cell(row, self.column)
+            value = cell(row, self.column)
             if value is not None and as_text(value) in self.mapping:
-                row = _set(list(row), self.column, self.mapping[as_text(value)])
+                row = set_cell(list(row), self.column, self.mapping[as_text(value)])
             yield row
 
 
@@ -338,8 +325,8 @@ class OrderMapOp(Op):
         for row in rows:
             out = list(row)
             for test, text, source, target in self.rules:
-                if as_text(_cell(row, test)) == text:
-                    _set(out, target, _cell(row, source))
+                if as_text(cell(row, test)) == text:
+                    set_cell(out, target, cell(row, source))
             yield out
 
 

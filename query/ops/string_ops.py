@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, set_cell
 
 __all__ = ["StrOp"]
 
@@ -152,11 +152,7 @@ def _split(op: StrOp, step: _Step, row: Row, stack: list[Value]) -> None:
 
 def _set(op: StrOp, step: _Step, row: Row, stack: list[Value]) -> None:
     column = op._int(stack.pop(), step)
-    value = stack.pop()
-    if 0 <= column < len(row):
-        row[column] = value
-    else:
-        row.append(value)
+    set_cell(row, column, stack.pop())
 
 
 def _eq(op: StrOp, step: _Step, row: Row, stack: list[Value]) -> None:

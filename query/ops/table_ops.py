@@ -14,7 +14,7 @@ from typing import Any
 
 import msgpack
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, set_cell
 from query.ops.row_ops import column_number
 
 __all__ = [
@@ -83,7 +83,7 @@ class SortOp(Op):
     def _key(self, row: Row) -> tuple[Any, ...]:
         parts: list[Any] = []
         for column, kind, down in zip(self.columns, self.types, self.descending, strict=True):
-            value = row[column] if column < len(row) else None
+            value = cell(row, column)
             if kind in "nildf":
                 value = as_number(value)
             else:
@@ -226,7 +226,7 @@ class TransOp(Op):
         table = list(rows)
         width = max((len(r) for r in table), default=0)
         for column in range(width):
-            yield [row[column] if column < len(row) else None for row in table]
+            yield [cell(row, column) for row in table]
 
 
 class PercentRankOp(Op):
@@ -254,21 +254,14 @@ class PercentRankOp(Op):
         table = [
             (row, number)
             for row in rows
-            if (number := as_number(row[self.source] if self.source < len(row) else None))
-            is not None
+            if (number := as_number(cell(row, self.source))) is not None
         ]
         ordered = sorted(number for _, number in table)
         first: dict[int | float, int] = {}
         for index, number in enumerate(ordered):
             first.setdefault(number, index)
         for row, number in table:
-            out = list(row)
-            rank = (1 + first[number]) / len(table)
-            if self.target < len(out):
-                out[self.target] = rank
-            else:
-                out.append(rank)
-            yield out
+            yield set_cell(list(row), self.target, (1 + first[number]) / len(table))
 
 
 class RmSingOp(Op):
@@ -292,9 +285,9 @@ class RmSingOp(Op):
         run: list[Row] = []
         current: Value = object()  # type: ignore[assignment]
         for row in [*rows, None]:
-            key = None if row is None else (row[self.key] if self.key < len(row) else None)
+            key = None if row is None else (cell(row, self.key))
             if row is None or key != current:
-                values = {as_text(r[self.value] if self.value < len(r) else None) for r in run}
+                values = {as_text(cell(r, self.value)) for r in run}
                 if len(values) > 1:
                     yield from run
                 run, current = [], key
