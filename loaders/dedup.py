@@ -137,15 +137,7 @@ class ShardDedup:
             picked = pa.array(rows)
             row_hashes = pc.take(hashes, picked).to_numpy(zero_copy_only=False)
             row_keys = pc.take(keys, picked)
-            index = self.index(int(order))
-            old = index.seen_before(row_hashes, row_keys)
-            repeat = ~index.first_of_batch(row_hashes, row_keys) | index.seen_now(
-                row_hashes, row_keys
-            )
-            earlier[rows] = old
-            within[rows] = repeat & ~old
-            kept = ~(old | repeat)
-            index.add(row_hashes[kept], row_keys.filter(pa.array(kept)))
+            within[rows], earlier[rows] = self.index(int(order)).classify(row_hashes, row_keys)
         return within, earlier
 
     def commit(self) -> dict[str, list[str]]:

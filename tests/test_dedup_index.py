@@ -29,12 +29,11 @@ def _hash(key: str, bits: int = 64) -> int:
 
 
 def _load(index: ShardIndex, batch: list[str], bits: int = 64) -> list[bool]:
-    """What a load does with one batch: drop repeats and known keys, add the rest."""
+    """What a load does with one batch: drop repeats and known keys, add the rest (kept?)."""
     keys = pa.array(batch, pa.string())
     hashes = np.array([_hash(k, bits) for k in batch], dtype=np.int64)
-    keep = index.first_of_batch(hashes, keys) & ~index.seen(hashes, keys)
-    index.add(hashes[keep], keys.filter(pa.array(keep)))
-    return keep.tolist()
+    within, earlier = index.classify(hashes, keys)
+    return (~(within | earlier)).tolist()
 
 
 @settings(max_examples=60, deadline=None)

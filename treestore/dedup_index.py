@@ -162,21 +162,22 @@ class ShardIndex:
 
     def seen(self, hashes: np.ndarray, keys: pa.Array) -> np.ndarray:
         """Which keys are in the index already (earlier loads, or added by this load)."""
-        return self._search([*self.runs, *self._added], hashes, keys)
+        return self._search([*self.runs, *self._added], *_prepared(hashes, keys))
 
-    def seen_before(self, hashes: np.ndarray, keys: pa.Array) -> np.ndarray:
-        """Which keys earlier loads added."""
-        return self._search(self.runs, hashes, keys)
-
-    def seen_now(self, hashes: np.ndarray, keys: pa.Array) -> np.ndarray:
-        """Which keys this load has added so far."""
-        return self._search(self._added, hashes, keys)
+    def classify(self, hashes: np.ndarray, keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(repeat within this load, key of an earlier load) per key; adds the other keys."""
+        hashes, keys, order = _prepared(hashes, keys)
+        earlier = self._search(self.runs, hashes, keys, order)
+        within = ~self.first_of_batch(hashes, keys) | self._search(self._added, hashes, keys, order)
+        within &= ~earlier
+        kept = ~(earlier | within)
+        self.add(hashes[kept], keys.filter(pa.array(kept)))
+        return within, earlier
 
     @staticmethod
-    def _search(runs: Sequence[IndexRun], hashes: np.ndarray, keys: pa.Array) -> np.ndarray:
-        hashes = np.asarray(hashes, dtype=np.int64)
-        keys = keys.cast(pa.large_binary())
-        order = np.argsort(hashes, kind="stable")
+    def _search(
+        runs: Sequence[IndexRun], hashes: np.ndarray, keys: pa.Array, order: np.ndarray
+    ) -> np.ndarray:
         found = np.zeros(len(hashes), dtype=bool)
         for run in runs:
             found |= run.contains(hashes, keys, order)
@@ -233,6 +234,12 @@ class ShardIndex:
                     runs[place] = IndexRun(name, run.hashes, run.keys)
             self.runs = runs
         return tuple(run.name for run in self.runs)
+
+
+def _prepared(hashes: np.ndarray, keys: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Hashes as int64, keys as the runs store them, and the order that sorts the hashes."""
+    hashes = np.asarray(hashes, dtype=np.int64)
+    return hashes, keys.cast(pa.large_binary()), np.argsort(hashes, kind="stable")
 
 
 def _columns(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
