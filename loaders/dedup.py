@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -273,7 +274,7 @@ def _loaded_files(writer: StoreWriter, source: SourceSpec, after: int = 0) -> li
     for path, entry in sorted(writer.base.inputs.items()):
         if entry.get("source") == source.name and int(entry.get("version", 0)) > after:
             found.append(InputFile(path, int(entry["size"]), int(entry["mtime_ns"])))
-    missing = [f.path for f in found if not _exists(f.path)]
+    missing = [f.path for f in found if not Path(f.path).is_file()]
     if missing:
         raise LoadError(
             f"The dedup index of source {source.name!r} must be rebuilt from the files already "
@@ -281,12 +282,6 @@ def _loaded_files(writer: StoreWriter, source: SourceSpec, after: int = 0) -> li
             "or load into a new store."
         )
     return found
-
-
-def _exists(path: str) -> bool:
-    from pathlib import Path
-
-    return Path(path).is_file()
 
 
 def prepare_index(

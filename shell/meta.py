@@ -6,6 +6,7 @@ the first line of each docstring.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -65,13 +66,7 @@ def ops_command(session: ShellSession, argument: str) -> None:
     if found is None:
         session.fail(f"No op called {name!r}; \\ops lists them.")
         return
-    session.say(_dedent(found.__doc__ or ""))
-
-
-def _dedent(doc: str) -> str:
-    import inspect
-
-    return inspect.cleandoc(doc)
+    session.say(inspect.cleandoc(found.__doc__ or ""))
 
 
 @command("info")
