@@ -7,7 +7,7 @@ each Spark task looks up the batches of its own input partition with
 vectorized binary searches, so a hot id costs no single task more than its
 share of the events. :func:`loaders.sweep.interval_sweep` picks this plan when
 the valid intervals number at most ``broadcast_limit`` (the index costs about
-40 bytes per interval in every Python worker).
+33 bytes per interval in every Python worker).
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def run_lines(session: ShellSession, lines: Iterable[str]) -> int:
     return 1 if failed else 0
 
 
-def _warm_start(factory: Callable[[], SparkSession], out: TextIO) -> SparkSession:
+def _warm_start(factory: Callable[[], SparkSession], out: TextIO) -> None:
     """Start Spark (and run one tiny job) while a spinner turns."""
     done = threading.Event()
 
@@ -84,7 +84,6 @@ def _warm_start(factory: Callable[[], SparkSession], out: TextIO) -> SparkSessio
     finally:
         done.set()
         spinner.join()
-    return spark
 
 
 def run_shell(
@@ -118,9 +117,7 @@ def _interactive(
     from shell.toolbar import toolbar
 
     session = ShellSession(store_dir, factory, out, err, terminal=True, pager=pydoc.pager)
-    spark = _warm_start(factory, out)
-    session.session_factory = lambda: spark
-    session.reload()
+    _warm_start(factory, out)  # the factory hands queries this same, now warm, session
     names = NodeNames(lambda: session.store.store)
     prompt = PromptSession[str](
         history=_history(err),
