@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from loaders.job import JobSpec, SourceSpec
+from loaders.readers import REJECT
 from loaders.shard_frames import SHARD, partition_by_shard, shard_column
 from loaders.sources import InputFile, read_source
 from treestore.dedup_index import (
@@ -251,7 +252,10 @@ def index_files(
     against the runs, one new run per shard), without the trees: it rebuilds
     and catches up indexes, and ``bench/dedup.py`` times it.
     """
-    frame = read_source(spark, source, files)
+    from pyspark.sql import functions as F
+
+    fields = [*source.dedup_keys, *([source.shard_by] if source.shard_by else [])]
+    frame = read_source(spark, source, files, fields).where(F.col(REJECT).isNull())
     frame = dedup_columns(frame.withColumn(SHARD, shard_column(frame, source, job.shards)), source)
     arranged = partition_by_shard(spark, frame.select(SHARD, DKEY, DHASH), job.shards)
     task = _index_task(pages, source.name, base)

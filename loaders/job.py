@@ -12,13 +12,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from loaders.filters_model import BundleFilter, FieldMapping, parse_bundle_filter, parse_fields
+from loaders.filters_model import (
+    BundleFilter,
+    FieldMapping,
+    fields_named,
+    parse_bundle_filter,
+    parse_fields,
+)
 from loaders.jobfile import JobText, KeyPath, read_job_file
 
-__all__ = ["ElementSpec", "JobSpec", "MapSpec", "SourceSpec", "load_job"]
+__all__ = ["AttachmentSpec", "ElementSpec", "JobSpec", "MapSpec", "SourceSpec", "load_job"]
 
 FORMATS = ("csv", "tsv", "json", "parquet")
 ELEMENT_TYPES = ("const", "value", "branch")
+_ATTACHMENT_KEYS = {
+    "sum": {"type", "key", "value", "countMissing"},
+    "count": {"type", "key"},
+    "key.top": {"type", "key", "size"},
+    "time": {"type", "key"},
+}
 
 
 @dataclass(frozen=True)
@@ -36,8 +48,29 @@ class SourceSpec:
 
 
 @dataclass(frozen=True)
+class AttachmentSpec:
+    """One entry of an element's ``data``: a named summary kept on each node it visits."""
+
+    name: str
+    kind: str  # one of treestore.attachments.KINDS
+    key: str | None
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The options as a dict."""
+        return dict(self.options)
+
+
+@dataclass(frozen=True)
 class ElementSpec:
-    """One element of ``tree.root``: ``const``, ``value`` or ``branch``."""
+    """One element of ``tree.root``: ``const``, ``value`` or ``branch``.
+
+    ``value`` is a const's name, or a value element's default for a missing
+    field; ``label`` (Hydra's ``name``) puts a const node of that name above the
+    element's nodes; ``once`` visits a node only when it is created; ``count``
+    false leaves hits unchanged (data still updates).
+    """
 
     kind: Literal["const", "value", "branch"]
     where: str
@@ -46,6 +79,10 @@ class ElementSpec:
     create: bool = True
     filter: BundleFilter | None = None
     branches: tuple[tuple[ElementSpec, ...], ...] = ()
+    once: bool = False
+    count: bool = True
+    label: str | None = None
+    data: tuple[AttachmentSpec, ...] = ()
 
     def walk(self) -> list[ElementSpec]:
         """This element and every element nested in its branches."""
@@ -78,6 +115,23 @@ class JobSpec:
     def elements(self) -> list[ElementSpec]:
         """Every tree element, nested ones included."""
         return [found for element in self.tree for found in element.walk()]
+
+    def input_fields(self) -> set[str]:
+        """Every field name the job reads or sets: what the readers keep of a record."""
+        names: set[str] = set()
+        for source in self.sources:
+            names.update(source.dedup_keys)
+            if source.shard_by:
+                names.add(source.shard_by)
+        for mapping in self.map.fields:
+            names.add(mapping.source)
+        names |= fields_named(self.map.filter_in) | fields_named(self.map.filter_out)
+        for element in self.elements():
+            names |= fields_named(element.filter)
+            if element.key:
+                names.add(element.key)
+            names.update(a.key for a in element.data if a.key)
+        return names
 
 
 class _Validator:
@@ -161,6 +215,39 @@ class _Validator:
             dedup_keys=dedup_keys,
         )
 
+    def attachments(self, doc: Any, path: KeyPath) -> tuple[AttachmentSpec, ...]:
+        if not isinstance(doc, dict) or not doc:
+            raise self.job.error(path, "'data' must be an object: attachment name -> settings")
+        found = []
+        for name, body in doc.items():
+            where = (*path, name)
+            kind = body.get("type") if isinstance(body, dict) else None
+            if kind not in _ATTACHMENT_KEYS:
+                raise self.job.error(
+                    (*where, "type") if isinstance(body, dict) and "type" in body else where,
+                    f"unknown attachment type {kind!r}",
+                    hint="Use " + ", ".join(_ATTACHMENT_KEYS) + ".",
+                )
+            body = self.dict_at(body, where, _ATTACHMENT_KEYS[kind])
+            key = self.text(body, "key", where, required=kind != "sum")
+            options: dict[str, Any] = {}
+            if kind == "key.top":
+                size = body.get("size")
+                if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                    raise self.job.error(
+                        (*where, "size") if "size" in body else where,
+                        "a key.top needs a 'size': how many keys it keeps (at least 1)",
+                    )
+                options["size"] = size
+            if kind == "sum":
+                value = body.get("value", 0)
+                if not isinstance(value, int | float) or isinstance(value, bool):
+                    raise self.job.error((*where, "value"), "'value' must be a number")
+                options["value"] = value
+                options["countMissing"] = self.flag(body, "countMissing", where, True)
+            found.append(AttachmentSpec(name, kind, key, tuple(sorted(options.items()))))
+        return tuple(found)
+
     def element(self, doc: Any, path: KeyPath) -> ElementSpec:
         if not isinstance(doc, dict):
             raise self.job.error(path, "a path element must be an object with a 'type'")
@@ -171,16 +258,20 @@ class _Validator:
                 f"unknown element type {kind!r}" if "type" in doc else "the element has no 'type'",
                 hint="Use const, value or branch.",
             )
-        common = {"type", "create", "filter"}
-        extra = {"const": {"value"}, "value": {"key", "name"}, "branch": {"list"}}[kind]
+        common = {"type", "create", "filter", "once", "count", "name", "data"}
+        extra = {"const": {"value"}, "value": {"key", "value"}, "branch": {"list"}}[kind]
         self.dict_at(doc, path, common | extra)
         where = f"{self.job.file}: " + ".".join(str(p) for p in path)
-        bundle_filter = (
-            parse_bundle_filter(doc["filter"], (*path, "filter"), self.job)
+        options: dict[str, Any] = {
+            "create": self.flag(doc, "create", path, True),
+            "once": self.flag(doc, "once", path, False),
+            "count": self.flag(doc, "count", path, True),
+            "label": self.text(doc, "name", path),
+            "data": self.attachments(doc["data"], (*path, "data")) if "data" in doc else (),
+            "filter": parse_bundle_filter(doc["filter"], (*path, "filter"), self.job)
             if "filter" in doc
-            else None
-        )
-        create = self.flag(doc, "create", path, True)
+            else None,
+        }
         if kind == "const":
             value = doc.get("value")
             if not isinstance(value, str | int) or value == "":
@@ -188,14 +279,16 @@ class _Validator:
                     (*path, "value") if "value" in doc else path,
                     "a const needs a non-empty 'value'",
                 )
-            return ElementSpec(
-                "const", where, value=str(value), create=create, filter=bundle_filter
-            )
+            return ElementSpec("const", where, value=str(value), **options)
         if kind == "value":
-            key = self.text(doc, "key", path) or self.text(doc, "name", path)
+            key = self.text(doc, "key", path)
             if key is None:
                 raise self.job.error(path, "a value element needs a 'key' (the field to read)")
-            return ElementSpec("value", where, key=key, create=create, filter=bundle_filter)
+            return ElementSpec(
+                "value", where, key=key, value=self.text(doc, "value", path), **options
+            )
+        if options["data"]:
+            raise self.job.error((*path, "data"), "a branch keeps no data; put it on its elements")
         lists = doc.get("list")
         if not isinstance(lists, list) or not lists:
             raise self.job.error(
@@ -203,7 +296,7 @@ class _Validator:
                 "a branch needs a 'list' of element lists",
             )
         branches = tuple(self.element_list(b, (*path, "list", i)) for i, b in enumerate(lists))
-        return ElementSpec("branch", where, create=create, filter=bundle_filter, branches=branches)
+        return ElementSpec("branch", where, branches=branches, **options)
 
     def element_list(self, doc: Any, path: KeyPath) -> tuple[ElementSpec, ...]:
         if not isinstance(doc, list) or not doc:

@@ -3,61 +3,57 @@
 The plan, all in one Spark job:
 
 1. For each source (in job order), read only the files the store has not
-   loaded yet; compute the shard (``pmod(xxhash64(shard_by), shards)``, see
-   :mod:`treestore.sharding`), the source's order and, with ``dedup``, a
-   within-load duplicate flag.
-2. Union the sources, run ``map`` (``filter_in``, ``fields``, ``filter_out``) and
-   every element filter as Spark SQL expressions.
-3. Repartition so that partition number == shard number, sort each partition by
-   source order, and in ``mapInArrow`` apply the records to each shard's tree,
-   writing the new tree under a fresh file name (a retried task never clobbers).
-4. The driver gathers the tasks' small reports and publishes the next version
-   (new tree files, the loaded input files with their record counts, the load
-   report) atomically. Nothing is published if anything failed.
+   loaded yet, one task per file, with pyarrow (:mod:`loaders.readers`: every
+   record keeps its file and line; malformed lines become rejected records);
+   compute the shard (``pmod(xxhash64(shard_by), shards)``, see
+   :mod:`treestore.sharding`), the source's order and the dedup key.
+2. Union the sources, run ``map`` (``filter_in``, ``fields``, ``filter_out``),
+   every element filter and the reject tests as Spark SQL expressions.
+3. Repartition so that partition number == shard number, sort each partition
+   by source order, and in ``mapInArrow`` (:mod:`loaders.load_task`) set the
+   rejected records aside, drop duplicates, aggregate identical records and
+   apply them to the shard's tree, writing new runs (a retried task never
+   clobbers: run names are fresh).
+4. The driver folds the tasks' small reports into the load report; more than
+   ``max_rejected`` rejected records fail the load. Otherwise it publishes the
+   next version (new tree runs, the loaded input files with their record
+   counts, the report) atomically, then the dedup index. Nothing is published
+   if anything failed.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from loaders.dedup import (
-    DHASH,
-    DKEY,
-    EARLIER,
-    WITHIN,
-    BatchDedup,
-    dedup_columns,
-    prepare_index,
-    publish_index,
-)
-from loaders.filters import SymbolicRecord, compile_bundle_filter, compile_value_filter
+from loaders.dedup import DHASH, DKEY, dedup_columns, prepare_index, publish_index
+from loaders.filters import FilterCompiler, SymbolicRecord
 from loaders.job import JobSpec, SourceSpec
+from loaders.load_report import Phases, summarize
+from loaders.load_task import KEEP, ORDER, TASK_SCHEMA, TaskPlan, shard_task
+from loaders.progress import spark_progress
+from loaders.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.shard_frames import SHARD, partition_by_shard, shard_column
-from loaders.sources import FILE_COLUMN, InputFile, list_input_files, read_source
-from loaders.treebuild import ApplyStats, TreeBuilder
+from loaders.sources import InputFile, list_input_files, read_source
+from loaders.treebuild import TreeBuilder
 from treestore.errors import LoadError
 from treestore.failpoints import failpoint
 from treestore.pagestore import PageStore
 from treestore.spark import spark_errors
 from treestore.store import DEFAULT_RETENTION, StoreWriter, collect_garbage, store_lock
-from treestore.tree import ShardState, ShardTree
+from treestore.tree import ShardState
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["LoadResult", "run_load"]
+__all__ = ["DEFAULT_MAX_REJECTED", "LoadResult", "run_load"]
 
-ORDER, KEEP = "__source_order", "__keep"
-_TASK_SCHEMA = "shard int, result string"
+DEFAULT_MAX_REJECTED = 1000
 
 
 @dataclass
@@ -69,133 +65,92 @@ class LoadResult:
 
 
 def _source_frame(
-    spark: SparkSession, index: int, source: SourceSpec, files: list[InputFile], shards: int
+    spark: SparkSession,
+    index: int,
+    source: SourceSpec,
+    files: list[InputFile],
+    job: JobSpec,
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
-    frame = read_source(spark, source, files)
-    frame = frame.withColumn(SHARD, shard_column(frame, source, shards))
+    frame = read_source(spark, source, files, job.input_fields())
+    frame = frame.withColumn(SHARD, shard_column(frame, source, job.shards))
     frame = frame.withColumn(ORDER, F.lit(index))
     if source.inject_source_name:
         frame = frame.withColumn(source.inject_source_name, F.col(FILE_COLUMN))
     return dedup_columns(frame, source)
 
 
+def _attachment_checks(builder: TreeBuilder, record: SymbolicRecord) -> list[tuple[Column, str]]:
+    """Rejects for values a ``sum`` or ``time`` attachment cannot take."""
+    from pyspark.sql import functions as F
+
+    checks = []
+    for spec in builder.attachments:
+        if spec.kind not in ("sum", "time") or spec.key is None:
+            continue
+        kind = "double" if spec.kind == "sum" else "long"
+
+        def bad(x: Column, kind: str = kind) -> Column:
+            return (x != "") & x.try_cast(kind).isNull()
+
+        value = record.get(spec.key)
+        test = F.exists(value, bad) if spec.key in record.arrays else bad(value)
+        what = "a number" if spec.kind == "sum" else "a whole number"
+        checks.append((test, f"data {spec.name!r} ({spec.kind}): {spec.key!r} is not {what}"))
+    return checks
+
+
 def _mapped(frame: DataFrame, job: JobSpec, builder: TreeBuilder) -> DataFrame:
-    """Add ``__keep`` (the map's verdict) and element filter columns; keep what the tree needs."""
+    """Add ``__keep`` (the map's verdict), element filter columns and reject reasons."""
     from pyspark.sql import functions as F
 
     names = [c for c in frame.columns if not c.startswith("__")]
     record = SymbolicRecord({name: F.col(f"`{name}`") for name in names})
+    for spec in frame.schema.fields:
+        if spec.name in record.columns and spec.dataType.typeName() == "array":
+            record = record.with_field(spec.name, record.columns[spec.name], True)
+    compiler = FilterCompiler()
     keep: Column = F.lit(True)
     if job.map.filter_in is not None:
-        passes, record = compile_bundle_filter(job.map.filter_in, record)
+        passes, record = compiler.bundle(job.map.filter_in, record)
         keep = keep & passes
     if job.map.fields:
         projected = SymbolicRecord({})
         for mapping in job.map.fields:
             value, is_array = record.get(mapping.source), mapping.source in record.arrays
             if mapping.filter is not None:
-                value, is_array = compile_value_filter(mapping.filter, value, is_array)
+                value, is_array = compiler.value(mapping.filter, value, is_array)
             projected = projected.with_field(mapping.target, value, is_array)
         record = projected
     if job.map.filter_out is not None:
-        passes, record = compile_bundle_filter(job.map.filter_out, record)
+        passes, record = compiler.bundle(job.map.filter_out, record)
         keep = keep & passes
-    columns = [F.col(c) for c in (SHARD, ORDER, FILE_COLUMN, DKEY, DHASH)]
+    columns = [F.col(c) for c in (SHARD, ORDER, FILE_COLUMN, LINE, TEXT, DKEY, DHASH)]
     columns.append(keep.alias(KEEP))
     columns += [record.get(key).alias(key) for key in builder.key_fields]
     for element in builder.filters:
         assert element.filter is not None
-        passes, _ = compile_bundle_filter(element.filter, record)
+        passes, _ = compiler.bundle(element.filter, record)
         columns.append(passes.alias(builder.filter_columns[element.where]))
+    compiler.rejects.extend(_attachment_checks(builder, record))
+    columns.append(F.coalesce(F.col(REJECT), compiler.reject_reason()).alias(REJECT))
     return frame.select(*columns)
 
 
-def _shard_task(
-    pages: PageStore,
-    states: dict[int, ShardState],
-    builder: TreeBuilder,
-    source_names: list[str],
-    dedup_sources: dict[int, str],
-    dedup_runs: dict[str, dict[int, tuple[str, ...]]],
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs over its shard(s)' records."""
+@dataclass
+class _FileScan:
+    """The input files a load reads, and the changed ones it reports."""
 
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        trees: dict[int, ShardTree] = {}
-        stats: dict[int, ApplyStats] = {}
-        per_file: Counter[str] = Counter()
-        per_source: dict[str, Counter[str]] = {name: Counter() for name in source_names}
-        record_fields = [*builder.key_fields, *builder.filter_columns.values()]
-        dedup = BatchDedup(pages, dedup_sources, dedup_runs)
-        for batch in batches:
-            orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
-            within, earlier = dedup.classify(batch, orders)
-            columns = batch.to_pydict()
-            shard_of, order, file_of = columns[SHARD], columns[ORDER], columns[FILE_COLUMN]
-            keep = columns[KEEP]
-            values = [columns[name] for name in record_fields]
-            for i in range(batch.num_rows):
-                per_file[file_of[i]] += 1
-                counts = per_source[source_names[order[i]]]
-                counts["read"] += 1
-                if within[i]:
-                    counts[WITHIN] += 1
-                    continue
-                if earlier[i]:
-                    counts[EARLIER] += 1
-                    continue
-                counts["kept"] += 1
-                if not keep[i]:
-                    counts["dropped"] += 1
-                    continue
-                shard = shard_of[i]
-                tree = trees.get(shard)
-                if tree is None:
-                    tree = trees[shard] = ShardTree(pages, states.get(shard), shard=shard)
-                    stats[shard] = ApplyStats()
-                shard_stats = stats[shard]
-                missed_before = shard_stats.missed_updates
-                record = {
-                    name: column[i] for name, column in zip(record_fields, values, strict=True)
-                }
-                builder.apply(tree, record, shard_stats)
-                counts["applied"] += 1
-                counts["missed_updates"] += shard_stats.missed_updates - missed_before
-        shards: list[int] = []
-        results: list[str] = []
-        for shard, tree in trees.items():
-            state = tree.commit()
-            failpoint("in-task")
-            shards.append(shard)
-            results.append(
-                json.dumps(
-                    {
-                        "state": state.to_json(),
-                        "records": stats[shard].records,
-                        "missed_updates": stats[shard].missed_updates,
-                        "nodes_created": tree.stats.nodes_created,
-                        "bytes_written": tree.stats.bytes_written,
-                        "compacted": tree.stats.compacted,
-                    }
-                )
-            )
-        index_runs = dedup.commit()
-        shards.append(-1)  # one row for the whole task's input counts and index runs
-        results.append(json.dumps({"files": per_file, "sources": per_source, "dedup": index_runs}))
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(shards, pa.int32()), pa.array(results, pa.string())], ["shard", "result"]
-        )
-
-    return run
+    fresh: dict[int, list[InputFile]] = field(default_factory=dict)
+    changed: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _new_files(
-    job: JobSpec, writer: StoreWriter, log: Callable[[str], None]
-) -> dict[int, list[InputFile]]:
+def _scan_files(
+    job: JobSpec, writer: StoreWriter, log: Callable[[str], None], reprocess_changed: bool
+) -> _FileScan:
     loaded = writer.base.inputs
-    found: dict[int, list[InputFile]] = {}
+    scan = _FileScan()
     for index, source in enumerate(job.sources):
         fresh = []
         for input_file in list_input_files(source):
@@ -203,14 +158,23 @@ def _new_files(
             if known is None:
                 fresh.append(input_file)
             elif (known["size"], known["mtime_ns"]) != (input_file.size, input_file.mtime_ns):
-                log(
-                    f"warning: {input_file.path} changed after it was loaded "
-                    f"(version {known.get('version')}); it is skipped, not loaded twice."
-                )
+                scan.changed.setdefault(source.name, []).append(input_file.path)
+                if reprocess_changed:
+                    log(
+                        f"{input_file.path} changed after it was loaded (version "
+                        f"{known.get('version')}); it is read again (--reprocess-changed)"
+                    )
+                    fresh.append(input_file)
+                else:
+                    log(
+                        f"warning: {input_file.path} changed after it was loaded (version "
+                        f"{known.get('version')}); it is skipped, not loaded twice. "
+                        "Use --reprocess-changed to read it again."
+                    )
         log(f"source {source.name}: {len(fresh)} new file(s)")
         if fresh:
-            found[index] = fresh
-    return found
+            scan.fresh[index] = fresh
+    return scan
 
 
 def run_load(
@@ -219,16 +183,22 @@ def run_load(
     store_dir: str | Path | PageStore,
     log: Callable[[str], None] = print,
     keep_versions: int = DEFAULT_RETENTION,
+    max_rejected: int = DEFAULT_MAX_REJECTED,
+    reprocess_changed: bool = False,
+    progress: bool | None = None,
 ) -> LoadResult:
     """Load the job's new input files into the store at ``store_dir``; publish a version.
 
     The store is locked for the whole load; after publishing, versions beyond
-    ``keep_versions`` and unreferenced runs are removed.
+    ``keep_versions`` and unreferenced runs are removed. More than
+    ``max_rejected`` rejected records fail the load: nothing is published.
+    ``progress`` shows the running Spark stages (default: when stderr is a terminal).
     """
     writer = StoreWriter(store_dir, job.shards)
     with store_lock(writer.pages, f"a load of {job.file}", log):
         writer = StoreWriter(writer.pages, job.shards)  # re-read under the lock
-        result = _load_locked(spark, job, writer, log)
+        with spark_progress(spark, log, progress):
+            result = _load_locked(spark, job, writer, log, max_rejected, reprocess_changed)
         if result.version is not None:
             removed = collect_garbage(writer.pages, keep_versions)
             result.report["gc"] = removed
@@ -236,37 +206,48 @@ def run_load(
 
 
 def _load_locked(
-    spark: SparkSession, job: JobSpec, writer: StoreWriter, log: Callable[[str], None]
+    spark: SparkSession,
+    job: JobSpec,
+    writer: StoreWriter,
+    log: Callable[[str], None],
+    max_rejected: int,
+    reprocess_changed: bool,
 ) -> LoadResult:
-
-    started = time.time()
-    fresh = _new_files(job, writer, log)
-    if not fresh:
+    phases = Phases()
+    with phases("list files"):
+        scan = _scan_files(job, writer, log, reprocess_changed)
+    if not scan.fresh:
         log("nothing new to load: the store is unchanged")
-        return LoadResult(None, {"version": writer.base.version})
+        return LoadResult(None, {"version": writer.base.version, "changed_files": scan.changed})
     builder = TreeBuilder(job.tree)
-    index = prepare_index(spark, job, writer, log)
-    with spark_errors(LoadError, "Reading the new input files"):
+    with phases("dedup index"):
+        index = prepare_index(spark, job, writer, log)
+    with phases("plan"), spark_errors(LoadError, "Reading the new input files"):
         frames = [
-            _source_frame(spark, index, job.sources[index], files, job.shards)
-            for index, files in sorted(fresh.items())
+            _source_frame(spark, index, job.sources[index], files, job)
+            for index, files in sorted(scan.fresh.items())
         ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     mapped = _mapped(union, job, builder)
     arranged = partition_by_shard(spark, mapped, job.shards).sortWithinPartitions(ORDER)
     dedup_sources = {i: s.name for i, s in enumerate(job.sources) if s.dedup_keys}
-    task = _shard_task(
-        writer.pages,
-        dict(writer.base.trees),
-        builder,
-        [s.name for s in job.sources],
-        dedup_sources,
-        {name: index.runs(name) for name in dedup_sources.values()},
+    plan = TaskPlan(
+        builder=builder,
+        source_names=tuple(s.name for s in job.sources),
+        dedup_sources=dedup_sources,
+        dedup_runs={name: index.runs(name) for name in dedup_sources.values()},
+        states=dict(writer.base.trees),
+        rejected_folder=f"rejected/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}",
+        max_rejected=max_rejected,
     )
-    with spark_errors(LoadError, "The load's Spark job"):
-        rows = arranged.mapInArrow(task, _TASK_SCHEMA).collect()
+    with phases("read, map and apply (Spark)"), spark_errors(LoadError, "The load's Spark job"):
+        rows = arranged.mapInArrow(shard_task(writer.pages, plan), TASK_SCHEMA).collect()
     failpoint("after-tasks")
-    report = _summarize(job, fresh, rows, started)
+    report = summarize(job, scan.fresh, rows, phases)
+    report["changed_files"] = scan.changed
+    rejected = report["rejected"]
+    if rejected["count"] > max_rejected:
+        raise LoadError(_too_many_rejected(writer.pages, rejected, max_rejected))
     inputs = {
         f.path: {
             "source": job.sources[index].name,
@@ -275,49 +256,31 @@ def _load_locked(
             "records": report["files"].get(f.path, 0),
             "version": writer.base.version + 1,
         }
-        for index, files in fresh.items()
+        for index, files in scan.fresh.items()
         for f in files
     }
-    trees = {
-        row["shard"]: ShardState.from_json(json.loads(row["result"])["state"])
-        for row in rows
-        if row["shard"] >= 0
-    }
+    trees = {row["shard"]: ShardState.from_json(row["state"]) for row in report.pop("states")}
     del report["files"]
     new_runs = report.pop("dedup")
-    manifest = writer.publish(trees, inputs, report, failpoint=failpoint)
-    failpoint("between-data-and-index")
-    if dedup_sources:
-        publish_index(writer.pages, index, job, new_runs, manifest.version)
+    with phases("publish"):
+        manifest = writer.publish(trees, inputs, report, failpoint=failpoint)
+        failpoint("between-data-and-index")
+        if dedup_sources:
+            publish_index(writer.pages, index, job, new_runs, manifest.version)
     report["version"] = manifest.version
+    report["phases"] = phases.seconds
     return LoadResult(manifest.version, report)
 
 
-def _summarize(
-    job: JobSpec, fresh: dict[int, list[InputFile]], rows: list[Any], started: float
-) -> dict[str, Any]:
-    files: Counter[str] = Counter()
-    sources: dict[str, Counter[str]] = {s.name: Counter() for s in job.sources}
-    shards: dict[str, Any] = {}
-    index_runs: dict[int, dict[str, list[str]]] = {}
-    for row in rows:
-        result = json.loads(row["result"])
-        if row["shard"] < 0:
-            files.update(result["files"])
-            for name, counts in result["sources"].items():
-                sources[name].update(counts)
-            for shard, runs in result["dedup"].items():
-                index_runs.setdefault(int(shard), {}).update(runs)
-        else:
-            state = result.pop("state")
-            shards[str(row["shard"])] = {**result, "nodes": state["nodes"], "bytes": state["bytes"]}
-    for index, new in fresh.items():
-        sources[job.sources[index].name]["files"] = len(new)
-    return {
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-        "seconds": round(time.time() - started, 3),
-        "sources": {name: dict(counts) for name, counts in sources.items()},
-        "shards": shards,
-        "files": dict(files),
-        "dedup": index_runs,
-    }
+def _too_many_rejected(pages: PageStore, rejected: dict[str, Any], limit: int) -> str:
+    from loaders.load_report import first_rejected
+
+    shown = "; ".join(
+        f"{r['file']}:{r['line']}: {r['reason']}" for r in first_rejected(pages, rejected, 3)
+    )
+    return (
+        f"{rejected['count']} records were rejected, more than --max-rejected {limit}; "
+        f"nothing was published. First: {shown}. All kept ones are in "
+        f"{pages.location}/{rejected['folder']}/ (until the next gc). Fix the input, or raise "
+        "--max-rejected to load the good records and set the bad ones aside."
+    )

@@ -1,27 +1,30 @@
 """Input files: finding a source's files and reading them into a DataFrame.
 
-Every field is read as text (arrays of text for JSON/Parquet arrays), so the
+Every field is read as text (lists of text for JSON/Parquet lists), so the
 map filters and the tree see the same values whatever the format. Each record
-also carries ``__file``, the local path of the file it came from.
+also carries ``__file`` (the file's path) and ``__line`` (its line number).
 """
 
 from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from loaders.job import SourceSpec
+from loaders.readers import FILE_COLUMN, ReadPlan, read_files, sample_list_fields
 from treestore.errors import LoadError
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["FILE_COLUMN", "InputFile", "list_input_files", "read_source"]
 
-FILE_COLUMN = "__file"
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -62,51 +65,34 @@ def list_input_files(source: SourceSpec) -> list[InputFile]:
     )
 
 
-def _text_columns(frame: DataFrame) -> list[Column]:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, MapType, StructType
+def read_source(
+    spark: SparkSession, source: SourceSpec, files: list[InputFile], fields: Iterable[str]
+) -> DataFrame:
+    """Read ``files`` of ``source`` in Spark tasks, keeping ``fields`` (text) and line numbers.
 
-    columns = []
-    for spec in frame.schema.fields:
-        if spec.name.startswith("__"):
-            continue  # names starting with "__" are treestore's own
-        column = F.col(f"`{spec.name}`")
-        if isinstance(spec.dataType, ArrayType):
-            column = column.cast("array<string>")
-        elif isinstance(spec.dataType, StructType | MapType):
-            column = F.to_json(column)
-        else:
-            column = column.cast("string")
-        columns.append(column.alias(spec.name))
-    return columns
-
-
-def read_source(spark: SparkSession, source: SourceSpec, files: list[InputFile]) -> DataFrame:
-    """Read ``files`` of ``source`` with every field as text, plus ``__file``."""
-    from pyspark.sql import functions as F
-
+    Each file is read whole by one task (see :mod:`loaders.readers`); the rows
+    carry ``__file``, ``__line``, ``__reject`` and ``__text``.
+    """
     paths = [f.path for f in files]
-    reader = spark.read
-    if source.format in ("csv", "tsv"):
-        options = {"header": str(source.header).lower(), "mode": "PERMISSIVE"}
-        if source.format == "tsv":
-            options.update(sep="\t", quote="\u0000")
-        if source.columns:
-            schema = ", ".join(f"`{c}` string" for c in source.columns)
-            frame = reader.options(**options).schema(schema).csv(paths)
-        else:
-            frame = reader.options(**options, inferSchema="false").csv(paths)
-    elif source.format == "json":
-        frame = reader.json(paths)
-    else:
-        frame = reader.parquet(*paths)
-    raw_file = F.col("_metadata.file_path")
-    local_file = F.url_decode(
-        F.regexp_replace(F.regexp_replace(raw_file, "^file:(//)?", ""), "\\+", "%2B")
+    wanted = tuple(sorted({f for f in fields if f and f != source.inject_source_name}))
+    plan = ReadPlan(
+        source.format,
+        source.header,
+        source.columns,
+        wanted,
+        sample_list_fields(source.format, paths, wanted),
     )
-    # The file path must be selected straight from the scan: _metadata is a
-    # hidden column of file sources and is gone after any projection.
-    return frame.select(*_text_columns(frame), local_file.alias(FILE_COLUMN))
+    # Biggest files first, dealt round-robin over the tasks, so tasks get similar work.
+    by_size = [f.path for f in sorted(files, key=lambda f: -f.size)]
+    tasks = max(1, min(len(by_size), spark.sparkContext.defaultParallelism * 2))
+    dealt = [by_size[i::tasks] for i in range(tasks)]
+
+    def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task in batch.column(0).to_pylist():
+                yield from read_files(plan, dealt[task])
+
+    return spark.range(0, tasks, 1, tasks).mapInArrow(read, plan.spark_schema())
 
 
 def describe(files: list[InputFile]) -> str:

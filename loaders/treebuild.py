@@ -1,18 +1,27 @@
 """Applying records to a shard's tree, with Hydra's path-element semantics.
 
 Each element applies under every node the previous element produced; each
-node a record visits gets hits += 1; an array value fans out into one child per
-element; a null or empty value, or a failing element filter, stops that path;
-``create: false`` only visits children that exist (the path stops otherwise,
-and the record is counted as an update that found no node).
+node a record visits gets hits += 1 (``count: false``: no hit); an array value
+fans out into one child per element; a null or empty value, or a failing
+element filter, stops that path; a value element whose field is missing uses
+its ``value`` as default; ``name`` puts a const node of that name above the
+element's nodes; ``create: false`` only visits children that exist (the path
+stops otherwise, and the record is counted as an update that found no node);
+``once`` visits a node only when this record creates it; ``data`` attachments
+are updated on every node the element visits (see :mod:`treestore.attachments`).
+
+Records arrive aggregated: identical records are applied once with a
+``weight`` (how many they are), which adds ``weight`` hits at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from loaders.job import ElementSpec
+from loaders.job import AttachmentSpec, ElementSpec
+from treestore.attachments import NotANumber, update_attachment
 from treestore.tree import Handle, ShardTree
 
 __all__ = ["ApplyStats", "TreeBuilder"]
@@ -24,6 +33,19 @@ class ApplyStats:
 
     records: int = 0
     missed_updates: int = 0
+    bad_values: int = 0
+
+
+class _Visit:
+    """One record's application: the record, its weight and whether an update missed."""
+
+    __slots__ = ("missed", "record", "stats", "tree", "weight")
+
+    def __init__(
+        self, tree: ShardTree, record: Mapping[str, Any], weight: int, stats: ApplyStats
+    ) -> None:
+        self.tree, self.record, self.weight, self.stats = tree, record, weight, stats
+        self.missed = False
 
 
 class TreeBuilder:
@@ -39,64 +61,88 @@ class TreeBuilder:
         self.filter_columns = {
             found.where: f"__element_filter_{i}" for i, found in enumerate(self.filters)
         }
-        self.key_fields = sorted(
-            {found.key for e in self.elements for found in e.walk() if found.key is not None}
-        )
+        keys = {found.key for found in walked if found.key is not None}
+        keys |= {a.key for found in walked for a in found.data if a.key is not None}
+        self.key_fields = sorted(keys)
+        self.attachments = [a for found in walked for a in found.data]
 
-    def apply(self, tree: ShardTree, record: Mapping[str, object], stats: ApplyStats) -> None:
-        """Apply one record to ``tree``, starting under its internal root."""
-        missed = [False]
-        self._apply_list(tree, self.elements, [tree.root_handle], record, missed)
-        stats.records += 1
-        if missed[0]:
-            stats.missed_updates += 1
+    def apply(
+        self, tree: ShardTree, record: Mapping[str, Any], stats: ApplyStats, weight: int = 1
+    ) -> None:
+        """Apply ``weight`` identical records to ``tree``, starting under its internal root."""
+        visit = _Visit(tree, record, weight, stats)
+        self._apply_list(visit, self.elements, [tree.root_handle])
+        stats.records += weight
+        if visit.missed:
+            stats.missed_updates += weight
 
     def _apply_list(
-        self,
-        tree: ShardTree,
-        elements: Sequence[ElementSpec],
-        parents: list[Handle],
-        record: Mapping[str, object],
-        missed: list[bool],
+        self, visit: _Visit, elements: Sequence[ElementSpec], parents: list[Handle]
     ) -> list[Handle]:
         current = parents
         for element in elements:
             produced: list[Handle] = []
             for parent in current:
-                produced.extend(self._apply_one(tree, element, parent, record, missed))
+                produced.extend(self._apply_one(visit, element, parent))
             current = produced
             if not current:
                 break
         return current
 
-    def _apply_one(
-        self,
-        tree: ShardTree,
-        element: ElementSpec,
-        parent: Handle,
-        record: Mapping[str, object],
-        missed: list[bool],
-    ) -> list[Handle]:
+    def _apply_one(self, visit: _Visit, element: ElementSpec, parent: Handle) -> list[Handle]:
         filter_column = self.filter_columns.get(element.where)
+        record = visit.record
         if filter_column is not None and not record.get(filter_column):
             return []
+        hits = visit.weight if element.count else 0
+        if element.label is not None:
+            labelled = visit.tree.visit(parent, element.label, element.create, hits)
+            if labelled is None:
+                visit.missed = True
+                return []
+            parent = labelled
         if element.kind == "branch":
             ends: list[Handle] = []
             for branch in element.branches:
-                ends.extend(self._apply_list(tree, branch, [parent], record, missed))
+                ends.extend(self._apply_list(visit, branch, [parent]))
             return ends
         if element.kind == "const":
-            names: Sequence[object] = [element.value]
+            names: Sequence[Any] = (element.value,)
         else:
             value = record.get(element.key or "")
-            names = value if isinstance(value, list | tuple) else [value]
+            if value is None and element.value is not None:
+                value = element.value
+            names = value if isinstance(value, list | tuple) else (value,)
         visited: list[Handle] = []
         for raw in names:
             if raw is None or raw == "":
                 continue
-            child = tree.visit(parent, str(raw), element.create)
+            child = visit.tree.visit(parent, str(raw), element.create, hits, element.once)
             if child is None:
-                missed[0] = True
+                if not element.once:
+                    visit.missed = True
                 continue
+            if element.data:
+                self._update_data(visit, child, element.data)
             visited.append(child)
         return visited
+
+    def _update_data(
+        self, visit: _Visit, handle: Handle, attachments: tuple[AttachmentSpec, ...]
+    ) -> None:
+        def update(data: dict[str, Any]) -> None:
+            for spec in attachments:
+                value = visit.record.get(spec.key) if spec.key is not None else None
+                values = (
+                    list(value)
+                    if isinstance(value, list | tuple)
+                    else ([] if value is None or value == "" else [value])
+                )
+                try:
+                    data[spec.name] = update_attachment(
+                        spec.kind, data.get(spec.name), values, visit.weight, spec.settings
+                    )
+                except NotANumber:
+                    visit.stats.bad_values += visit.weight
+
+        visit.tree.update_data(handle, update)

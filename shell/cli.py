@@ -46,6 +46,18 @@ def build_parser() -> argparse.ArgumentParser:
     load = commands.add_parser("load", help="load a job's new input files into a store")
     load.add_argument("job", metavar="JOB_FILE", help="the job file (JSON or TOML)")
     load.add_argument("--store", required=True, metavar="DIR", help="the store folder")
+    load.add_argument(
+        "--max-rejected",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="fail (publishing nothing) when more than N records are rejected (default 1000)",
+    )
+    load.add_argument(
+        "--reprocess-changed",
+        action="store_true",
+        help="read again input files that changed after they were loaded (default: skip them)",
+    )
     _add_master(load)
 
     query = commands.add_parser("query", help="run a path query against a store")
@@ -118,34 +130,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_load(job_file: str, store: str, master: str | None, out: TextIO) -> int | None:
+def command_load(
+    job_file: str,
+    store: str,
+    master: str | None,
+    out: TextIO,
+    max_rejected: int = 1000,
+    reprocess_changed: bool = False,
+) -> int | None:
     """``treestore load``: returns the published version, or None if nothing was new."""
     from loaders import load_job, run_load
+    from loaders.load_report import format_load_report
     from treestore.spark import get_session
 
     job = load_job(job_file)
-    result = run_load(get_session(master), job, store, log=lambda line: print(line, file=out))
-    if result.version is not None:
-        print_load_report(result.report, out)
-    return result.version
-
-
-def print_load_report(report: dict[str, object], out: TextIO) -> None:
-    """Print a load report, one line per source and a summary of the shards."""
-    print(f"published version {report['version']} in {report['seconds']} s", file=out)
-    sources = report["sources"]
-    assert isinstance(sources, dict)
-    for name, counts in sources.items():
-        parts = ", ".join(f"{key} {value}" for key, value in sorted(counts.items()))
-        print(f"  source {name}: {parts or 'no new files'}", file=out)
-    shards = report["shards"]
-    assert isinstance(shards, dict)
-    created = sum(s["nodes_created"] for s in shards.values())
-    written = sum(s["bytes_written"] for s in shards.values())
-    print(
-        f"  shards touched {len(shards)}, nodes created {created}, bytes written {written:,}",
-        file=out,
+    result = run_load(
+        get_session(master),
+        job,
+        store,
+        log=lambda line: print(line, file=out),
+        max_rejected=max_rejected,
+        reprocess_changed=reprocess_changed,
     )
+    if result.version is not None:
+        for line in format_load_report(result.report, store):
+            print(line, file=out)
+    return result.version
 
 
 def command_query(
@@ -284,7 +294,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             run_demo(Path(args.workdir), args.master, out)
         elif args.command == "load":
-            command_load(args.job, args.store, args.master, out)
+            command_load(
+                args.job,
+                args.store,
+                args.master,
+                out,
+                max_rejected=args.max_rejected,
+                reprocess_changed=args.reprocess_changed,
+            )
         elif args.command == "query":
             command_query(args.store, args.path, args.rops, args.ops, args.format, args.master, out)
         elif args.command == "shell":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loaders.filters_model import ChainFilter, FieldFilter, SplitValue
+from loaders.filters_model import ChainFilter, FieldFilter, ValueFilter
 from loaders.job import load_job
 from shell.demo import DEMO_JOB
 from treestore.errors import JobConfigError
@@ -20,7 +20,12 @@ def test_seed_job_validates(demo_dir: Path) -> None:
     assert job.sources[0].path == str((demo_dir / "attributes").resolve())
     assert job.sources[0].dedup_keys == ("TIME", "UID", "ATTRIBUTE_IDS")
     assert job.map.filter_out == ChainFilter(
-        (FieldFilter("ATTRIBUTE_IDS", "ATTRIBUTE_IDS", SplitValue(","), null_fail=False),)
+        (FieldFilter(
+            "ATTRIBUTE_IDS",
+            "ATTRIBUTE_IDS",
+            ValueFilter("split", (("fixedLength", -1), ("split", ","))),
+            null_fail=False,
+        ),)
     )
     kinds = [e.kind for e in job.elements()]
     assert kinds == ["const", "branch", "value", "const", "value", "value", "const", "value"]

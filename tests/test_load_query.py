@@ -108,7 +108,7 @@ def test_new_mapping_files_load_incrementally(spark: object, demo_dir: Path) -> 
     report = handle.store.manifest.loads[-1]
     assert report["sources"]["mapping"]["missed_updates"] == 1
     assert report["sources"]["mapping"]["files"] == 1
-    assert "attributes" in report["sources"] and "files" not in report["sources"]["attributes"]
+    assert report["sources"]["attributes"]["files"] == 0
     inputs = handle.store.manifest.inputs
     assert inputs[str((demo_dir / "mapping" / "mapping-0002.tsv").resolve())]["records"] == 2
     # the previous version is still readable, unchanged

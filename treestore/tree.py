@@ -16,7 +16,7 @@ Java, differs beyond U+FFFF).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +96,7 @@ class WriteStats:
     """What a writer did to its tree."""
 
     nodes_created: int = 0
+    nodes_updated: int = 0  # existing nodes pulled into the memtable (again after a flush)
     runs_written: list[str] = field(default_factory=list)
     bytes_written: int = 0
     compacted: bool = False
@@ -191,12 +192,17 @@ class ShardTree:
         """The handle of the internal root, where records start."""
         return (ROOT_ID, ROOT_KEY)
 
-    def visit(self, parent: Handle, name: str, create: bool = True) -> Handle | None:
-        """Add one hit to ``parent``'s child ``name``, creating it if ``create``.
+    def visit(
+        self, parent: Handle, name: str, create: bool = True, hits: int = 1, once: bool = False
+    ) -> Handle | None:
+        """Add ``hits`` to ``parent``'s child ``name``, creating it if ``create``.
 
         Returns the child's handle, or ``None`` if it does not exist and
-        ``create`` is false.
+        ``create`` is false. With ``once``, only a child this call creates is
+        visited (it gets one hit); an existing one returns ``None``.
         """
+        if len(self.memtable) >= self.memtable_limit:
+            self.flush()  # before, not after: the returned entry stays in the memtable
         parent_id, parent_key = parent
         key = (parent_id, name)
         entry = self.memtable.get(key)
@@ -212,12 +218,26 @@ class ShardTree:
                 if parent_entry is None:
                     parent_entry = self.memtable[parent_key] = [parent_id, 0, 0, None]
                 parent_entry[2] += 1
+                if once:
+                    hits = min(hits, 1)
             else:
+                if once:
+                    return None
                 entry = self.memtable[key] = [stored[1], 0, 0, None]
-            if len(self.memtable) > self.memtable_limit:
-                self.flush()
-        entry[1] += 1
+                self.stats.nodes_updated += 1
+        elif once:
+            return None
+        entry[1] += hits
         return (entry[0], key)
+
+    def update_data(self, handle: Handle, update: Callable[[dict[str, Any]], None]) -> None:
+        """Change the data of the node just visited: ``update`` edits its dict in place."""
+        entry = self.memtable[handle[1]]
+        data = entry[3]
+        if data is None:
+            stored = self._merged_get(handle[1])
+            data = entry[3] = dict(stored[4]) if stored is not None and stored[4] else {}
+        update(data)
 
     def _run_name(self) -> str:
         number = len(self.stats.runs_written)

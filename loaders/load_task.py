@@ -1,0 +1,220 @@
+"""What each Spark task of a load runs over its shard's records.
+
+Per Arrow batch, vectorized: count records per file and per source, set rejected
+records aside (written to the store's ``rejected/`` folder with file and line),
+classify dedup duplicates, and apply the map's verdict. The surviving records
+are then aggregated (identical records become one with a weight) and applied
+to the shard's tree in source order: a source's records are applied only after
+every record of the sources before it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from loaders.dedup import EARLIER, WITHIN, BatchDedup
+from loaders.readers import FILE_COLUMN, LINE, REJECT, TEXT
+from loaders.shard_frames import SHARD
+from loaders.treebuild import ApplyStats, TreeBuilder
+from treestore.failpoints import failpoint
+from treestore.pagestore import PageStore
+from treestore.tree import ShardState, ShardTree
+
+__all__ = ["KEEP", "ORDER", "TASK_SCHEMA", "TaskPlan", "shard_task"]
+
+ORDER, KEEP = "__source_order", "__keep"
+TASK_SCHEMA = "shard int, result string"
+_PENDING_LIMIT = 250_000
+"""Distinct records held before they are applied (bounds a task's memory)."""
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """What every load task needs to know (pickled to the executors)."""
+
+    builder: TreeBuilder
+    source_names: tuple[str, ...]
+    dedup_sources: dict[int, str]
+    dedup_runs: dict[str, dict[int, tuple[str, ...]]]
+    states: dict[int, ShardState]
+    rejected_folder: str
+    max_rejected: int
+
+
+class _Rejected:
+    """A task's rejected records: all counted, the first ``limit`` kept and written."""
+
+    def __init__(self, pages: PageStore, plan: TaskPlan) -> None:
+        self.pages, self.plan = pages, plan
+        self.rows: list[str] = []
+        self.count = 0
+
+    def add(self, batch: pa.RecordBatch, fields: list[str]) -> None:
+        self.count += batch.num_rows
+        room = self.plan.max_rejected + 1 - len(self.rows)
+        if room <= 0:
+            return
+        kept = batch.slice(0, room).to_pydict()
+        for i in range(len(kept[REJECT])):
+            row: dict[str, Any] = {
+                "source": self.plan.source_names[kept[ORDER][i]],
+                "file": kept[FILE_COLUMN][i],
+                "line": kept[LINE][i],
+                "reason": kept[REJECT][i],
+            }
+            if kept[TEXT][i] is not None:
+                row["text"] = kept[TEXT][i]
+            else:
+                row["record"] = {name: kept[name][i] for name in fields}
+            self.rows.append(json.dumps(row, ensure_ascii=False))
+
+    def write(self) -> str | None:
+        if not self.rows:
+            return None
+        name = f"{self.plan.rejected_folder}/part-{uuid.uuid4().hex[:12]}.jsonl"
+        self.pages.write(name, ("\n".join(self.rows) + "\n").encode())
+        return name
+
+
+class _ShardWork:
+    """The trees of the task's shards and the records waiting to be applied to them."""
+
+    def __init__(self, pages: PageStore, plan: TaskPlan, per_source: list[Counter[str]]) -> None:
+        self.pages, self.plan, self.per_source = pages, plan, per_source
+        self.trees: dict[int, ShardTree] = {}
+        self.stats: dict[int, ApplyStats] = {}
+        self.pending: Counter[tuple[Any, ...]] = Counter()
+        self.pending_order = -1
+        self.fields = [*plan.builder.key_fields, *plan.builder.filter_columns.values()]
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Queue the records of ``batch`` (already filtered, sorted by source order)."""
+        if batch.num_rows == 0:
+            return
+        orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
+        for order in np.unique(orders):  # ascending: the batch is sorted by source order
+            part = batch.filter(pa.array(orders == order)) if orders[0] != orders[-1] else batch
+            if order != self.pending_order or len(self.pending) > _PENDING_LIMIT:
+                self.apply_pending()
+                self.pending_order = int(order)
+            columns = [part.column(SHARD).to_pylist()]
+            for name in self.fields:
+                column = part.column(name)
+                values = column.to_pylist()
+                if pa.types.is_list(column.type):
+                    values = [tuple(v) if v is not None else None for v in values]
+                columns.append(values)
+            self.pending.update(zip(*columns, strict=True))
+
+    def apply_pending(self) -> None:
+        """Apply the queued records, each distinct one once with its count as weight."""
+        if not self.pending:
+            return
+        counts = self.per_source[self.pending_order]
+        builder, fields = self.plan.builder, self.fields
+        for key, weight in self.pending.items():
+            shard = key[0]
+            tree = self.trees.get(shard)
+            if tree is None:
+                tree = self.trees[shard] = ShardTree(
+                    self.pages, self.plan.states.get(shard), shard=shard
+                )
+                self.stats[shard] = ApplyStats()
+            stats = self.stats[shard]
+            missed = stats.missed_updates
+            builder.apply(tree, dict(zip(fields, key[1:], strict=True)), stats, weight)
+            counts["missed_updates"] += stats.missed_updates - missed
+        counts["applied"] += sum(self.pending.values())
+        self.pending.clear()
+
+    def commit(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Write every tree's new runs; yield (shard, its report with its new state)."""
+        self.apply_pending()
+        for shard, tree in self.trees.items():
+            state = tree.commit()
+            failpoint("in-task")
+            stats = self.stats[shard]
+            yield (
+                shard,
+                {
+                    "state": state.to_json(),
+                    "records": stats.records,
+                    "missed_updates": stats.missed_updates,
+                    "bad_values": stats.bad_values,
+                    "nodes_created": tree.stats.nodes_created,
+                    "nodes_updated": tree.stats.nodes_updated,
+                    "bytes_written": tree.stats.bytes_written,
+                    "compacted": tree.stats.compacted,
+                },
+            )
+
+
+def _per_source(counts: list[Counter[str]], key: str, orders: np.ndarray) -> None:
+    if len(orders):
+        for order, n in enumerate(np.bincount(orders, minlength=len(counts)).tolist()):
+            if n:
+                counts[order][key] += n
+
+
+def shard_task(
+    pages: PageStore, plan: TaskPlan
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs over its shard's records (``mapInArrow``)."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        per_file: Counter[str] = Counter()
+        per_source: list[Counter[str]] = [Counter() for _ in plan.source_names]
+        rejected = _Rejected(pages, plan)
+        work = _ShardWork(pages, plan, per_source)
+        dedup = BatchDedup(pages, plan.dedup_sources, plan.dedup_runs)
+        for batch in batches:
+            for entry in pc.value_counts(batch.column(FILE_COLUMN)).to_pylist():
+                per_file[entry["values"]] += entry["counts"]
+            orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
+            _per_source(per_source, "read", orders)
+            bad = batch.column(REJECT).is_valid().to_numpy(zero_copy_only=False)
+            if bad.any():
+                _per_source(per_source, "rejected", orders[bad])
+                rejected.add(batch.filter(pa.array(bad)), work.fields)
+                batch = batch.filter(pa.array(~bad))
+                orders = orders[~bad]
+            within, earlier = dedup.classify(batch, orders)
+            _per_source(per_source, WITHIN, orders[within])
+            _per_source(per_source, EARLIER, orders[earlier])
+            fresh = ~(within | earlier)
+            keep = batch.column(KEEP).to_numpy(zero_copy_only=False).astype(bool)
+            _per_source(per_source, "kept", orders[fresh])
+            _per_source(per_source, "dropped", orders[fresh & ~keep])
+            work.add(batch.filter(pa.array(fresh & keep)))
+        shards, results = [], []
+        for shard, report in work.commit():
+            shards.append(shard)
+            results.append(json.dumps(report))
+        shards.append(-1)  # one row for the whole task's counts, index runs and rejects
+        results.append(
+            json.dumps(
+                {
+                    "files": per_file,
+                    "sources": {
+                        name: counts
+                        for name, counts in zip(plan.source_names, per_source, strict=True)
+                    },
+                    "dedup": dedup.commit(),
+                    "rejected": {"count": rejected.count, "file": rejected.write()},
+                }
+            )
+        )
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(shards, pa.int32()), pa.array(results, pa.string())], ["shard", "result"]
+        )
+
+    return run

@@ -1,0 +1,441 @@
+"""Reading input files inside Spark tasks with pyarrow, keeping every record's line number.
+
+Spark's own text readers neither number lines nor report a row with the wrong
+number of columns, so each input file is read by one task with pyarrow's
+streaming CSV reader (csv, tsv), its JSON reader (json lines, with a line-by-line
+fallback that finds the bad lines) or its Parquet reader. Only the fields the
+job uses are kept. Each output row carries ``__file``, ``__line`` (the physical
+line, or the row number in a Parquet file) and ``__reject``: null for a good
+record, else why the record was set aside (then ``__text`` holds the raw line).
+
+Values are text; a field is a list of texts when the source holds lists there
+(JSON arrays, Parquet lists), as found by sampling the first files.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from treestore.errors import LoadError
+
+__all__ = ["FILE_COLUMN", "LINE", "REJECT", "TEXT", "ReadPlan", "read_files"]
+
+FILE_COLUMN, LINE, REJECT, TEXT = "__file", "__line", "__reject", "__text"
+_CSV_BLOCK_BYTES = 8 << 20
+_JSON_CHUNK_BYTES = 16 << 20
+_SAMPLE_LINES = 1000
+_SAMPLE_FILES = 20
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """How to read one source's files: format, header/columns and the fields to keep."""
+
+    format: str
+    header: bool
+    columns: tuple[str, ...]
+    fields: tuple[str, ...]
+    list_fields: frozenset[str] = frozenset()
+
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the rows :func:`read_files` yields."""
+        types = [
+            pa.list_(pa.string()) if name in self.list_fields else pa.string()
+            for name in self.fields
+        ]
+        return pa.schema(
+            [
+                *(pa.field(n, t) for n, t in zip(self.fields, types, strict=True)),
+                pa.field(FILE_COLUMN, pa.string()),
+                pa.field(LINE, pa.int64()),
+                pa.field(REJECT, pa.string()),
+                pa.field(TEXT, pa.string()),
+            ]
+        )
+
+    def spark_schema(self) -> str:
+        """The same schema as a Spark DDL string."""
+        parts = [
+            f"`{n}` {'array<string>' if n in self.list_fields else 'string'}" for n in self.fields
+        ]
+        parts += [f"{FILE_COLUMN} string", f"{LINE} long", f"{REJECT} string", f"{TEXT} string"]
+        return ", ".join(parts)
+
+
+def sample_list_fields(fmt: str, paths: list[str], fields: Iterable[str]) -> frozenset[str]:
+    """Which of ``fields`` hold lists in the first files (JSON: their first lines)."""
+    wanted = set(fields)
+    found: set[str] = set()
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        for path in paths[:_SAMPLE_FILES]:
+            try:
+                schema = pq.read_schema(path)
+            except (OSError, pa.ArrowException):
+                continue  # reading it fails the load with a clear message
+            for spec in schema:
+                if spec.name in wanted and pa.types.is_list(spec.type) | pa.types.is_large_list(
+                    spec.type
+                ):
+                    found.add(spec.name)
+    elif fmt == "json":
+        for path in paths[:_SAMPLE_FILES]:
+            with pa.input_stream(path, compression="detect") as stream:
+                lines = stream.read(1 << 20).split(b"\n")[:_SAMPLE_LINES]
+            for line in lines:
+                try:
+                    doc = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(doc, dict):
+                    found |= {k for k, v in doc.items() if k in wanted and isinstance(v, list)}
+    return frozenset(found)
+
+
+def _text(value: Any) -> str | None:
+    """A value as the text Spark's cast to string gives (JSON for nested values)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:  # shown in local time, as Spark's session shows it
+            value = value.astimezone().replace(tzinfo=None)
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return text + f".{value.microsecond:06d}".rstrip("0") if value.microsecond else text
+    if isinstance(value, datetime.date | decimal.Decimal):
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _as_field(column: pa.ChunkedArray | pa.Array, is_list: bool) -> pa.Array:
+    """An input column as text (or a list of texts)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    kind = column.type
+    if is_list and (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        inner = kind.value_type
+        if pa.types.is_string(inner) or pa.types.is_large_string(inner):
+            return column.cast(pa.list_(pa.string()))
+        if pa.types.is_integer(inner) or pa.types.is_floating(inner) or pa.types.is_boolean(inner):
+            return column.cast(pa.list_(pa.string()))
+        values = [None if v is None else [_text(x) for x in v] for v in column.to_pylist()]
+        return pa.array(values, pa.list_(pa.string()))
+    if is_list:  # a scalar where the source usually has lists: a list of one
+        texts = _as_field(column, False)
+        return pa.array(
+            [None if v is None else [v] for v in texts.to_pylist()], pa.list_(pa.string())
+        )
+    if pa.types.is_string(kind):
+        return column
+    if pa.types.is_large_string(kind) or pa.types.is_null(kind):
+        return column.cast(pa.string())
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
+        return column.cast(pa.string())
+    return pa.array([_text(v) for v in column.to_pylist()], pa.string())
+
+
+class _Output:
+    """Builds the output batches of one file."""
+
+    def __init__(self, plan: ReadPlan, path: str) -> None:
+        self.plan, self.path = plan, path
+        self.schema = plan.schema()
+
+    def good(
+        self, columns: dict[str, pa.Array], lines: np.ndarray, rejects: pa.Array
+    ) -> pa.RecordBatch:
+        size = len(lines)
+        arrays = []
+        for name, spec in zip(self.plan.fields, self.schema, strict=False):
+            found = columns.get(name)
+            arrays.append(found if found is not None else pa.nulls(size, spec.type))
+        arrays += [
+            pa.array([self.path] * size, pa.string()) if size else pa.array([], pa.string()),
+            pa.array(lines, pa.int64()),
+            rejects,
+            pa.nulls(size, pa.string()),
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def bad(self, rows: list[tuple[int, str, str]]) -> pa.RecordBatch:
+        """Rows set aside while parsing: (line, reason, raw text)."""
+        size = len(rows)
+        arrays = [pa.nulls(size, spec.type) for spec in list(self.schema)[: len(self.plan.fields)]]
+        arrays += [
+            pa.array([self.path] * size, pa.string()),
+            pa.array([r[0] for r in rows], pa.int64()),
+            pa.array([r[1] for r in rows], pa.string()),
+            pa.array([r[2] for r in rows], pa.string()),
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _decoded(column: pa.Array, name: str, reasons: list[str | None]) -> pa.Array:
+    """Binary cells as UTF-8 text; a cell that is not UTF-8 becomes null and rejects its row."""
+    try:
+        return column.cast(pa.string())
+    except pa.ArrowInvalid:
+        values = column.to_pylist()
+        texts: list[str | None] = []
+        for i, value in enumerate(values):
+            try:
+                texts.append(None if value is None else value.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                texts.append(None)
+                if reasons[i] is None:
+                    reasons[i] = f"field {name!r} is not UTF-8 text (byte {exc.start + 1})"
+        return pa.array(texts, pa.string())
+
+
+def _blank_lines(path: str) -> np.ndarray:
+    """The (1-based) numbers of the empty lines of a text file, found with memchr-speed scans."""
+    blanks: list[int] = []
+    line, carry = 1, b""
+    with pa.input_stream(path, compression="detect") as stream:
+        while True:
+            block = stream.read(_CSV_BLOCK_BYTES)
+            data = carry + block
+            cut = data.rfind(b"\n") + 1 if block else len(data)
+            chunk, carry = data[:cut], data[cut:]
+            found = [0] if chunk.startswith((b"\n", b"\r\n")) else []
+            for pattern in (b"\n\n", b"\n\r\n"):
+                at = chunk.find(pattern)
+                while at >= 0:
+                    found.append(at + 1)
+                    at = chunk.find(pattern, at + 1)
+            counted, seen = 0, 0
+            for at in sorted(found):
+                counted += chunk.count(b"\n", seen, at)
+                seen = at
+                blanks.append(line + counted)
+            line += chunk.count(b"\n")
+            if not block:
+                return np.array(blanks, dtype=np.int64)
+
+
+def _physical(numbers: np.ndarray, blanks: np.ndarray) -> np.ndarray:
+    """Line numbers that skip empty lines -> physical line numbers (``blanks``: the empty ones)."""
+    if not len(blanks):
+        return numbers
+    shifted = blanks - np.arange(len(blanks))
+    return numbers + np.searchsorted(shifted, numbers, side="right")
+
+
+def _physical_rows(
+    rows: list[tuple[int, str, str]], blanks: np.ndarray
+) -> list[tuple[int, str, str]]:
+    numbers = _physical(np.array([r[0] for r in rows], dtype=np.int64), blanks).tolist()
+    return [(n, *r[1:]) for n, r in zip(numbers, rows, strict=True)]
+
+
+def _read_delimited(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.RecordBatch]:
+    import pyarrow.csv as csv
+
+    invalid: dict[int, tuple[str, str]] = {}
+
+    def on_invalid(row: Any) -> str:
+        number = row.number if row.number is not None else -1
+        reason = f"expected {row.expected_columns} columns, found {row.actual_columns}"
+        invalid[number] = (reason, row.text)
+        return "skip"
+
+    names = list(plan.columns) or None
+    read_options = csv.ReadOptions(
+        use_threads=False,
+        block_size=_CSV_BLOCK_BYTES,
+        column_names=names,
+        skip_rows=1 if names and plan.header else 0,
+        autogenerate_column_names=not names and not plan.header,
+    )
+    parse_options = csv.ParseOptions(
+        delimiter="\t" if plan.format == "tsv" else ",",
+        quote_char=False if plan.format == "tsv" else '"',
+        ignore_empty_lines=True,
+        invalid_row_handler=on_invalid,
+    )
+    try:
+        with pa.input_stream(path, compression="detect") as stream:
+            peek = csv.open_csv(
+                stream,
+                read_options=read_options,
+                parse_options=parse_options,
+                convert_options=csv.ConvertOptions(check_utf8=False),
+            )
+            file_names = peek.schema.names
+    except pa.ArrowInvalid as exc:
+        if "Empty CSV file" in str(exc):
+            return
+        raise
+    invalid.clear()  # the peek parsed the first block; it is parsed again below
+    # Arrow names columns f0, f1, ... when the file has no header; Spark's names are _c0, _c1, ...
+    ours = (
+        [f"_c{i}" for i in range(len(file_names))] if not names and not plan.header else file_names
+    )
+    present = {o: f for o, f in zip(ours, file_names, strict=True) if o in plan.fields}
+    convert = csv.ConvertOptions(
+        check_utf8=False,
+        include_columns=list(present.values()),
+        column_types={f: pa.binary() for f in present.values()},
+    )
+    with pa.input_stream(path, compression="detect") as stream:
+        reader = csv.open_csv(
+            stream, read_options=read_options, parse_options=parse_options, convert_options=convert
+        )
+        blanks = _blank_lines(path)
+        next_line = 2 if plan.header else 1
+        for batch in reader:
+            size = batch.num_rows
+            pending = sorted(n for n in invalid if n >= next_line)
+            window = np.arange(next_line, next_line + size + len(pending), dtype=np.int64)
+            lines = window[~np.isin(window, pending)][:size]
+            reasons: list[str | None] = [None] * size
+            columns = {}
+            for name, file_name in present.items():
+                raw = _decoded(batch.column(file_name), name, reasons)
+                columns[name] = _as_field(raw, True) if name in plan.list_fields else raw
+            if size:
+                next_line = int(lines[-1]) + 1
+            bad_rows = [(n, *invalid.pop(n)) for n in sorted(invalid) if n < next_line]
+            yield out.good(columns, _physical(lines, blanks), pa.array(reasons, pa.string()))
+            if bad_rows:
+                yield out.bad(_physical_rows(bad_rows, blanks))
+        if invalid:
+            yield out.bad(_physical_rows([(n, *invalid.pop(n)) for n in sorted(invalid)], blanks))
+
+
+def _json_lines(chunk: bytes, first_line: int) -> tuple[list[bytes], np.ndarray]:
+    lines = chunk.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    numbers = np.arange(first_line, first_line + len(lines), dtype=np.int64)
+    return lines, numbers
+
+
+def _json_batch(
+    plan: ReadPlan, out: _Output, lines: list[bytes], numbers: np.ndarray
+) -> Iterator[pa.RecordBatch]:
+    import pyarrow.json as pj
+
+    keep = np.array([bool(line.strip()) for line in lines], dtype=bool)
+    numbers = numbers[keep]
+    try:
+        table = pj.read_json(
+            pa.py_buffer(b"\n".join(line for line, k in zip(lines, keep, strict=True) if k)),
+            read_options=pj.ReadOptions(use_threads=False),
+        )
+        if table.num_rows != len(numbers):
+            raise pa.ArrowInvalid("row count differs from line count")
+    except pa.ArrowInvalid:
+        yield from _json_slow(
+            plan, out, [ln for ln, k in zip(lines, keep, strict=True) if k], numbers
+        )
+        return
+    columns = {
+        name: _as_field(table.column(name), name in plan.list_fields)
+        for name in plan.fields
+        if name in table.column_names
+    }
+    yield out.good(columns, numbers, pa.nulls(len(numbers), pa.string()))
+
+
+def _json_slow(
+    plan: ReadPlan, out: _Output, lines: list[bytes], numbers: np.ndarray
+) -> Iterator[pa.RecordBatch]:
+    """Line by line: the chunk has a bad line, or types pyarrow cannot unify."""
+    docs: list[dict[str, Any]] = []
+    good_lines: list[int] = []
+    bad: list[tuple[int, str, str]] = []
+    for line, number in zip(lines, numbers.tolist(), strict=True):
+        try:
+            doc = json.loads(line)
+        except UnicodeDecodeError as exc:
+            bad.append(
+                (number, f"not UTF-8 text (byte {exc.start + 1})", line.decode("utf-8", "replace"))
+            )
+            continue
+        except ValueError as exc:
+            bad.append((number, f"not valid JSON ({exc})", line.decode("utf-8", "replace")))
+            continue
+        if not isinstance(doc, dict):
+            bad.append((number, "a JSON line must hold an object", line.decode("utf-8", "replace")))
+            continue
+        docs.append(doc)
+        good_lines.append(number)
+    columns = {}
+    for name in plan.fields:
+        values = [doc.get(name) for doc in docs]
+        if name in plan.list_fields:
+            listed = [
+                None if v is None else [_text(x) for x in (v if isinstance(v, list) else [v])]
+                for v in values
+            ]
+            columns[name] = pa.array(listed, pa.list_(pa.string()))
+        else:
+            columns[name] = pa.array([_text(v) for v in values], pa.string())
+    lines_array = np.array(good_lines, dtype=np.int64)
+    yield out.good(columns, lines_array, pa.nulls(len(good_lines), pa.string()))
+    if bad:
+        yield out.bad(bad)
+
+
+def _read_json(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.RecordBatch]:
+    next_line, rest = 1, b""
+    with pa.input_stream(path, compression="detect") as stream:
+        while True:
+            block = stream.read(_JSON_CHUNK_BYTES)
+            data = rest + block
+            if not block:
+                if data:
+                    lines, numbers = _json_lines(data, next_line)
+                    yield from _json_batch(plan, out, lines, numbers)
+                return
+            cut = data.rfind(b"\n") + 1
+            data, rest = data[:cut], data[cut:]
+            if data:
+                lines, numbers = _json_lines(data, next_line)
+                next_line += len(lines)
+                yield from _json_batch(plan, out, lines, numbers)
+
+
+def _read_parquet(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.RecordBatch]:
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as parquet:
+        present = [name for name in plan.fields if name in parquet.schema_arrow.names]
+        row = 1
+        for batch in parquet.iter_batches(batch_size=65536, columns=present):
+            columns = {
+                name: _as_field(batch.column(name), name in plan.list_fields) for name in present
+            }
+            lines = np.arange(row, row + batch.num_rows, dtype=np.int64)
+            row += batch.num_rows
+            yield out.good(columns, lines, pa.nulls(batch.num_rows, pa.string()))
+
+
+def read_files(plan: ReadPlan, paths: Iterable[str]) -> Iterator[pa.RecordBatch]:
+    """Read ``paths`` by ``plan``; a file that cannot be read at all raises :class:`LoadError`."""
+    reader = {"csv": _read_delimited, "tsv": _read_delimited, "json": _read_json}.get(
+        plan.format, _read_parquet
+    )
+    for path in paths:
+        out = _Output(plan, path)
+        try:
+            yield from reader(plan, path, out)
+        except (OSError, pa.ArrowException) as exc:
+            # a whole file that cannot be read fails the load: skipping it would lose it
+            raise LoadError(
+                f"input file {path} cannot be read as {plan.format} ({exc}); "
+                "fix or remove it, then load again"
+            ) from None
