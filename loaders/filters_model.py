@@ -336,10 +336,10 @@ def parse_bundle_filter(doc: Any, path: KeyPath, job: JobText) -> BundleFilter:
         return EqualsFilter(r.text("left"), r.text("right"), r.flag("not", False))
     if op == "contains":
         r = _Reader(doc, path, job, {"field", "value", "from", "not"})
-        needles, source = r.texts("value"), r.optional_text("from")
-        if not needles and source is None:
+        needles, other = r.texts("value"), r.optional_text("from")
+        if not needles and other is None:
             raise r.error(None, "'contains' needs a 'value' list or a 'from' field")
-        return ContainsFilter(r.text("field"), needles, source, r.flag("not", False))
+        return ContainsFilter(r.text("field"), needles, other, r.flag("not", False))
     if op == "value":
         r = _Reader(doc, path, job, {"value", "to", "filter", "nullFail"})
         return ConstFilter(
