@@ -234,8 +234,11 @@ class FilterCompiler:
                 found = [F.regexp_extract_all(x, F.lit(pattern), g) for g in range(1, groups + 1)]
                 if groups == 1:
                     return found[0]
-                indexes = F.sequence(F.lit(0), F.size(found[0]) - 1)
-                return F.flatten(F.transform(indexes, lambda i: F.array(*[g[i] for g in found])))
+                indexes = F.sequence(F.lit(0), F.greatest(F.size(found[0]) - 1, F.lit(0)))
+                picked = F.flatten(
+                    F.transform(indexes, lambda i: F.array(*[F.get(g, i) for g in found]))
+                )
+                return F.when(F.size(found[0]) > 0, picked).otherwise(found[0])
 
             return regex
         if op == "replace":
