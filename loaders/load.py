@@ -39,7 +39,7 @@ from loaders.load_task import KEEP, ORDER, TASK_SCHEMA, TaskPlan, shard_task
 from loaders.progress import spark_progress
 from loaders.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.shard_frames import SHARD, partition_by_shard, shard_column
-from loaders.sources import InputFile, list_input_files, read_source
+from loaders.sources import InputFile, list_fields, list_input_files, read_source
 from loaders.treebuild import TreeBuilder
 from treestore.errors import LoadError
 from treestore.failpoints import failpoint
@@ -70,14 +70,18 @@ def _source_frame(
     source: SourceSpec,
     files: list[InputFile],
     job: JobSpec,
+    lists: frozenset[str],
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
-    frame = read_source(spark, source, files, job.input_fields())
+    frame = read_source(spark, source, files, job.input_fields(), lists)
     frame = frame.withColumn(SHARD, shard_column(frame, source, job.shards))
     frame = frame.withColumn(ORDER, F.lit(index))
     if source.inject_source_name:
-        frame = frame.withColumn(source.inject_source_name, F.col(FILE_COLUMN))
+        injected = F.col(FILE_COLUMN)
+        if source.inject_source_name in lists:
+            injected = F.array(injected)
+        frame = frame.withColumn(source.inject_source_name, injected)
     return dedup_columns(frame, source)
 
 
@@ -223,8 +227,13 @@ def _load_locked(
     with phases("dedup index"):
         index = prepare_index(spark, job, writer, log)
     with phases("plan"), spark_errors(LoadError, "Reading the new input files"):
+        # a field that holds lists in one source is read as a list in all of them
+        fields = job.input_fields()
+        lists = frozenset().union(
+            *(list_fields(job.sources[i], files, fields) for i, files in scan.fresh.items())
+        )
         frames = [
-            _source_frame(spark, index, job.sources[index], files, job)
+            _source_frame(spark, index, job.sources[index], files, job, lists)
             for index, files in sorted(scan.fresh.items())
         ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)

@@ -23,7 +23,7 @@ from treestore.errors import LoadError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FILE_COLUMN", "InputFile", "list_input_files", "read_source"]
+__all__ = ["FILE_COLUMN", "InputFile", "list_fields", "list_input_files", "read_source"]
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -65,23 +65,30 @@ def list_input_files(source: SourceSpec) -> list[InputFile]:
     )
 
 
+def list_fields(
+    source: SourceSpec, files: list[InputFile], fields: Iterable[str]
+) -> frozenset[str]:
+    """Which of ``fields`` hold lists in ``source`` (sampled from its first files)."""
+    return sample_list_fields(source.format, [f.path for f in files], fields)
+
+
 def read_source(
-    spark: SparkSession, source: SourceSpec, files: list[InputFile], fields: Iterable[str]
+    spark: SparkSession,
+    source: SourceSpec,
+    files: list[InputFile],
+    fields: Iterable[str],
+    lists: frozenset[str] | None = None,
 ) -> DataFrame:
     """Read ``files`` of ``source`` in Spark tasks, keeping ``fields`` (text) and line numbers.
 
     Each file is read whole by one task (see :mod:`loaders.readers`); the rows
-    carry ``__file``, ``__line``, ``__reject`` and ``__text``.
+    carry ``__file``, ``__line``, ``__reject`` and ``__text``. ``lists`` names
+    the fields read as lists of text (default: those sampled as lists).
     """
-    paths = [f.path for f in files]
     wanted = tuple(sorted({f for f in fields if f and f != source.inject_source_name}))
-    plan = ReadPlan(
-        source.format,
-        source.header,
-        source.columns,
-        wanted,
-        sample_list_fields(source.format, paths, wanted),
-    )
+    if lists is None:
+        lists = list_fields(source, files, wanted)
+    plan = ReadPlan(source.format, source.header, source.columns, wanted, lists & set(wanted))
     # Biggest files first, dealt round-robin over the tasks, so tasks get similar work.
     by_size = [f.path for f in sorted(files, key=lambda f: -f.size)]
     tasks = max(1, min(len(by_size), spark.sparkContext.defaultParallelism * 2))

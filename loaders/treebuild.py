@@ -71,30 +71,34 @@ class TreeBuilder:
     ) -> None:
         """Apply ``weight`` identical records to ``tree``, starting under its internal root."""
         visit = _Visit(tree, record, weight, stats)
-        self._apply_list(visit, self.elements, [tree.root_handle])
+        self._apply_list(visit, self.elements, [tree.root_handle], weight)
         stats.records += weight
         if visit.missed:
             stats.missed_updates += weight
 
     def _apply_list(
-        self, visit: _Visit, elements: Sequence[ElementSpec], parents: list[Handle]
+        self, visit: _Visit, elements: Sequence[ElementSpec], parents: list[Handle], weight: int
     ) -> list[Handle]:
         current = parents
         for element in elements:
             produced: list[Handle] = []
             for parent in current:
-                produced.extend(self._apply_one(visit, element, parent))
+                produced.extend(self._apply_one(visit, element, parent, weight))
+            if element.once:
+                weight = 1  # of identical records, only the one that created the node goes on
             current = produced
             if not current:
                 break
         return current
 
-    def _apply_one(self, visit: _Visit, element: ElementSpec, parent: Handle) -> list[Handle]:
+    def _apply_one(
+        self, visit: _Visit, element: ElementSpec, parent: Handle, weight: int
+    ) -> list[Handle]:
         filter_column = self.filter_columns.get(element.where)
         record = visit.record
         if filter_column is not None and not record.get(filter_column):
             return []
-        hits = visit.weight if element.count else 0
+        hits = weight if element.count else 0
         if element.label is not None:
             labelled = visit.tree.visit(parent, element.label, element.create, hits)
             if labelled is None:
@@ -104,7 +108,7 @@ class TreeBuilder:
         if element.kind == "branch":
             ends: list[Handle] = []
             for branch in element.branches:
-                ends.extend(self._apply_list(visit, branch, [parent]))
+                ends.extend(self._apply_list(visit, branch, [parent], weight))
             return ends
         if element.kind == "const":
             names: Sequence[Any] = (element.value,)
@@ -123,12 +127,12 @@ class TreeBuilder:
                     visit.missed = True
                 continue
             if element.data:
-                self._update_data(visit, child, element.data)
+                self._update_data(visit, child, element.data, 1 if element.once else weight)
             visited.append(child)
         return visited
 
     def _update_data(
-        self, visit: _Visit, handle: Handle, attachments: tuple[AttachmentSpec, ...]
+        self, visit: _Visit, handle: Handle, attachments: tuple[AttachmentSpec, ...], weight: int
     ) -> None:
         def update(data: dict[str, Any]) -> None:
             for spec in attachments:
@@ -140,9 +144,9 @@ class TreeBuilder:
                 )
                 try:
                     data[spec.name] = update_attachment(
-                        spec.kind, data.get(spec.name), values, visit.weight, spec.settings
+                        spec.kind, data.get(spec.name), values, weight, spec.settings
                     )
                 except NotANumber:
-                    visit.stats.bad_values += visit.weight
+                    visit.stats.bad_values += weight
 
         visit.tree.update_data(handle, update)

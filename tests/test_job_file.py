@@ -20,12 +20,14 @@ def test_seed_job_validates(demo_dir: Path) -> None:
     assert job.sources[0].path == str((demo_dir / "attributes").resolve())
     assert job.sources[0].dedup_keys == ("TIME", "UID", "ATTRIBUTE_IDS")
     assert job.map.filter_out == ChainFilter(
-        (FieldFilter(
-            "ATTRIBUTE_IDS",
-            "ATTRIBUTE_IDS",
-            ValueFilter("split", (("fixedLength", -1), ("split", ","))),
-            null_fail=False,
-        ),)
+        (
+            FieldFilter(
+                "ATTRIBUTE_IDS",
+                "ATTRIBUTE_IDS",
+                ValueFilter("split", (("fixedLength", -1), ("split", ","))),
+                null_fail=False,
+            ),
+        )
     )
     kinds = [e.kind for e in job.elements()]
     assert kinds == ["const", "branch", "value", "const", "value", "value", "const", "value"]
