@@ -85,6 +85,48 @@ def _job_with(tmp_path: Path, text: str) -> Path:
             -1,
             "'shard_by' is required",
         ),
+        (
+            lambda j: j["tree"]["root"][0].update(data={"n": {"type": "hll", "key": "UID"}}),
+            '"hll"',
+            0,
+            "unknown attachment type 'hll'",
+        ),
+        (
+            lambda j: j["tree"]["root"][0].update(data={"top": {"type": "key.top", "key": "U"}}),
+            '"top"',
+            0,
+            "a key.top needs a 'size'",
+        ),
+        (
+            lambda j: j["map"]["filter_out"]["filter"][0]["filter"].update(op="splitz"),
+            '"splitz"',
+            0,
+            "unknown value filter 'splitz'",
+        ),
+        (
+            lambda j: j["map"]["filter_out"]["filter"][0].update(
+                filter={"op": "regex", "pattern": "(unclosed"}
+            ),
+            '"(unclosed"',
+            0,
+            "'pattern' is not a valid regular expression",
+        ),
+        (
+            lambda j: j["map"]["filter_out"]["filter"][0].update(
+                filter={"op": "hash", "type": 1}
+            ),
+            '"type": 1',
+            0,
+            "hash type 1 is not available",
+        ),
+        (
+            lambda j: j["map"]["filter_out"]["filter"][0].update(
+                filter={"op": "mod", "mod": "ten"}
+            ),
+            '"ten"',
+            0,
+            "'mod' must be a whole number",
+        ),
     ],
 )
 def test_job_errors_point_at_the_value(

@@ -180,7 +180,16 @@ def test_too_many_rejected_records_publish_nothing(spark: Any, tmp_path: Path) -
     assert "4 records were rejected, more than --max-rejected 3; nothing was published" in message
     assert "a.tsv:2: expected 2 columns, found 1" in message
     assert treestore.open(tmp_path / "store").version == 0
-    assert _load(spark, job, max_rejected=4).version == 1
+    failed = {p.name for p in (tmp_path / "store" / "rejected").iterdir()}
+    assert len(failed) == 1  # kept for a look until the next gc
+    result = _load(spark, job, max_rejected=4)
+    assert result.version == 1 and result.report["rejected"]["count"] == 4
+    # gc after the load removed the failed load's rejects and kept this one's
+    left = sorted(
+        str(p.relative_to(tmp_path / "store"))
+        for p in (tmp_path / "store" / "rejected").rglob("*.jsonl")
+    )
+    assert left == result.report["rejected"]["files"]
 
 
 def test_load_command_prints_the_report(spark: Any, tmp_path: Path, capsys: Any) -> None:

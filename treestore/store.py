@@ -10,6 +10,8 @@ Layout of a store (a local folder, or a pyarrow filesystem URI)::
                                        loaded input files; recent load reports
     trees/shard-0003/<run>.pages       a run's pages (see treestore.runs)
     trees/shard-0003/<run>.index       a run's page index
+    dedup/...                          the dedup index (see treestore.dedup_index)
+    rejected/<load>/part-*.jsonl       a load's rejected records, with file and line
 
 A load writes new runs (never touching existing ones), then the next version's
 manifest, then replaces ``CURRENT`` atomically. A reader resolves ``CURRENT``
@@ -323,7 +325,10 @@ class StoreWriter:
 def collect_garbage(
     location: str | os.PathLike[str] | PageStore, keep: int = DEFAULT_RETENTION
 ) -> dict[str, int]:
-    """Delete versions beyond the newest ``keep`` and every run no kept version uses.
+    """Delete versions beyond the newest ``keep`` and every file no kept version uses.
+
+    Runs, dedup index runs and files of rejected records (kept while a kept
+    version's load report names them; a failed load's are removed) go.
 
     Call it while holding the store's lock. Returns counts of what was removed.
     """
@@ -333,8 +338,12 @@ def collect_garbage(
     kept = versions[-max(1, keep) :]
     config = _read_config(store)
     referenced: set[str] = set()
+    rejected: set[str] = set()  # files of rejected records that kept load reports name
     for version in kept:
-        referenced |= _read_manifest(store, version, int(config["shards"])).runs()
+        manifest = _read_manifest(store, version, int(config["shards"]))
+        referenced |= manifest.runs()
+        for load in manifest.loads:
+            rejected.update(load.get("rejected", {}).get("files", []))
     removed = {"versions": 0, "files": 0}
     for version in published_versions(store):
         if version not in kept:
@@ -348,6 +357,10 @@ def collect_garbage(
     for name in unused_dedup_runs(store):
         store.delete(name)
         removed["files"] += 1
+    for name in store.list("rejected"):
+        if name not in rejected:
+            store.delete(name)
+            removed["files"] += 1
     return removed
 
 
