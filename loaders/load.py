@@ -132,7 +132,16 @@ def _mapped(frame: DataFrame, job: JobSpec, builder: TreeBuilder) -> DataFrame:
         keep = keep & passes
     columns = [F.col(c) for c in (SHARD, ORDER, FILE_COLUMN, LINE, TEXT, DKEY, DHASH)]
     columns.append(keep.alias(KEEP))
-    columns += [record.get(key).alias(key) for key in builder.key_fields]
+    # Lists go to the tasks with [] for null: Spark's Arrow writer takes ~30 us per row
+    # on a batch whose list column is all null (measured), against ~0.5 us otherwise.
+    columns += [
+        (
+            F.coalesce(record.get(key), F.array().cast("array<string>"))
+            if key in record.arrays
+            else record.get(key)
+        ).alias(key)
+        for key in builder.key_fields
+    ]
     for element in builder.filters:
         assert element.filter is not None
         passes, _ = compiler.bundle(element.filter, record)

@@ -110,8 +110,8 @@ class _ShardWork:
             for name in self.fields:
                 column = part.column(name)
                 values = column.to_pylist()
-                if pa.types.is_list(column.type):
-                    values = [tuple(v) if v is not None else None for v in values]
+                if pa.types.is_list(column.type):  # [] stands for null (see loaders.load)
+                    values = [tuple(v) if v else None for v in values]
                 columns.append(values)
             self.pending.update(zip(*columns, strict=True))
 

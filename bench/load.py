@@ -1,0 +1,192 @@
+"""Benchmark of the loader on the seed-004 shape against the same join in Spark SQL.
+
+Generated input (TSV, as in the seed): attribute rows ``TIME UID ATTRIBUTE_IDS``
+with 1-5 attribute ids each, and mapping rows ``TIME UID PUID`` of which a third
+have a UID no attribute row has. The seed's job (16 shards): attributes create
+``root/UID/A/id`` (deduplicated), mappings update ``root/UID/M/PUID`` only
+where the UID exists.
+
+Measured in one Spark session on the same files:
+
+- full load: ``run_load`` of every file into a new store;
+- incremental load: +1% new mapping rows (one new file);
+- query: the seed's query of the final join from the store
+  (``root/+:nodes>1/+/+`` with ``str``/``merge`` rops), folded per PUID;
+- peer: the equivalent Spark SQL recomputed from the files (attribute ids
+  grouped by UID, joined to the mappings, grouped by PUID), all rows collected.
+
+Both sides must give the same PUID -> attribute ids. Prints seconds and the
+ratios. Goals: full load within 2x of the SQL recomputation; incremental load
+and query each at least 10x faster than it.
+
+    .venv/bin/python bench/load.py [--attributes 1000000] [--mappings 10000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+sys.path = [p for p in sys.path if Path(p).resolve() != Path(__file__).resolve().parent]
+
+import treestore  # noqa: E402
+from loaders import load_job, run_load  # noqa: E402
+from shell.demo import DEMO_JOB, DEMO_OPS, DEMO_PATH  # noqa: E402
+from treestore.spark import get_session  # noqa: E402
+
+SHARDS = 16
+FILES = 8
+
+
+def _write_tsv(table: pa.Table, path: Path) -> None:
+    with path.open("wb") as out:
+        out.write(("\t".join(table.column_names) + "\n").encode())
+        pacsv.write_csv(
+            table, out, pacsv.WriteOptions(delimiter="\t", quoting_style="none", include_header=False)
+        )
+
+
+def generate(folder: Path, attributes: int, mappings: int) -> tuple[Path, Path]:
+    """Write the inputs; returns (job file, the +1% mapping file to add later)."""
+    rng = np.random.default_rng(4)
+    uids = max(1, int(attributes * 0.6))
+    (folder / "attributes").mkdir(parents=True)
+    (folder / "mapping").mkdir()
+    ids = rng.integers(1, 1000, (attributes, 5)).astype(str)
+    counts = rng.integers(1, 6, attributes)
+    lists = [",".join(row[:n]) for row, n in zip(ids.tolist(), counts.tolist(), strict=True)]
+    table = pa.table(
+        {
+            "TIME": pa.array((1419441590000 + np.arange(attributes)).astype(str)),
+            "UID": pa.array(np.char.add("u", rng.integers(0, uids, attributes).astype(str))),
+            "ATTRIBUTE_IDS": pa.array(lists),
+        }
+    )
+    for i in range(FILES):
+        _write_tsv(
+            table.slice(i * attributes // FILES, attributes // FILES + 1),
+            folder / "attributes" / f"part-{i}.tsv",
+        )
+
+    def mapping_rows(n: int, seed: int) -> pa.Table:
+        r = np.random.default_rng(seed)
+        known = r.random(n) < 2 / 3
+        uid = np.where(known, r.integers(0, uids, n), uids + r.integers(0, uids, n))
+        return pa.table(
+            {
+                "TIME": pa.array((1419441590000 + r.integers(0, 10**8, n)).astype(str)),
+                "UID": pa.array(np.char.add("u", uid.astype(str))),
+                "PUID": pa.array(
+                    np.char.add("p", r.integers(0, max(1, mappings // 50), n).astype(str))
+                ),
+            }
+        )
+
+    for i in range(FILES):
+        _write_tsv(mapping_rows(mappings // FILES, 100 + i), folder / "mapping" / f"part-{i}.tsv")
+    extra = folder / "extra.tsv"
+    _write_tsv(mapping_rows(max(1, mappings // 100), 999), extra)
+    job = json.loads(json.dumps(DEMO_JOB))
+    job["shards"] = SHARDS
+    (folder / "job.json").write_text(json.dumps(job))
+    return folder / "job.json", extra
+
+
+def sql_join(spark, folder: Path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The peer: the final join recomputed by Spark SQL from the files."""
+    from pyspark.sql import functions as F
+
+    def read(name: str):  # type: ignore[no-untyped-def]
+        return spark.read.options(header="true", sep="\t").csv(str(folder / name))
+
+    attributes = (
+        read("attributes")
+        .dropDuplicates(["TIME", "UID", "ATTRIBUTE_IDS"])
+        .select("UID", F.explode(F.split("ATTRIBUTE_IDS", ",")).alias("A"))
+        .groupBy("UID")
+        .agg(F.collect_set("A").alias("ids"))
+    )
+    joined = (
+        read("mapping")
+        .join(attributes, "UID")
+        .groupBy("PUID")
+        .agg(
+            F.array_join(
+                F.array_sort(F.array_distinct(F.flatten(F.collect_list("ids")))), ","
+            ).alias("ids")
+        )
+    )
+    return {row["PUID"]: row["ids"] for row in joined.collect()}
+
+
+def store_join(store: Path, spark) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Ours: the seed's query from the store, folded per PUID."""
+    found: dict[str, set[str]] = {}
+    for _uid, items in treestore.open(store, spark=spark).query(DEMO_PATH, rops=DEMO_OPS):
+        parts = str(items).split(",")
+        ids = {p[2:] for p in parts if p.startswith("A=")}
+        for p in parts:
+            if p.startswith("M="):
+                found.setdefault(p[2:], set()).update(ids)
+    return {puid: ",".join(sorted(ids)) for puid, ids in found.items()}
+
+
+def _timed(action):  # type: ignore[no-untyped-def]
+    began = time.perf_counter()
+    result = action()
+    return result, time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attributes", type=int, default=1_000_000)
+    parser.add_argument("--mappings", type=int, default=10_000_000)
+    args = parser.parse_args()
+    spark = get_session()
+    folder = Path(tempfile.mkdtemp(prefix="treestore-bench-load-"))
+    try:
+        (job_file, extra), gen = _timed(lambda: generate(folder, args.attributes, args.mappings))
+        print(
+            f"generated {args.attributes:,} attribute rows and {args.mappings:,} mapping rows in {gen:.1f} s"
+        )
+        sql_join(spark, folder)  # warm-up: JIT and file cache for both sides
+        store = folder / "store"
+        job = load_job(job_file)
+        result, full = _timed(
+            lambda: run_load(spark, job, store, log=lambda _l: None, progress=False)
+        )
+        print(f"full load: {full:.1f} s  phases {result.report['phases']}")
+        shutil.copy(extra, folder / "mapping" / "part-extra.tsv")
+        result, incremental = _timed(
+            lambda: run_load(spark, job, store, log=lambda _l: None, progress=False)
+        )
+        print(
+            f"incremental load (+1% mappings): {incremental:.1f} s  phases {result.report['phases']}"
+        )
+        ours, query = _timed(lambda: store_join(store, spark))
+        print(f"query of the final join from the store: {query:.1f} s ({len(ours):,} PUIDs)")
+        peer, sql = _timed(lambda: sql_join(spark, folder))
+        print(f"Spark SQL recomputation: {sql:.1f} s ({len(peer):,} PUIDs)")
+        if ours != peer:
+            differ = [k for k in set(ours) | set(peer) if ours.get(k) != peer.get(k)]
+            print(f"RESULTS DIFFER for {len(differ)} PUIDs, e.g. {differ[:3]}")
+            sys.exit(1)
+        print("both give the same PUID -> attribute ids")
+        print(f"full load / SQL: {full / sql:.2f}x (goal <= 2x)")
+        print(f"SQL / incremental load: {sql / incremental:.1f}x (goal >= 10x)")
+        print(f"SQL / query: {sql / query:.1f}x (goal >= 10x)")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
