@@ -94,7 +94,7 @@ class _ShardWork:
         self.stats: dict[int, ApplyStats] = {}
         self.pending: Counter[tuple[Any, ...]] = Counter()
         self.pending_order = -1
-        self.fields = [*plan.builder.key_fields, *plan.builder.filter_columns.values()]
+        self.fields = plan.builder.fields
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Queue the records of ``batch`` (already filtered, sorted by source order)."""
@@ -105,7 +105,10 @@ class _ShardWork:
             part = batch.filter(pa.array(orders == order)) if orders[0] != orders[-1] else batch
             if order != self.pending_order or len(self.pending) > _PENDING_LIMIT:
                 self.apply_pending()
+            if order != self.pending_order:
                 self.pending_order = int(order)
+                for tree in self.trees.values():
+                    self.plan.builder.start_source(tree)
             columns = [part.column(SHARD).to_pylist()]
             for name in self.fields:
                 column = part.column(name)
@@ -115,25 +118,33 @@ class _ShardWork:
                 columns.append(values)
             self.pending.update(zip(*columns, strict=True))
 
+    def _tree(self, shard: int) -> ShardTree:
+        tree = self.trees.get(shard)
+        if tree is None:
+            tree = self.trees[shard] = ShardTree(
+                self.pages, self.plan.states.get(shard), shard=shard
+            )
+            self.plan.builder.start_source(tree)
+            self.stats[shard] = ApplyStats()
+        return tree
+
     def apply_pending(self) -> None:
         """Apply the queued records, each distinct one once with its count as weight."""
         if not self.pending:
             return
         counts = self.per_source[self.pending_order]
-        builder, fields = self.plan.builder, self.fields
+        by_shard: dict[int, tuple[list[tuple[Any, ...]], list[int]]] = {}
         for key, weight in self.pending.items():
-            shard = key[0]
-            tree = self.trees.get(shard)
-            if tree is None:
-                tree = self.trees[shard] = ShardTree(
-                    self.pages, self.plan.states.get(shard), shard=shard
-                )
-                self.stats[shard] = ApplyStats()
+            records, weights = by_shard.setdefault(key[0], ([], []))
+            records.append(key[1:])
+            weights.append(weight)
+        for shard, (records, weights) in by_shard.items():
+            tree = self._tree(shard)
             stats = self.stats[shard]
             missed = stats.missed_updates
-            builder.apply(tree, dict(zip(fields, key[1:], strict=True)), stats, weight)
+            self.plan.builder.apply_batch(tree, records, weights, stats)
             counts["missed_updates"] += stats.missed_updates - missed
-        counts["applied"] += sum(self.pending.values())
+            counts["applied"] += sum(weights)
         self.pending.clear()
 
     def commit(self) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -1,4 +1,4 @@
-"""Applying records to a shard's tree, with Hydra's path-element semantics.
+"""Applying records to a shard's tree, with Hydra's path-element semantics, in batches.
 
 Each element applies under every node the previous element produced; each
 node a record visits gets hits += 1 (``count: false``: no hit); an array value
@@ -7,16 +7,23 @@ element filter, stops that path; a value element whose field is missing uses
 its ``value`` as default; ``name`` puts a const node of that name above the
 element's nodes; ``create: false`` only visits children that exist (the path
 stops otherwise, and the record is counted as an update that found no node);
-``once`` visits a node only when this record creates it; ``data`` attachments
-are updated on every node the element visits (see :mod:`treestore.attachments`).
+``once`` visits a node only when it is created (the record that creates it goes
+on below it, the others stop); ``data`` attachments are updated on every node
+the element visits (see :mod:`treestore.attachments`).
 
-Records arrive aggregated: identical records are applied once with a
-``weight`` (how many they are), which adds ``weight`` hits at once.
+A batch of records (identical ones already merged, with a weight) is applied
+element by element: all records' visits of one element are grouped by
+(parent, name), so each node is visited once per batch with the summed weight.
+
+An update-only element (``create: false``) sees the nodes of earlier sources
+and earlier loads, not nodes created by the source being applied: records of
+one source reach a shard in no fixed order, and this keeps the result
+independent of it. (:meth:`TreeBuilder.start_source` marks where a source begins.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +32,9 @@ from treestore.attachments import NotANumber, update_attachment
 from treestore.tree import Handle, ShardTree
 
 __all__ = ["ApplyStats", "TreeBuilder"]
+
+Frontier = list[tuple[int, Handle, int]]
+"""(record index, node the record is at, weight) for every live path of a batch."""
 
 
 @dataclass
@@ -36,20 +46,24 @@ class ApplyStats:
     bad_values: int = 0
 
 
-class _Visit:
-    """One record's application: the record, its weight and whether an update missed."""
+class _Batch:
+    """One batch being applied: its records, weights, and which of them missed a node."""
 
-    __slots__ = ("missed", "record", "stats", "tree", "weight")
+    __slots__ = ("missed", "records", "stats", "tree", "weights")
 
     def __init__(
-        self, tree: ShardTree, record: Mapping[str, Any], weight: int, stats: ApplyStats
+        self,
+        tree: ShardTree,
+        records: Sequence[Sequence[Any]],
+        weights: Sequence[int],
+        stats: ApplyStats,
     ) -> None:
-        self.tree, self.record, self.weight, self.stats = tree, record, weight, stats
-        self.missed = False
+        self.tree, self.records, self.weights, self.stats = tree, records, weights, stats
+        self.missed = [False] * len(records)
 
 
 class TreeBuilder:
-    """Applies records (mappings of field name -> value) to a tree's root."""
+    """Applies records (tuples of :attr:`fields` values) to a tree's root."""
 
     def __init__(self, elements: Sequence[ElementSpec]) -> None:
         self.elements = tuple(elements)
@@ -64,89 +78,128 @@ class TreeBuilder:
         keys = {found.key for found in walked if found.key is not None}
         keys |= {a.key for found in walked for a in found.data if a.key is not None}
         self.key_fields = sorted(keys)
+        self.fields = [*self.key_fields, *self.filter_columns.values()]
+        """The record layout :meth:`apply_batch` takes: key fields, then filter columns."""
+        self._index = {name: i for i, name in enumerate(self.fields)}
         self.attachments = [a for found in walked for a in found.data]
 
-    def apply(
-        self, tree: ShardTree, record: Mapping[str, Any], stats: ApplyStats, weight: int = 1
+    def record(self, values: dict[str, Any]) -> tuple[Any, ...]:
+        """A record tuple from field values (missing ones are null); for tests and tools."""
+        return tuple(values.get(name) for name in self.fields)
+
+    def start_source(self, tree: ShardTree) -> None:
+        """Mark the start of a new source: update-only elements skip nodes made after this."""
+        tree.update_floor = tree.next_id
+
+    def apply_batch(
+        self,
+        tree: ShardTree,
+        records: Sequence[Sequence[Any]],
+        weights: Sequence[int],
+        stats: ApplyStats,
     ) -> None:
-        """Apply ``weight`` identical records to ``tree``, starting under its internal root."""
-        visit = _Visit(tree, record, weight, stats)
-        self._apply_list(visit, self.elements, [tree.root_handle], weight)
-        stats.records += weight
-        if visit.missed:
-            stats.missed_updates += weight
+        """Apply ``records`` (each standing for ``weights[i]`` identical ones) to ``tree``."""
+        batch = _Batch(tree, records, weights, stats)
+        root = tree.root_handle
+        self._apply_list(batch, self.elements, [(i, root, w) for i, w in enumerate(weights)])
+        stats.records += sum(weights)
+        stats.missed_updates += sum(w for w, m in zip(weights, batch.missed, strict=True) if m)
 
     def _apply_list(
-        self, visit: _Visit, elements: Sequence[ElementSpec], parents: list[Handle], weight: int
-    ) -> list[Handle]:
-        current = parents
+        self, batch: _Batch, elements: Sequence[ElementSpec], frontier: Frontier
+    ) -> Frontier:
         for element in elements:
-            produced: list[Handle] = []
-            for parent in current:
-                produced.extend(self._apply_one(visit, element, parent, weight))
-            if element.once:
-                weight = 1  # of identical records, only the one that created the node goes on
-            current = produced
-            if not current:
+            if not frontier:
                 break
-        return current
+            frontier = self._apply_one(batch, element, frontier)
+        return frontier
 
-    def _apply_one(
-        self, visit: _Visit, element: ElementSpec, parent: Handle, weight: int
-    ) -> list[Handle]:
-        filter_column = self.filter_columns.get(element.where)
-        record = visit.record
-        if filter_column is not None and not record.get(filter_column):
-            return []
-        hits = weight if element.count else 0
-        if element.label is not None:
-            labelled = visit.tree.visit(parent, element.label, element.create, hits)
-            if labelled is None:
-                visit.missed = True
-                return []
-            parent = labelled
-        if element.kind == "branch":
-            ends: list[Handle] = []
-            for branch in element.branches:
-                ends.extend(self._apply_list(visit, branch, [parent], weight))
-            return ends
-        if element.kind == "const":
-            names: Sequence[Any] = (element.value,)
-        else:
-            value = record.get(element.key or "")
-            if value is None and element.value is not None:
-                value = element.value
-            names = value if isinstance(value, list | tuple) else (value,)
-        visited: list[Handle] = []
-        for raw in names:
-            if raw is None or raw == "":
-                continue
-            child = visit.tree.visit(parent, str(raw), element.create, hits, element.once)
+    def _visit_groups(
+        self,
+        batch: _Batch,
+        element: ElementSpec,
+        groups: dict[tuple[Handle, str], list[tuple[int, int]]],
+        label: bool = False,
+    ) -> Frontier:
+        """Visit each (parent, name) once for all its (record, weight) members."""
+        tree = batch.tree
+        once = element.once and not label
+        produced: Frontier = []
+        for (parent, name), members in groups.items():
+            hits = sum(w for _, w in members) if element.count else 0
+            child = tree.visit(parent, name, element.create, hits, once)
             if child is None:
-                if not element.once:
-                    visit.missed = True
+                if not once:
+                    for i, _ in members:
+                        batch.missed[i] = True
                 continue
-            if element.data:
-                self._update_data(visit, child, element.data, 1 if element.once else weight)
-            visited.append(child)
-        return visited
+            if once:  # only the first record created it; it goes on with weight 1
+                members = members[:1]
+                members[0] = (members[0][0], 1)
+            if element.data and not label:
+                self._update_data(batch, child, element.data, members)
+            produced.extend((i, child, w) for i, w in members)
+        return produced
+
+    def _apply_one(self, batch: _Batch, element: ElementSpec, frontier: Frontier) -> Frontier:
+        records = batch.records
+        filter_column = self.filter_columns.get(element.where)
+        if filter_column is not None:
+            at = self._index[filter_column]
+            frontier = [entry for entry in frontier if records[entry[0]][at]]
+        if element.label is not None:
+            labels: dict[tuple[Handle, str], list[tuple[int, int]]] = {}
+            for i, parent, w in frontier:
+                labels.setdefault((parent, element.label), []).append((i, w))
+            frontier = self._visit_groups(batch, element, labels, label=True)
+        if element.kind == "branch":
+            ends: Frontier = []
+            for branch in element.branches:
+                ends.extend(self._apply_list(batch, branch, frontier))
+            return ends
+        groups: dict[tuple[Handle, str], list[tuple[int, int]]] = {}
+        if element.kind == "const":
+            assert element.value is not None
+            for i, parent, w in frontier:
+                groups.setdefault((parent, element.value), []).append((i, w))
+        else:
+            at = self._index[element.key or ""]
+            default = element.value
+            for i, parent, w in frontier:
+                value = records[i][at]
+                if value is None:
+                    value = default
+                if isinstance(value, tuple | list):
+                    for name in value:
+                        if name is not None and name != "":
+                            groups.setdefault((parent, str(name)), []).append((i, w))
+                elif value is not None and value != "":
+                    groups.setdefault((parent, str(value)), []).append((i, w))
+        return self._visit_groups(batch, element, groups)
 
     def _update_data(
-        self, visit: _Visit, handle: Handle, attachments: tuple[AttachmentSpec, ...], weight: int
+        self,
+        batch: _Batch,
+        handle: Handle,
+        attachments: tuple[AttachmentSpec, ...],
+        members: list[tuple[int, int]],
     ) -> None:
         def update(data: dict[str, Any]) -> None:
             for spec in attachments:
-                value = visit.record.get(spec.key) if spec.key is not None else None
-                values = (
-                    list(value)
-                    if isinstance(value, list | tuple)
-                    else ([] if value is None or value == "" else [value])
-                )
-                try:
-                    data[spec.name] = update_attachment(
-                        spec.kind, data.get(spec.name), values, weight, spec.settings
+                at = self._index[spec.key] if spec.key is not None else None
+                settings = spec.settings
+                state = data.get(spec.name)
+                for i, weight in members:
+                    value = batch.records[i][at] if at is not None else None
+                    values = (
+                        list(value)
+                        if isinstance(value, list | tuple)
+                        else ([] if value is None or value == "" else [value])
                     )
-                except NotANumber:
-                    visit.stats.bad_values += weight
+                    try:
+                        state = update_attachment(spec.kind, state, values, weight, settings)
+                    except NotANumber:
+                        batch.stats.bad_values += weight
+                data[spec.name] = state
 
-        visit.tree.update_data(handle, update)
+        batch.tree.update_data(handle, update)

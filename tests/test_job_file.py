@@ -112,9 +112,7 @@ def _job_with(tmp_path: Path, text: str) -> Path:
             "'pattern' is not a valid regular expression",
         ),
         (
-            lambda j: j["map"]["filter_out"]["filter"][0].update(
-                filter={"op": "hash", "type": 1}
-            ),
+            lambda j: j["map"]["filter_out"]["filter"][0].update(filter={"op": "hash", "type": 1}),
             '"type": 1',
             0,
             "hash type 1 is not available",

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from loaders.job import load_job
 from loaders.treebuild import ApplyStats, TreeBuilder
 from query import parse_path, run_path
@@ -15,22 +18,30 @@ def _builder(demo_dir: Path) -> TreeBuilder:
     return TreeBuilder(load_job(demo_dir / "job.json").tree)
 
 
-def _record(builder: TreeBuilder, source: str, **fields: object) -> dict[str, object]:
+def _record(builder: TreeBuilder, source: str, **fields: object) -> tuple[object, ...]:
     """A record as the loader hands it over: fields plus each element filter's verdict."""
-    record: dict[str, object] = dict(fields)
+    record: dict[str, object] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()
+    }
     attr, mapping = builder.filters  # the two UID elements, in job order
     record[builder.filter_columns[attr.where]] = source == "ATTR"
     record[builder.filter_columns[mapping.where]] = source == "MAPPING"
-    return record
+    return builder.record(record)
+
+
+def _apply(
+    builder: TreeBuilder, tree: ShardTree, record: tuple[object, ...], stats: ApplyStats
+) -> None:
+    builder.apply_batch(tree, [record], [1], stats)
 
 
 def test_seed_tree_is_built_with_hits_and_create_false(demo_dir: Path) -> None:
     builder = _builder(demo_dir)
     tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
     for uid, ids in [("12345", ["1"]), ("67890", ["1", "2"]), ("12345", ["3", "4", "5"])]:
-        builder.apply(tree, _record(builder, "ATTR", UID=uid, ATTRIBUTE_IDS=ids), stats)
+        _apply(builder, tree, _record(builder, "ATTR", UID=uid, ATTRIBUTE_IDS=ids), stats)
     for uid, puid in [("12345", "abc"), ("99999", "nope"), ("67890", "xyz")]:
-        builder.apply(tree, _record(builder, "MAPPING", UID=uid, PUID=puid), stats)
+        _apply(builder, tree, _record(builder, "MAPPING", UID=uid, PUID=puid), stats)
     tree = ShardTree(tree.store, tree.commit())
     root = tree.child(tree.root, "root")
     assert root is not None and root.hits == 6
@@ -49,9 +60,9 @@ def test_seed_tree_is_built_with_hits_and_create_false(demo_dir: Path) -> None:
 def test_null_and_empty_values_stop_the_path(demo_dir: Path) -> None:
     builder = _builder(demo_dir)
     tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
-    builder.apply(tree, _record(builder, "ATTR", UID=None, ATTRIBUTE_IDS=["1"]), stats)
-    builder.apply(tree, _record(builder, "ATTR", UID="", ATTRIBUTE_IDS=["1"]), stats)
-    builder.apply(tree, _record(builder, "ATTR", UID="7", ATTRIBUTE_IDS=["", None, "2"]), stats)
+    _apply(builder, tree, _record(builder, "ATTR", UID=None, ATTRIBUTE_IDS=["1"]), stats)
+    _apply(builder, tree, _record(builder, "ATTR", UID="", ATTRIBUTE_IDS=["1"]), stats)
+    _apply(builder, tree, _record(builder, "ATTR", UID="7", ATTRIBUTE_IDS=["", None, "2"]), stats)
     tree = ShardTree(tree.store, tree.commit())
     paths = [path for path, _ in tree.walk()]
     assert paths == [("root",), ("root", "7"), ("root", "7", "A"), ("root", "7", "A", "2")]
@@ -60,6 +71,69 @@ def test_null_and_empty_values_stop_the_path(demo_dir: Path) -> None:
 def test_failing_element_filter_stops_that_branch(demo_dir: Path) -> None:
     builder = _builder(demo_dir)
     tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
-    builder.apply(tree, _record(builder, "OTHER", UID="1", ATTRIBUTE_IDS=["1"], PUID="p"), stats)
+    _apply(builder, tree, _record(builder, "OTHER", UID="1", ATTRIBUTE_IDS=["1"], PUID="p"), stats)
     tree = ShardTree(tree.store, tree.commit())
     assert [path for path, _ in tree.walk()] == [("root",)]
+
+
+def test_update_only_records_skip_nodes_of_their_own_source(demo_dir: Path) -> None:
+    builder = _builder(demo_dir)
+    tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
+    builder.start_source(tree)
+    _apply(builder, tree, _record(builder, "ATTR", UID="1", ATTRIBUTE_IDS=["a"]), stats)
+    builder.start_source(tree)  # the mapping source: UID 1 came from an earlier source
+    _apply(builder, tree, _record(builder, "MAPPING", UID="1", PUID="p"), stats)
+    builder.start_source(tree)  # a source that both creates and updates the same UID 2
+    both = [
+        _record(builder, "MAPPING", UID="2", PUID="q"),
+        _record(builder, "ATTR", UID="2", ATTRIBUTE_IDS=["b"]),
+    ]
+    builder.apply_batch(tree, both, [1, 1], stats)
+    tree = ShardTree(tree.store, tree.commit())
+    paths = {path for path, _ in tree.walk()}
+    assert ("root", "1", "M", "p") in paths
+    assert ("root", "2", "A", "b") in paths and ("root", "2", "M") not in paths
+    assert stats.missed_updates == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ATTR", "MAPPING"]),
+            st.sampled_from(["u1", "u2", "u3", "", None]),
+            st.lists(st.sampled_from(["1", "2", "", None]), max_size=3),
+            st.sampled_from(["p", "q", None]),
+            st.integers(1, 3),
+        ),
+        max_size=25,
+    )
+)
+def test_a_batch_gives_the_tree_of_its_records_one_by_one(records: list[tuple]) -> None:  # type: ignore[type-arg]
+    from loaders.job import _Validator
+    from loaders.jobfile import JobText
+    from shell.demo import DEMO_JOB
+
+    builder = TreeBuilder(_Validator(JobText("job.json", "", DEMO_JOB), Path(".")).job_spec().tree)
+    by_source = {
+        source: [
+            (_record(builder, source, UID=uid, ATTRIBUTE_IDS=ids, PUID=puid), weight)
+            for s, uid, ids, puid, weight in records
+            if s == source
+        ]
+        for source in ("ATTR", "MAPPING")
+    }
+    trees = []
+    for one_by_one in (False, True):
+        tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
+        for source in ("ATTR", "MAPPING"):
+            builder.start_source(tree)
+            batch = by_source[source]
+            parts = [[item] for item in batch] if one_by_one else [batch] if batch else []
+            for part in parts:
+                builder.apply_batch(tree, [r for r, _ in part], [w for _, w in part], stats)
+        tree = ShardTree(tree.store, tree.commit())
+        trees.append(
+            ({path: n.hits for path, n in tree.walk()}, stats.missed_updates, stats.records)
+        )
+    assert trees[0] == trees[1]

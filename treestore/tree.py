@@ -133,6 +133,8 @@ class ShardTree:
         self.memtable: dict[Key, list[Any]] = {}
         self.memtable_limit = _memtable_limit()
         self.stats = WriteStats()
+        self.update_floor = 1 << 62
+        """Update-only visits treat nodes with an id at least this as absent (see visit)."""
         self._tag = uuid.uuid4().hex[:12]
 
     # -- reading -----------------------------------------------------------
@@ -198,8 +200,9 @@ class ShardTree:
         """Add ``hits`` to ``parent``'s child ``name``, creating it if ``create``.
 
         Returns the child's handle, or ``None`` if it does not exist and
-        ``create`` is false. With ``once``, only a child this call creates is
-        visited (it gets one hit); an existing one returns ``None``.
+        ``create`` is false (a child whose id is at least :attr:`update_floor`
+        counts as not existing then). With ``once``, only a child this call
+        creates is visited (it gets one hit); an existing one returns ``None``.
         """
         if len(self.memtable) >= self.memtable_limit:
             self.flush()  # before, not after: the returned entry stays in the memtable
@@ -221,11 +224,11 @@ class ShardTree:
                 if once:
                     hits = min(hits, 1)
             else:
-                if once:
+                if once or (not create and stored[1] >= self.update_floor):
                     return None
                 entry = self.memtable[key] = [stored[1], 0, 0, None]
                 self.stats.nodes_updated += 1
-        elif once:
+        elif once or (not create and entry[0] >= self.update_floor):
             return None
         entry[1] += hits
         return (entry[0], key)
