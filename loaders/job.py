@@ -116,13 +116,16 @@ class JobSpec:
         """Every tree element, nested ones included."""
         return [found for element in self.tree for found in element.walk()]
 
-    def input_fields(self) -> set[str]:
-        """Every field name the job reads or sets: what the readers keep of a record."""
+    def input_fields(self, source: SourceSpec | None = None) -> set[str]:
+        """Every field name the job (for ``source``: that source's records) reads or sets.
+
+        What the readers keep of a record.
+        """
         names: set[str] = set()
-        for source in self.sources:
-            names.update(source.dedup_keys)
-            if source.shard_by:
-                names.add(source.shard_by)
+        for spec in self.sources if source is None else [source]:
+            names.update(spec.dedup_keys)
+            if spec.shard_by:
+                names.add(spec.shard_by)
         for mapping in self.map.fields:
             names.add(mapping.source)
         names |= fields_named(self.map.filter_in) | fields_named(self.map.filter_out)

@@ -71,14 +71,17 @@ def _source_frame(
     files: list[InputFile],
     job: JobSpec,
     lists: frozenset[str],
+    numbers: dict[str, int],
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
-    frame = read_source(spark, source, files, job.input_fields(), lists)
+    fields = job.input_fields(source)
+    frame = read_source(spark, source, files, fields, lists, numbers)
     frame = frame.withColumn(SHARD, shard_column(frame, source, job.shards))
     frame = frame.withColumn(ORDER, F.lit(index))
     if source.inject_source_name:
-        injected = F.col(FILE_COLUMN)
+        paths = F.array(*[F.lit(f.path) for f in files])
+        injected = F.element_at(paths, F.col(FILE_COLUMN) - numbers[files[0].path] + 1)
         if source.inject_source_name in lists:
             injected = F.array(injected)
         frame = frame.withColumn(source.inject_source_name, injected)
@@ -237,12 +240,16 @@ def _load_locked(
         index = prepare_index(spark, job, writer, log)
     with phases("plan"), spark_errors(LoadError, "Reading the new input files"):
         # a field that holds lists in one source is read as a list in all of them
-        fields = job.input_fields()
         lists = frozenset().union(
-            *(list_fields(job.sources[i], files, fields) for i, files in scan.fresh.items())
+            *(
+                list_fields(job.sources[i], files, job.input_fields(job.sources[i]))
+                for i, files in scan.fresh.items()
+            )
         )
+        ordered = [f.path for _, files in sorted(scan.fresh.items()) for f in files]
+        numbers = {path: n for n, path in enumerate(ordered)}
         frames = [
-            _source_frame(spark, index, job.sources[index], files, job, lists)
+            _source_frame(spark, index, job.sources[index], files, job, lists, numbers)
             for index, files in sorted(scan.fresh.items())
         ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
@@ -255,6 +262,7 @@ def _load_locked(
         dedup_sources=dedup_sources,
         dedup_runs={name: index.runs(name) for name in dedup_sources.values()},
         states=dict(writer.base.trees),
+        files=tuple(ordered),
         rejected_folder=f"rejected/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}",
         max_rejected=max_rejected,
     )

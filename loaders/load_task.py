@@ -3,14 +3,15 @@
 Per Arrow batch, vectorized: count records per file and per source, set rejected
 records aside (written to the store's ``rejected/`` folder with file and line),
 classify dedup duplicates, and apply the map's verdict. The surviving records
-are then aggregated (identical records become one with a weight) and applied
-to the shard's tree in source order: a source's records are applied only after
-every record of the sources before it.
+are applied to the shard's tree in batches (see :mod:`loaders.treebuild`), in
+source order: a source's records are applied only after every record of the
+sources before it.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -33,8 +34,8 @@ __all__ = ["KEEP", "ORDER", "TASK_SCHEMA", "TaskPlan", "shard_task"]
 
 ORDER, KEEP = "__source_order", "__keep"
 TASK_SCHEMA = "shard int, result string"
-_PENDING_LIMIT = 250_000
-"""Distinct records held before they are applied (bounds a task's memory)."""
+_PENDING_LIMIT = 500_000
+"""Records held before they are applied (bounds a task's memory)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class TaskPlan:
     dedup_sources: dict[int, str]
     dedup_runs: dict[str, dict[int, tuple[str, ...]]]
     states: dict[int, ShardState]
+    files: tuple[str, ...]  # the input files, by their number in ``__file``
     rejected_folder: str
     max_rejected: int
 
@@ -67,7 +69,7 @@ class _Rejected:
         for i in range(len(kept[REJECT])):
             row: dict[str, Any] = {
                 "source": self.plan.source_names[kept[ORDER][i]],
-                "file": kept[FILE_COLUMN][i],
+                "file": self.plan.files[kept[FILE_COLUMN][i]],
                 "line": kept[LINE][i],
                 "reason": kept[REJECT][i],
             }
@@ -92,7 +94,8 @@ class _ShardWork:
         self.pages, self.plan, self.per_source = pages, plan, per_source
         self.trees: dict[int, ShardTree] = {}
         self.stats: dict[int, ApplyStats] = {}
-        self.pending: Counter[tuple[Any, ...]] = Counter()
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
         self.pending_order = -1
         self.fields = plan.builder.fields
 
@@ -103,20 +106,14 @@ class _ShardWork:
         orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
         for order in np.unique(orders):  # ascending: the batch is sorted by source order
             part = batch.filter(pa.array(orders == order)) if orders[0] != orders[-1] else batch
-            if order != self.pending_order or len(self.pending) > _PENDING_LIMIT:
+            if order != self.pending_order or self.pending_rows > _PENDING_LIMIT:
                 self.apply_pending()
             if order != self.pending_order:
                 self.pending_order = int(order)
                 for tree in self.trees.values():
                     self.plan.builder.start_source(tree)
-            columns = [part.column(SHARD).to_pylist()]
-            for name in self.fields:
-                column = part.column(name)
-                values = column.to_pylist()
-                if pa.types.is_list(column.type):  # [] stands for null (see loaders.load)
-                    values = [tuple(v) if v else None for v in values]
-                columns.append(values)
-            self.pending.update(zip(*columns, strict=True))
+            self.pending.append(part.select([SHARD, *self.fields]))
+            self.pending_rows += part.num_rows
 
     def _tree(self, shard: int) -> ShardTree:
         tree = self.trees.get(shard)
@@ -129,23 +126,21 @@ class _ShardWork:
         return tree
 
     def apply_pending(self) -> None:
-        """Apply the queued records, each distinct one once with its count as weight."""
+        """Apply the queued records of one source, shard by shard."""
         if not self.pending:
             return
         counts = self.per_source[self.pending_order]
-        by_shard: dict[int, tuple[list[tuple[Any, ...]], list[int]]] = {}
-        for key, weight in self.pending.items():
-            records, weights = by_shard.setdefault(key[0], ([], []))
-            records.append(key[1:])
-            weights.append(weight)
-        for shard, (records, weights) in by_shard.items():
+        table = pa.Table.from_batches(self.pending)
+        shards = table.column(SHARD).to_numpy()
+        for shard in np.unique(shards).tolist():
+            part = table.filter(pa.array(shards == shard)) if shards[0] != shards[-1] else table
             tree = self._tree(shard)
             stats = self.stats[shard]
             missed = stats.missed_updates
-            self.plan.builder.apply_batch(tree, records, weights, stats)
+            self.plan.builder.apply_table(tree, part, None, stats)
             counts["missed_updates"] += stats.missed_updates - missed
-            counts["applied"] += sum(weights)
-        self.pending.clear()
+            counts["applied"] += part.num_rows
+        self.pending, self.pending_rows = [], 0
 
     def commit(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Write every tree's new runs; yield (shard, its report with its new state)."""
@@ -169,6 +164,29 @@ class _ShardWork:
             )
 
 
+class _Clock:
+    """Where a task's time goes: waiting for input (Spark's read, shuffle, sort) or its own work."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {"input": 0.0}
+        self.mark = time.perf_counter()
+
+    def waiting(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        iterator = iter(batches)
+        while True:
+            self.lap("records")
+            batch = next(iterator, None)
+            self.lap("input")
+            if batch is None:
+                return
+            yield batch
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self.mark, 3)
+        self.mark = now
+
+
 def _per_source(counts: list[Counter[str]], key: str, orders: np.ndarray) -> None:
     if len(orders):
         for order, n in enumerate(np.bincount(orders, minlength=len(counts)).tolist()):
@@ -182,12 +200,13 @@ def shard_task(
     """The function each Spark task runs over its shard's records (``mapInArrow``)."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        per_file: Counter[str] = Counter()
+        per_file: Counter[int] = Counter()
         per_source: list[Counter[str]] = [Counter() for _ in plan.source_names]
         rejected = _Rejected(pages, plan)
         work = _ShardWork(pages, plan, per_source)
         dedup = BatchDedup(pages, plan.dedup_sources, plan.dedup_runs)
-        for batch in batches:
+        clock = _Clock()
+        for batch in clock.waiting(batches):
             for entry in pc.value_counts(batch.column(FILE_COLUMN)).to_pylist():
                 per_file[entry["values"]] += entry["counts"]
             orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
@@ -206,15 +225,20 @@ def shard_task(
             _per_source(per_source, "kept", orders[fresh])
             _per_source(per_source, "dropped", orders[fresh & ~keep])
             work.add(batch.filter(pa.array(fresh & keep)))
+        clock.lap("records")
+        work.apply_pending()
+        clock.lap("apply")
         shards, results = [], []
         for shard, report in work.commit():
             shards.append(shard)
+            clock.lap("write")
+            report["task_seconds"] = clock.seconds
             results.append(json.dumps(report))
         shards.append(-1)  # one row for the whole task's counts, index runs and rejects
         results.append(
             json.dumps(
                 {
-                    "files": per_file,
+                    "files": {plan.files[n]: count for n, count in per_file.items()},
                     "sources": {
                         name: counts
                         for name, counts in zip(plan.source_names, per_source, strict=True)

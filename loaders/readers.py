@@ -4,7 +4,8 @@ Spark's own text readers neither number lines nor report a row with the wrong
 number of columns, so each input file is read by one task with pyarrow's
 streaming CSV reader (csv, tsv), its JSON reader (json lines, with a line-by-line
 fallback that finds the bad lines) or its Parquet reader. Only the fields the
-job uses are kept. Each output row carries ``__file``, ``__line`` (the physical
+job uses are kept. Each output row carries ``__file`` (the file's number in the
+load; its path travels once, not per row), ``__line`` (the physical
 line, or the row number in a Parquet file) and ``__reject``: null for a good
 record, else why the record was set aside (then ``__text`` holds the raw line).
 
@@ -29,6 +30,7 @@ from treestore.errors import LoadError
 __all__ = ["FILE_COLUMN", "LINE", "REJECT", "TEXT", "ReadPlan", "read_files"]
 
 FILE_COLUMN, LINE, REJECT, TEXT = "__file", "__line", "__reject", "__text"
+"""Columns of every read row: file number, line number, why rejected, rejected line's text."""
 _CSV_BLOCK_BYTES = 8 << 20
 _JSON_CHUNK_BYTES = 16 << 20
 _SAMPLE_LINES = 1000
@@ -54,7 +56,7 @@ class ReadPlan:
         return pa.schema(
             [
                 *(pa.field(n, t) for n, t in zip(self.fields, types, strict=True)),
-                pa.field(FILE_COLUMN, pa.string()),
+                pa.field(FILE_COLUMN, pa.int32()),
                 pa.field(LINE, pa.int64()),
                 pa.field(REJECT, pa.string()),
                 pa.field(TEXT, pa.string()),
@@ -66,7 +68,7 @@ class ReadPlan:
         parts = [
             f"`{n}` {'array<string>' if n in self.list_fields else 'string'}" for n in self.fields
         ]
-        parts += [f"{FILE_COLUMN} string", f"{LINE} long", f"{REJECT} string", f"{TEXT} string"]
+        parts += [f"{FILE_COLUMN} int", f"{LINE} long", f"{REJECT} string", f"{TEXT} string"]
         return ", ".join(parts)
 
 
@@ -149,8 +151,8 @@ def _as_field(column: pa.ChunkedArray | pa.Array, is_list: bool) -> pa.Array:
 class _Output:
     """Builds the output batches of one file."""
 
-    def __init__(self, plan: ReadPlan, path: str) -> None:
-        self.plan, self.path = plan, path
+    def __init__(self, plan: ReadPlan, number: int) -> None:
+        self.plan, self.number = plan, number
         self.schema = plan.schema()
 
     def good(
@@ -162,7 +164,7 @@ class _Output:
             found = columns.get(name)
             arrays.append(found if found is not None else pa.nulls(size, spec.type))
         arrays += [
-            pa.array([self.path] * size, pa.string()) if size else pa.array([], pa.string()),
+            pa.array(np.full(size, self.number, dtype=np.int32)),
             pa.array(lines, pa.int64()),
             rejects,
             pa.nulls(size, pa.string()),
@@ -174,7 +176,7 @@ class _Output:
         size = len(rows)
         arrays = [pa.nulls(size, spec.type) for spec in list(self.schema)[: len(self.plan.fields)]]
         arrays += [
-            pa.array([self.path] * size, pa.string()),
+            pa.array(np.full(size, self.number, dtype=np.int32)),
             pa.array([r[0] for r in rows], pa.int64()),
             pa.array([r[1] for r in rows], pa.string()),
             pa.array([r[2] for r in rows], pa.string()),
@@ -424,13 +426,14 @@ def _read_parquet(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.Record
             yield out.good(columns, lines, pa.nulls(batch.num_rows, pa.string()))
 
 
-def read_files(plan: ReadPlan, paths: Iterable[str]) -> Iterator[pa.RecordBatch]:
-    """Read ``paths`` by ``plan``; a file that cannot be read at all raises :class:`LoadError`."""
+def read_files(plan: ReadPlan, files: Iterable[tuple[int, str]]) -> Iterator[pa.RecordBatch]:
+    """Read ``(number, path)`` files by ``plan``; a file that cannot be read at all raises
+    :class:`LoadError`."""
     reader = {"csv": _read_delimited, "tsv": _read_delimited, "json": _read_json}.get(
         plan.format, _read_parquet
     )
-    for path in paths:
-        out = _Output(plan, path)
+    for number, path in files:
+        out = _Output(plan, number)
         try:
             yield from reader(plan, path, out)
         except (OSError, pa.ArrowException) as exc:

@@ -2,7 +2,7 @@
 
 Every field is read as text (lists of text for JSON/Parquet lists), so the
 map filters and the tree see the same values whatever the format. Each record
-also carries ``__file`` (the file's path) and ``__line`` (its line number).
+also carries ``__file`` (the file's number) and ``__line`` (its line number).
 """
 
 from __future__ import annotations
@@ -78,19 +78,22 @@ def read_source(
     files: list[InputFile],
     fields: Iterable[str],
     lists: frozenset[str] | None = None,
+    numbers: dict[str, int] | None = None,
 ) -> DataFrame:
     """Read ``files`` of ``source`` in Spark tasks, keeping ``fields`` (text) and line numbers.
 
     Each file is read whole by one task (see :mod:`loaders.readers`); the rows
     carry ``__file``, ``__line``, ``__reject`` and ``__text``. ``lists`` names
-    the fields read as lists of text (default: those sampled as lists).
+    the fields read as lists of text (default: those sampled as lists);
+    ``numbers`` gives each file's number for ``__file`` (default: its place in ``files``).
     """
     wanted = tuple(sorted({f for f in fields if f and f != source.inject_source_name}))
     if lists is None:
         lists = list_fields(source, files, wanted)
     plan = ReadPlan(source.format, source.header, source.columns, wanted, lists & set(wanted))
     # Biggest files first, dealt round-robin over the tasks, so tasks get similar work.
-    by_size = [f.path for f in sorted(files, key=lambda f: -f.size)]
+    numbers = numbers or {f.path: i for i, f in enumerate(files)}
+    by_size = [(numbers[f.path], f.path) for f in sorted(files, key=lambda f: -f.size)]
     tasks = max(1, min(len(by_size), spark.sparkContext.defaultParallelism * 2))
     dealt = [by_size[i::tasks] for i in range(tasks)]
 

@@ -11,9 +11,11 @@ stops otherwise, and the record is counted as an update that found no node);
 on below it, the others stop); ``data`` attachments are updated on every node
 the element visits (see :mod:`treestore.attachments`).
 
-A batch of records (identical ones already merged, with a weight) is applied
-element by element: all records' visits of one element are grouped by
-(parent, name), so each node is visited once per batch with the summed weight.
+A batch of records (Arrow columns) is applied element by element: the live
+paths of all records are arrays (record, node, weight), the names an element
+gives them are grouped by (node, name) with numpy, and each distinct child is
+visited once per batch with the summed weight. Per-row Python is left only in
+data attachments.
 
 An update-only element (``create: false``) sees the nodes of earlier sources
 and earlier loads, not nodes created by the source being applied: records of
@@ -27,14 +29,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from loaders.job import AttachmentSpec, ElementSpec
 from treestore.attachments import NotANumber, update_attachment
 from treestore.tree import Handle, ShardTree
 
 __all__ = ["ApplyStats", "TreeBuilder"]
-
-Frontier = list[tuple[int, Handle, int]]
-"""(record index, node the record is at, weight) for every live path of a batch."""
 
 
 @dataclass
@@ -46,20 +49,60 @@ class ApplyStats:
     bad_values: int = 0
 
 
+@dataclass
+class _Frontier:
+    """The live paths of a batch: for each, its record, the node it is at, and its weight.
+
+    ``nodes`` index :attr:`handles`, the nodes this level produced.
+    """
+
+    rows: np.ndarray
+    nodes: np.ndarray
+    weights: np.ndarray
+    handles: list[Handle]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def where(self, mask: np.ndarray) -> _Frontier:
+        return _Frontier(self.rows[mask], self.nodes[mask], self.weights[mask], self.handles)
+
+    def take(self, positions: np.ndarray) -> _Frontier:
+        return _Frontier(
+            self.rows[positions], self.nodes[positions], self.weights[positions], self.handles
+        )
+
+
+def _concat(parts: list[_Frontier]) -> _Frontier:
+    """Frontiers of sibling branches as one (their node indexes rebased onto one list)."""
+    handles: list[Handle] = []
+    nodes = []
+    for part in parts:
+        nodes.append(part.nodes + len(handles))
+        handles.extend(part.handles)
+    return _Frontier(
+        np.concatenate([p.rows for p in parts]),
+        np.concatenate(nodes),
+        np.concatenate([p.weights for p in parts]),
+        handles,
+    )
+
+
 class _Batch:
-    """One batch being applied: its records, weights, and which of them missed a node."""
+    """One batch being applied: its columns, and which records missed a node."""
 
-    __slots__ = ("missed", "records", "stats", "tree", "weights")
+    def __init__(self, tree: ShardTree, table: pa.Table, stats: ApplyStats) -> None:
+        self.tree, self.table, self.stats = tree, table, stats
+        self.missed = np.zeros(table.num_rows, dtype=bool)
+        self._flags: dict[str, np.ndarray] = {}
 
-    def __init__(
-        self,
-        tree: ShardTree,
-        records: Sequence[Sequence[Any]],
-        weights: Sequence[int],
-        stats: ApplyStats,
-    ) -> None:
-        self.tree, self.records, self.weights, self.stats = tree, records, weights, stats
-        self.missed = [False] * len(records)
+    def flags(self, name: str) -> np.ndarray:
+        """A boolean column (an element filter's verdicts) as numpy, nulls false."""
+        found = self._flags.get(name)
+        if found is None:
+            column = pc.fill_null(self.table.column(name), False)
+            found = self._flags[name] = column.to_numpy(zero_copy_only=False).astype(bool)
+        return found
 
 
 class TreeBuilder:
@@ -80,7 +123,6 @@ class TreeBuilder:
         self.key_fields = sorted(keys)
         self.fields = [*self.key_fields, *self.filter_columns.values()]
         """The record layout :meth:`apply_batch` takes: key fields, then filter columns."""
-        self._index = {name: i for i, name in enumerate(self.fields)}
         self.attachments = [a for found in walked for a in found.data]
 
     def record(self, values: dict[str, Any]) -> tuple[Any, ...]:
@@ -98,108 +140,163 @@ class TreeBuilder:
         weights: Sequence[int],
         stats: ApplyStats,
     ) -> None:
-        """Apply ``records`` (each standing for ``weights[i]`` identical ones) to ``tree``."""
-        batch = _Batch(tree, records, weights, stats)
-        root = tree.root_handle
-        self._apply_list(batch, self.elements, [(i, root, w) for i, w in enumerate(weights)])
-        stats.records += sum(weights)
-        stats.missed_updates += sum(w for w, m in zip(weights, batch.missed, strict=True) if m)
+        """Apply record tuples (each standing for ``weights[i]`` identical ones) to ``tree``."""
+        columns = {}
+        for i, name in enumerate(self.fields):
+            values = [r[i] for r in records]
+            if name in self.filter_columns.values():
+                columns[name] = pa.array(values, pa.bool_())
+            elif any(isinstance(v, list | tuple) for v in values):
+                columns[name] = pa.array(
+                    [
+                        list(v) if isinstance(v, list | tuple) else [v] if v is not None else None
+                        for v in values
+                    ],
+                    pa.list_(pa.string()),
+                )
+            else:
+                columns[name] = pa.array(values, pa.string())
+        table = pa.table(columns) if columns else pa.table({"_": pa.nulls(len(records))})
+        self.apply_table(tree, table, np.asarray(weights, dtype=np.int64), stats)
+
+    def apply_table(
+        self, tree: ShardTree, table: pa.Table, weights: np.ndarray | None, stats: ApplyStats
+    ) -> None:
+        """Apply the records of ``table`` (columns :attr:`fields`) to ``tree``.
+
+        ``weights`` says how many identical records each row stands for (default 1).
+        """
+        size = table.num_rows
+        if weights is None:
+            weights = np.ones(size, dtype=np.int64)
+        batch = _Batch(tree, table, stats)
+        start = _Frontier(
+            np.arange(size, dtype=np.int64),
+            np.zeros(size, dtype=np.int64),
+            weights,
+            [tree.root_handle],
+        )
+        self._apply_list(batch, self.elements, start)
+        stats.records += int(weights.sum())
+        stats.missed_updates += int(weights[batch.missed].sum())
 
     def _apply_list(
-        self, batch: _Batch, elements: Sequence[ElementSpec], frontier: Frontier
-    ) -> Frontier:
+        self, batch: _Batch, elements: Sequence[ElementSpec], frontier: _Frontier
+    ) -> _Frontier:
         for element in elements:
-            if not frontier:
+            if not len(frontier):
                 break
             frontier = self._apply_one(batch, element, frontier)
         return frontier
 
-    def _visit_groups(
+    def _apply_one(self, batch: _Batch, element: ElementSpec, frontier: _Frontier) -> _Frontier:
+        filter_column = self.filter_columns.get(element.where)
+        if filter_column is not None:
+            frontier = frontier.where(batch.flags(filter_column)[frontier.rows])
+        if element.label is not None and len(frontier):
+            names = pa.array(np.full(len(frontier), element.label, dtype=object), pa.string())
+            frontier = self._visit(batch, element, frontier, names, label=True)
+        if element.kind == "branch":
+            parts = [self._apply_list(batch, branch, frontier) for branch in element.branches]
+            return _concat(parts)
+        if element.kind == "const":
+            assert element.value is not None
+            names = pa.array(np.full(len(frontier), element.value, dtype=object), pa.string())
+            return self._visit(batch, element, frontier, names)
+        values = batch.table.column(element.key or "").take(pa.array(frontier.rows))
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if pa.types.is_list(values.type):
+            if element.value is not None:  # a null or empty list takes the default
+                missing = pc.fill_null(pc.equal(pc.list_value_length(values), 0), True)
+                values = pc.if_else(missing, pa.scalar([element.value], values.type), values)
+            positions = pc.list_parent_indices(values).to_numpy()
+            frontier = frontier.take(positions)
+            values = pc.list_flatten(values)
+        elif element.value is not None:
+            values = pc.fill_null(values, element.value)
+        return self._visit(batch, element, frontier, values)
+
+    def _visit(
         self,
         batch: _Batch,
         element: ElementSpec,
-        groups: dict[tuple[Handle, str], list[tuple[int, int]]],
+        frontier: _Frontier,
+        names: pa.Array,
         label: bool = False,
-    ) -> Frontier:
-        """Visit each (parent, name) once for all its (record, weight) members."""
-        tree = batch.tree
-        once = element.once and not label
-        produced: Frontier = []
-        for (parent, name), members in groups.items():
-            hits = sum(w for _, w in members) if element.count else 0
-            child = tree.visit(parent, name, element.create, hits, once)
-            if child is None:
-                if not once:
-                    for i, _ in members:
-                        batch.missed[i] = True
-                continue
-            if once:  # only the first record created it; it goes on with weight 1
-                members = members[:1]
-                members[0] = (members[0][0], 1)
-            if element.data and not label:
-                self._update_data(batch, child, element.data, members)
-            produced.extend((i, child, w) for i, w in members)
-        return produced
-
-    def _apply_one(self, batch: _Batch, element: ElementSpec, frontier: Frontier) -> Frontier:
-        records = batch.records
-        filter_column = self.filter_columns.get(element.where)
-        if filter_column is not None:
-            at = self._index[filter_column]
-            frontier = [entry for entry in frontier if records[entry[0]][at]]
-        if element.label is not None:
-            labels: dict[tuple[Handle, str], list[tuple[int, int]]] = {}
-            for i, parent, w in frontier:
-                labels.setdefault((parent, element.label), []).append((i, w))
-            frontier = self._visit_groups(batch, element, labels, label=True)
-        if element.kind == "branch":
-            ends: Frontier = []
-            for branch in element.branches:
-                ends.extend(self._apply_list(batch, branch, frontier))
-            return ends
-        groups: dict[tuple[Handle, str], list[tuple[int, int]]] = {}
-        if element.kind == "const":
-            assert element.value is not None
-            for i, parent, w in frontier:
-                groups.setdefault((parent, element.value), []).append((i, w))
+    ) -> _Frontier:
+        """Visit each distinct (node, name) once, for all the paths that lead to it."""
+        present = pc.fill_null(pc.not_equal(names, ""), False).to_numpy(zero_copy_only=False)
+        if not present.all():
+            frontier = frontier.where(present)
+            names = names.filter(pa.array(present))
+        if not len(frontier):
+            return frontier
+        encoded = pc.dictionary_encode(names)
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        words = encoded.dictionary.to_pylist()
+        keys = frontier.nodes * len(words) + codes
+        groups, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        totals = np.bincount(inverse, weights=frontier.weights).astype(np.int64).tolist()
+        tree, create, once = batch.tree, element.create, element.once and not label
+        handles = frontier.handles
+        children: list[Handle] = []
+        outcome = np.full(len(groups), -1, dtype=np.int64)
+        for g, key in enumerate(groups.tolist()):
+            parent, word = divmod(key, len(words))
+            hits = totals[g] if element.count else 0
+            child = tree.visit(handles[parent], words[word], create, hits, once)
+            if child is not None:
+                outcome[g] = len(children)
+                children.append(child)
+        reached = outcome[inverse]
+        found = reached >= 0
+        if not once:
+            batch.missed[frontier.rows[~found]] = True
+        if once:  # of the paths to a created node, only the first goes on, with weight 1
+            keep = first[outcome >= 0]
+            result = _Frontier(
+                frontier.rows[keep], reached[keep], np.ones(len(keep), np.int64), children
+            )
         else:
-            at = self._index[element.key or ""]
-            default = element.value
-            for i, parent, w in frontier:
-                value = records[i][at]
-                if value is None:
-                    value = default
-                if isinstance(value, tuple | list):
-                    for name in value:
-                        if name is not None and name != "":
-                            groups.setdefault((parent, str(name)), []).append((i, w))
-                elif value is not None and value != "":
-                    groups.setdefault((parent, str(value)), []).append((i, w))
-        return self._visit_groups(batch, element, groups)
+            result = _Frontier(
+                frontier.rows[found], reached[found], frontier.weights[found], children
+            )
+        if element.data and not label:
+            self._update_data(batch, element.data, result)
+        return result
 
     def _update_data(
-        self,
-        batch: _Batch,
-        handle: Handle,
-        attachments: tuple[AttachmentSpec, ...],
-        members: list[tuple[int, int]],
+        self, batch: _Batch, attachments: tuple[AttachmentSpec, ...], frontier: _Frontier
     ) -> None:
-        def update(data: dict[str, Any]) -> None:
-            for spec in attachments:
-                at = self._index[spec.key] if spec.key is not None else None
-                settings = spec.settings
-                state = data.get(spec.name)
-                for i, weight in members:
-                    value = batch.records[i][at] if at is not None else None
-                    values = (
-                        list(value)
-                        if isinstance(value, list | tuple)
-                        else ([] if value is None or value == "" else [value])
-                    )
-                    try:
-                        state = update_attachment(spec.kind, state, values, weight, settings)
-                    except NotANumber:
-                        batch.stats.bad_values += weight
-                data[spec.name] = state
+        """Update the attachments of every node of ``frontier`` with its paths' records."""
+        members: dict[int, list[int]] = {}
+        for position, node in enumerate(frontier.nodes.tolist()):
+            members.setdefault(node, []).append(position)
+        rows = pa.array(frontier.rows)
+        values = {
+            spec.key: batch.table.column(spec.key).take(rows).to_pylist()
+            for spec in attachments
+            if spec.key is not None
+        }
+        weights = frontier.weights.tolist()
+        for node, positions in members.items():
 
-        batch.tree.update_data(handle, update)
+            def update(data: dict[str, Any], positions: list[int] = positions) -> None:
+                for spec in attachments:
+                    column = values.get(spec.key) if spec.key is not None else None
+                    settings, state = spec.settings, data.get(spec.name)
+                    for p in positions:
+                        value = column[p] if column is not None else None
+                        found = (
+                            list(value)
+                            if isinstance(value, list | tuple)
+                            else ([] if value is None or value == "" else [value])
+                        )
+                        try:
+                            state = update_attachment(spec.kind, state, found, weights[p], settings)
+                        except NotANumber:
+                            batch.stats.bad_values += weights[p]
+                    data[spec.name] = state
+
+            batch.tree.update_data(frontier.handles[node], update)
