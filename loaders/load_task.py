@@ -132,8 +132,9 @@ class _ShardWork:
         counts = self.per_source[self.pending_order]
         table = pa.Table.from_batches(self.pending)
         shards = table.column(SHARD).to_numpy()
-        for shard in np.unique(shards).tolist():
-            part = table.filter(pa.array(shards == shard)) if shards[0] != shards[-1] else table
+        distinct = np.unique(shards).tolist()
+        for shard in distinct:  # a task may hold several shards (Spark merges small partitions)
+            part = table.filter(pa.array(shards == shard)) if len(distinct) > 1 else table
             tree = self._tree(shard)
             stats = self.stats[shard]
             missed = stats.missed_updates

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import msgpack
+import numpy as np
 import xxhash
 from cachetools import LRUCache
 from rbloom import Bloom
@@ -212,42 +214,45 @@ def write_run(
     return RunStats(name, total, len(pages), size + len(index_body))
 
 
+_CHUNK_ENTRIES = 65536
+
+
 def _write_pages(
     out: BinaryIO, entries: Iterable[Entry], bloom: Bloom, page_bytes: int
 ) -> tuple[list[list[Any]], int, int]:
-    """Stream ``entries`` into pages on ``out``; return (page index rows, entries, bytes)."""
+    """Stream ``entries`` into pages on ``out``; return (page index rows, entries, bytes).
+
+    Entries are taken in chunks and cut into pages with numpy (a page closes once
+    its estimated size reaches ``page_bytes``), so the work per entry is C loops.
+    """
     pages: list[list[Any]] = []
-    columns: list[list[Any]] = [[], [], [], [], [], []]
-    estimate = total = offset = 0
-
-    def flush() -> None:
-        nonlocal columns, estimate, offset
-        if not columns[0]:
-            return
-        encoded = msgpack.packb(columns)
-        first, last = (columns[0][0], columns[1][0]), (columns[0][-1], columns[1][-1])
-        pages.append([*first, *last, offset, len(encoded), len(columns[0]), _checksum(encoded)])
-        out.write(encoded)
-        offset += len(encoded)
-        columns = [[], [], [], [], [], []]
-        estimate = 0
-
+    total = offset = 0
     previous: Key | None = None
-    for key, node_id, hits, count, data in entries:
-        if previous is not None and key <= previous:
-            raise ValueError(f"run entries out of order: {key} after {previous}")
-        previous = key
-        bloom.add(key_hash(key))
-        for column, value in zip(
-            columns, (key[0], key[1], node_id, hits, count, data), strict=True
+    iterator = iter(entries)
+    while True:
+        chunk = list(itertools.islice(iterator, _CHUNK_ENTRIES))
+        if not chunk:
+            return pages, total, offset
+        keys, ids, hits, counts, datas = (list(column) for column in zip(*chunk, strict=True))
+        parents, names = (list(column) for column in zip(*keys, strict=True))
+        if (previous is not None and keys[0] <= previous) or any(
+            a >= b for a, b in itertools.pairwise(keys)
         ):
-            column.append(value)
-        estimate += 16 + len(key[1]) * 2
-        total += 1
-        if estimate >= page_bytes:
-            flush()
-    flush()
-    return pages, total, offset
+            raise ValueError(f"run entries out of order near {keys[0]}")
+        previous = keys[-1]
+        bloom.update(map(key_hash, keys))
+        sizes = np.fromiter(map(len, names), dtype=np.int64, count=len(names)) * 2 + 16
+        ends = np.cumsum(sizes)
+        cuts = np.flatnonzero(np.diff(ends // page_bytes, prepend=0)) + 1
+        bounds = [0, *[int(c) for c in cuts if c < len(chunk)], len(chunk)]
+        for a, b in itertools.pairwise(bounds):
+            columns = [parents[a:b], names[a:b], ids[a:b], hits[a:b], counts[a:b], datas[a:b]]
+            encoded = msgpack.packb(columns)
+            first_last = [parents[a], names[a], parents[b - 1], names[b - 1]]
+            pages.append([*first_last, offset, len(encoded), b - a, _checksum(encoded)])
+            out.write(encoded)
+            offset += len(encoded)
+        total += len(chunk)
 
 
 class RunReader:
