@@ -20,6 +20,7 @@ from loaders.filters_model import (
     parse_fields,
 )
 from loaders.jobfile import JobText, KeyPath, read_job_file
+from treestore.sharding import HASH_NAME
 
 __all__ = ["AttachmentSpec", "ElementSpec", "JobSpec", "MapSpec", "SourceSpec", "load_job"]
 
@@ -111,6 +112,7 @@ class JobSpec:
     sources: tuple[SourceSpec, ...]
     map: MapSpec
     tree: tuple[ElementSpec, ...]
+    hash: str = HASH_NAME
 
     def elements(self) -> list[ElementSpec]:
         """Every tree element, nested ones included."""
@@ -307,7 +309,14 @@ class _Validator:
         return tuple(self.element(e, (*path, i)) for i, e in enumerate(doc))
 
     def job_spec(self) -> JobSpec:
-        doc = self.dict_at(self.job.content, (), {"shards", "source", "map", "tree"})
+        doc = self.dict_at(self.job.content, (), {"shards", "hash", "source", "map", "tree"})
+        shard_hash = self.text(doc, "hash", ()) or HASH_NAME
+        if shard_hash != HASH_NAME:
+            raise self.job.error(
+                ("hash",),
+                f"unknown shard hash {shard_hash!r}",
+                hint=f"The one shard hash is {HASH_NAME!r} (see the README's Sharding).",
+            )
         shards = doc.get("shards", 8)
         if not isinstance(shards, int) or isinstance(shards, bool) or not 1 <= shards <= 65536:
             raise self.job.error(("shards",), "'shards' must be a whole number from 1 to 65536")
@@ -341,7 +350,7 @@ class _Validator:
                 ("tree",) if tree is not None else (), "the job needs 'tree': {'root': [...]}"
             )
         elements = self.element_list(tree["root"], ("tree", "root"))
-        return JobSpec(self.job.file, shards, specs, map_spec, elements)
+        return JobSpec(self.job.file, shards, specs, map_spec, elements, shard_hash)
 
 
 def load_job(path: str | Path) -> JobSpec:

@@ -210,9 +210,9 @@ def run_load(
     ``max_rejected`` rejected records fail the load: nothing is published.
     ``progress`` shows the running Spark stages (default: when stderr is a terminal).
     """
-    writer = StoreWriter(store_dir, job.shards)
+    writer = StoreWriter(store_dir, job.shards, job.hash)
     with store_lock(writer.pages, f"a load of {job.file}", log):
-        writer = StoreWriter(writer.pages, job.shards)  # re-read under the lock
+        writer = StoreWriter(writer.pages, job.shards, job.hash)  # re-read under the lock
         with spark_progress(spark, log, progress):
             result = _load_locked(spark, job, writer, log, max_rejected, reprocess_changed)
         if result.version is not None:

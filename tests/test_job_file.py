@@ -66,6 +66,7 @@ def _job_with(tmp_path: Path, text: str) -> Path:
             "unknown bundle filter",
         ),
         (lambda j: j.update(shards=0), '"shards"', 0, "'shards' must be"),
+        (lambda j: j.update(hash="murmur3"), '"hash"', 0, "unknown shard hash 'murmur3'"),
         (
             lambda j: j["tree"]["root"][0].update(colour="red"),
             '"colour"',

@@ -162,6 +162,11 @@ def test_shard_count_mismatch_is_refused(spark: object, demo_dir: Path) -> None:
     _with_shards(demo_dir, 4)
     with pytest.raises(treestore.StoreError, match="8 shards"):
         _load(spark, demo_dir, store)
+    _with_shards(demo_dir, 8)
+    config = json.loads((store / "store.json").read_text())
+    (store / "store.json").write_text(json.dumps({**config, "hash": "murmur3-utf8"}))
+    with pytest.raises(treestore.StoreError, match="hash murmur3-utf8; this job asks for 8 shards"):
+        _load(spark, demo_dir, store)
 
 
 @pytest.mark.parametrize(
