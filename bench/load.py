@@ -51,7 +51,9 @@ def _write_tsv(table: pa.Table, path: Path) -> None:
     with path.open("wb") as out:
         out.write(("\t".join(table.column_names) + "\n").encode())
         pacsv.write_csv(
-            table, out, pacsv.WriteOptions(delimiter="\t", quoting_style="none", include_header=False)
+            table,
+            out,
+            pacsv.WriteOptions(delimiter="\t", quoting_style="none", include_header=False),
         )
 
 
@@ -140,6 +142,14 @@ def store_join(store: Path, spark) -> dict[str, str]:  # type: ignore[no-untyped
     return {puid: ",".join(sorted(ids)) for puid, ids in found.items()}
 
 
+def _task_time(report: dict) -> str:  # type: ignore[type-arg]
+    totals: dict[str, float] = {}
+    for shard in report["shards"].values():
+        for phase, seconds in shard.get("task_seconds", {}).items():
+            totals[phase] = totals.get(phase, 0.0) + seconds
+    return ", ".join(f"{k} {v:.1f} s" for k, v in totals.items()) + " (summed over shards)"
+
+
 def _timed(action):  # type: ignore[no-untyped-def]
     began = time.perf_counter()
     result = action()
@@ -165,6 +175,7 @@ def main() -> None:
             lambda: run_load(spark, job, store, log=lambda _l: None, progress=False)
         )
         print(f"full load: {full:.1f} s  phases {result.report['phases']}")
+        print(f"  shard tasks: {_task_time(result.report)}")
         shutil.copy(extra, folder / "mapping" / "part-extra.tsv")
         result, incremental = _timed(
             lambda: run_load(spark, job, store, log=lambda _l: None, progress=False)

@@ -193,20 +193,27 @@ class RunStats:
     bytes: int
 
 
+Columns = tuple[list[int], list[str], list[int], list[int], list[int], list[Any]]
+"""Entries as columns: parent ids, names, node ids, hits, child counts, data."""
+
+
 def write_run(
     store: PageStore,
     name: str,
-    entries: Iterable[Entry],
+    entries: Iterable[Entry] | Iterable[Columns],
     page_bytes: int = PAGE_BYTES,
     expected: int = 1024,
+    columns: bool = False,
 ) -> RunStats:
     """Write sorted ``entries`` as run ``name`` (``name.pages`` + ``name.index``).
 
+    ``entries`` are :data:`Entry` tuples, or (``columns``) chunks of :data:`Columns`.
     ``expected`` (an upper bound of the entry count) sizes the Bloom filter.
     """
     bloom = _new_bloom(expected)
+    chunks = entries if columns else _column_chunks(entries)  # type: ignore[arg-type]
     with store.writer(f"{name}.pages") as out:
-        pages, total, size = _write_pages(out, entries, bloom, page_bytes)
+        pages, total, size = _write_pages(out, chunks, bloom, page_bytes)  # type: ignore[arg-type]
     index_body = msgpack.packb(
         {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "bloom": bloom.save_bytes()}
     )
@@ -217,34 +224,43 @@ def write_run(
 _CHUNK_ENTRIES = 65536
 
 
-def _write_pages(
-    out: BinaryIO, entries: Iterable[Entry], bloom: Bloom, page_bytes: int
-) -> tuple[list[list[Any]], int, int]:
-    """Stream ``entries`` into pages on ``out``; return (page index rows, entries, bytes).
-
-    Entries are taken in chunks and cut into pages with numpy (a page closes once
-    its estimated size reaches ``page_bytes``), so the work per entry is C loops.
-    """
-    pages: list[list[Any]] = []
-    total = offset = 0
-    previous: Key | None = None
+def _column_chunks(entries: Iterable[Entry]) -> Iterator[Columns]:
+    """Entry tuples regrouped into column chunks."""
     iterator = iter(entries)
     while True:
         chunk = list(itertools.islice(iterator, _CHUNK_ENTRIES))
         if not chunk:
-            return pages, total, offset
+            return
         keys, ids, hits, counts, datas = (list(column) for column in zip(*chunk, strict=True))
         parents, names = (list(column) for column in zip(*keys, strict=True))
-        if (previous is not None and keys[0] <= previous) or any(
-            a >= b for a, b in itertools.pairwise(keys)
-        ):
-            raise ValueError(f"run entries out of order near {keys[0]}")
-        previous = keys[-1]
-        bloom.update(map(key_hash, keys))
-        sizes = np.fromiter(map(len, names), dtype=np.int64, count=len(names)) * 2 + 16
+        yield parents, names, ids, hits, counts, datas
+
+
+def _write_pages(
+    out: BinaryIO, chunks: Iterable[Columns], bloom: Bloom, page_bytes: int
+) -> tuple[list[list[Any]], int, int]:
+    """Write column chunks as pages on ``out``; return (page index rows, entries, bytes).
+
+    Each chunk is cut into pages with numpy (a page closes once its estimated
+    size reaches ``page_bytes``), so the work per entry is C loops. Keys must be
+    in order; parent ids are checked (names within a parent are the caller's word).
+    """
+    pages: list[list[Any]] = []
+    total = offset = 0
+    last_parent = -(1 << 62)
+    for parents, names, ids, hits, counts, datas in chunks:
+        size = len(parents)
+        if not size:
+            continue
+        parent_array = np.asarray(parents, dtype=np.int64)
+        if parent_array[0] < last_parent or (np.diff(parent_array) < 0).any():
+            raise ValueError(f"run entries out of order near parent {parents[0]}")
+        last_parent = parents[-1]
+        bloom.update(map(key_hash, zip(parents, names, strict=True)))
+        sizes = np.fromiter(map(len, names), dtype=np.int64, count=size) * 2 + 16
         ends = np.cumsum(sizes)
         cuts = np.flatnonzero(np.diff(ends // page_bytes, prepend=0)) + 1
-        bounds = [0, *[int(c) for c in cuts if c < len(chunk)], len(chunk)]
+        bounds = [0, *[int(c) for c in cuts if c < size], size]
         for a, b in itertools.pairwise(bounds):
             columns = [parents[a:b], names[a:b], ids[a:b], hits[a:b], counts[a:b], datas[a:b]]
             encoded = msgpack.packb(columns)
@@ -252,7 +268,8 @@ def _write_pages(
             pages.append([*first_last, offset, len(encoded), b - a, _checksum(encoded)])
             out.write(encoded)
             offset += len(encoded)
-        total += len(chunk)
+        total += size
+    return pages, total, offset
 
 
 class RunReader:

@@ -246,9 +246,9 @@ class ShardTree:
         number = len(self.stats.runs_written)
         return f"trees/shard-{self.shard:04d}/{self._tag}-{number:03d}"
 
-    def _write(self, entries: Iterator[Entry], expected: int) -> str:
+    def _write(self, entries: Iterator[Any], expected: int, columns: bool = False) -> str:
         name = self._run_name()
-        written = write_run(self.store, name, entries, self.page_bytes, expected)
+        written = write_run(self.store, name, entries, self.page_bytes, expected, columns)
         self.stats.runs_written.append(name)
         self.stats.bytes_written += written.bytes
         return name
@@ -257,8 +257,17 @@ class ShardTree:
         """Write the memtable as a new (delta) run."""
         if not self.memtable:
             return
-        entries = ((k, *self.memtable[k]) for k in sorted(self.memtable))
-        name = self._write(entries, len(self.memtable))  # type: ignore[arg-type]
+        keys = sorted(self.memtable)
+        values = list(map(self.memtable.__getitem__, keys))
+        chunk = (
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [v[0] for v in values],
+            [v[1] for v in values],
+            [v[2] for v in values],
+            [v[3] for v in values],
+        )
+        name = self._write(iter([chunk]), len(keys), columns=True)
         self.memtable.clear()
         self.readers.append(RunReader(self.store, name, self.shard))
         if len(self.readers) > 2 * MAX_RUNS:  # a big load: keep lookups to a few runs
