@@ -196,21 +196,3 @@ def test_updating_a_tree_bigger_than_the_cache_stays_within_it(store: PageStore)
         assert cache.peak_bytes <= cache.budget
     finally:
         runs.reset_cache(256 * 1024 * 1024)
-
-
-def test_a_load_that_spills_leaves_one_run(store: PageStore) -> None:
-    tree = ShardTree(store)
-    tree.memtable_limit = 50  # spill every 50 entries
-    for i in range(400):
-        tree.visit(tree.visit(tree.root_handle, f"u{i % 97}"), f"leaf{i}")  # type: ignore[arg-type]
-    state = tree.commit()
-    assert len(tree.stats.runs_written) > 5 and len(state.runs) == 1
-    again = ShardTree(store, state)
-    again.memtable_limit = 50
-    for i in range(120):
-        again.visit(again.root_handle, f"u{i}")
-    state = again.commit()
-    assert len(state.runs) == 2  # the base, and this load's spills as one delta
-    final = ShardTree(store, state)
-    assert final.root.node_count == 120 and sum(1 for _ in final.walk()) == 120 + 400
-    assert sum(n.hits for n in final.children(final.root)) == 400 + 120

@@ -285,19 +285,8 @@ class ShardTree:
         self.stats.compacted = True
 
     def commit(self) -> ShardState:
-        """Flush, compact if there are too many runs, and return the tree's new state.
-
-        A load that spilled its changes into several runs leaves one: they are
-        merged, so the next (small) load adds a delta instead of rewriting the shard.
-        """
+        """Flush, compact if there are too many runs, and return the tree's new state."""
         self.flush()
-        written = set(self.stats.runs_written)
-        own = [r for r in self.readers if r.name in written]
-        if len(own) > 1:
-            older = [r for r in self.readers if r.name not in written]
-            expected = sum(r.entries for r in own)
-            name = self._write(merge_entries([r.scan(ROOT_KEY) for r in own]), expected)
-            self.readers = [*older, RunReader(self.store, name, self.shard)]
         if len(self.readers) > MAX_RUNS:
             base = self.readers[0].size_bytes
             deltas = sum(r.size_bytes for r in self.readers[1:])
