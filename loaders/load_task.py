@@ -215,7 +215,7 @@ def shard_task(
             bad = batch.column(REJECT).is_valid().to_numpy(zero_copy_only=False)
             if bad.any():
                 _per_source(per_source, "rejected", orders[bad])
-                rejected.add(batch.filter(pa.array(bad)), work.fields)
+                rejected.add(batch.filter(pa.array(bad)), plan.builder.key_fields)
                 batch = batch.filter(pa.array(~bad))
                 orders = orders[~bad]
             within, earlier = dedup.classify(batch, orders)
