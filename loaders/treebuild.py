@@ -285,7 +285,8 @@ class TreeBuilder:
             def update(data: dict[str, Any], positions: list[int] = positions) -> None:
                 for spec in attachments:
                     column = values.get(spec.key) if spec.key is not None else None
-                    settings, state = spec.settings, data.get(spec.name)
+                    settings, stored = spec.settings, data.get(spec.name)
+                    state = stored[1] if stored is not None else None
                     for p in positions:
                         value = column[p] if column is not None else None
                         found = (
@@ -297,6 +298,6 @@ class TreeBuilder:
                             state = update_attachment(spec.kind, state, found, weights[p], settings)
                         except NotANumber:
                             batch.stats.bad_values += weights[p]
-                    data[spec.name] = state
+                    data[spec.name] = [spec.kind, state]
 
             batch.tree.update_data(frontier.handles[node], update)

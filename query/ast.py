@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Bound", "Element", "ElementKind", "Path", "Property", "quote_name"]
+__all__ = ["Bound", "Element", "ElementKind", "Field", "Path", "Property", "quote_name"]
 
-_BARE_NAME = re.compile(r'[^/:,+*"()\[\]|!@%$~;{}\s][^/:,"()\[\]|;{}\s]*\Z')
+_BARE_NAME = re.compile(r'[^/:,+*"()\[\]|!@%$~;{}\s][^/:,"()\[\]|;{}$\s]*\Z')
 _PROPERTY_WORDS = frozenset({"hits", "nodes"})
 
 
@@ -58,7 +58,29 @@ class Property:
         return ("+" if self.show else "") + self.name + "".join(map(str, self.bounds))
 
 
-ElementKind = Literal["all", "names", "prefix", "range", "regex", "up"]
+def _quote_data_name(name: str) -> str:
+    """An attachment's name as a path writes it ("=" and "?" need quotes there)."""
+    return json.dumps(name, ensure_ascii=False) if "=" in name or "?" in name else quote_name(name)
+
+
+@dataclass(frozen=True)
+class Field:
+    """``$name`` / ``$+name=k1,k2``: a data attachment's value (one per key) on each node.
+
+    Shown (``+``), each value is a column; hidden, a node without the value is
+    dropped (kept with nulls under ``~``).
+    """
+
+    name: str
+    keys: tuple[str, ...] = ()
+    show: bool = False
+
+    def __str__(self) -> str:
+        keys = "=" + ",".join(map(quote_name, self.keys)) if self.keys else ""
+        return "$" + ("+" if self.show else "") + _quote_data_name(self.name) + keys
+
+
+ElementKind = Literal["all", "names", "prefix", "range", "regex", "up", "data"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +92,13 @@ class Element:
     names starting with each prefix), ``range`` (``@from,to``: ``from <= name
     < to``, or to the end with one name), ``regex`` (``|re``: names the whole
     pattern matches; ``!re`` with ``negate``: names no pattern matches) or
-    ``up`` (``..``: the node one level up, where the next element continues).
+    ``up`` (``..``: the node one level up, where the next element continues) or
+    ``data`` (``%name``: virtual nodes of the parent's attachment ``name``, a
+    ``key.top``'s keys with their counts as hits, limited to ``data_keys`` when
+    given; ``%?``, no name: one node per attachment the parent has).
+
+    ``flat`` (``;``): one row per parent instead of one per match, each of the
+    element's columns holding its matches' values joined by ``,``.
 
     ``show`` puts the node's name in a column (``+``), called ``label`` when
     given (``+{label}``). ``default`` (``+[text]`` or ``+[text|hits]``) stands in
@@ -91,6 +119,9 @@ class Element:
     skip: int = 0
     limit: int = 0
     null_ok: bool = False
+    data_keys: tuple[str, ...] = ()
+    fields: tuple[Field, ...] = ()
+    flat: bool = False
     line: int = field(default=1, compare=False)
     column: int = field(default=1, compare=False)
 
@@ -121,11 +152,16 @@ class Element:
             text += shown + "+" + names
         elif self.kind == "range":
             text += shown + "@" + names
+        elif self.kind == "data":
+            keys = "=" + ",".join(map(quote_name, self.data_keys)) if self.data_keys else ""
+            text += shown + "%" + (_quote_data_name(self.names[0]) + keys if self.names else "?")
         else:
             text += shown + names
+        if self.flat:
+            text += ";"
         if self.properties:
             text += ":" + ",".join(map(str, self.properties))
-        return text
+        return text + "".join(map(str, self.fields))
 
 
 @dataclass(frozen=True)
@@ -145,5 +181,8 @@ class Path:
                 names.append(element.label or f"c{len(names)}")
             for prop in element.properties:
                 if prop.show:
+                    names.append(f"c{len(names)}")
+            for data_field in element.fields:
+                for _ in range(len(data_field.keys) or 1) if data_field.show else ():
                     names.append(f"c{len(names)}")
         return tuple(names)

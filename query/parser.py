@@ -23,7 +23,7 @@ from lark.exceptions import (
     VisitError,
 )
 
-from query.ast import Bound, Element, Path, Property
+from query.ast import Bound, Element, Field, Path, Property
 from treestore.errors import QuerySyntaxError
 
 __all__ = ["parse_path"]
@@ -52,6 +52,13 @@ _WORDS = {
     "VBAR": "'|'",
     "COLON": "':'",
     "COMMA": "','",
+    "PERCENT": "'%' (a data attachment)",
+    "DOLLAR": "'$' (a data attachment's value)",
+    "QMARK": "'?'",
+    "EQUALS": "'='",
+    "SEMI_SEP": "';'",
+    "FLAT": "';' (a flat element)",
+    "DATA_NAME": "a data attachment's name",
     "$END": "the end of the path",
 }
 
@@ -78,6 +85,15 @@ class _ToAst(Transformer[Token, Any]):
                 first.column,
                 hint="Start with a node name, '+' or '*'.",
             )
+        for element in elements[:-1]:
+            if element.flat:
+                raise QuerySyntaxError(
+                    "A flat element (with ';') must be the last element of the path",
+                    self.text,
+                    element.line,
+                    element.column,
+                    hint="It gives one row per parent, so nothing can follow it.",
+                )
         return Path(tuple(elements))
 
     @v_args(meta=True, inline=True)
@@ -86,10 +102,14 @@ class _ToAst(Transformer[Token, Any]):
         for part in parts:
             if isinstance(part, Token) and part.type == "TILDE":
                 fields["null_ok"] = True
+            elif isinstance(part, Token) and part.type == "FLAT":
+                fields["flat"] = True
             elif isinstance(part, tuple) and part and isinstance(part[0], Property):
                 fields["properties"] = part
+            elif isinstance(part, Field):
+                fields["fields"] = (*fields.get("fields", ()), part)
             elif isinstance(part, dict):
-                fields.update(part)
+                fields.update({k: v for k, v in part.items() if k != "flat" or v})
         return Element(**fields, line=meta.line, column=meta.column)
 
     def limit_only(self, limit: Token) -> dict[str, Any]:
@@ -105,13 +125,18 @@ class _ToAst(Transformer[Token, Any]):
         return {"kind": "up", "show": True}
 
     def regex_hidden(self, mark: Token, names: _Names) -> dict[str, Any]:
-        return {"kind": "regex", "names": self._patterns(names), "negate": str(mark) == "!"}
+        return {
+            "kind": "regex",
+            "names": self._patterns(names),
+            "negate": str(mark) == "!",
+            "flat": names.flat,
+        }
 
     def regex_shown(self, mark: Token, _plus: Token, deco: dict[str, Any], names: _Names):
         return {**self.regex_hidden(mark, names), "show": True, **deco}
 
     def prefix_shown(self, _plus: Token, deco: dict[str, Any], _plus2: Token, names: _Names):
-        return {"kind": "prefix", "names": names.values, "show": True, **deco}
+        return {"kind": "prefix", "names": names.values, "show": True, "flat": names.flat, **deco}
 
     def range_shown(self, _plus: Token, deco: dict[str, Any], _at: Token, names: _Names):
         return {**self.range_hidden(_at, names), "show": True, **deco}
@@ -125,10 +150,10 @@ class _ToAst(Transformer[Token, Any]):
                 names.columns[2],
                 hint="Write @from,to (to is not included) or @from (to the end).",
             )
-        return {"kind": "range", "names": names.values}
+        return {"kind": "range", "names": names.values, "flat": names.flat}
 
     def shown_names(self, _plus: Token, deco: dict[str, Any], names: _Names) -> dict[str, Any]:
-        return {"kind": "names", "names": names.values, "show": True, **deco}
+        return {"kind": "names", "names": names.values, "show": True, "flat": names.flat, **deco}
 
     def all_shown(self, _plus: Token, deco: dict[str, Any]) -> dict[str, Any]:
         return {"kind": "all", "show": True, **deco}
@@ -136,8 +161,33 @@ class _ToAst(Transformer[Token, Any]):
     def all_hidden(self, _star: Token) -> dict[str, Any]:
         return {"kind": "all", "show": False}
 
+    def data_shown(
+        self, _plus: Token, deco: dict[str, Any], _percent: Token, ref: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {**ref, "show": True, **deco}
+
+    def data_hidden(self, _percent: Token, ref: dict[str, Any]) -> dict[str, Any]:
+        return ref
+
+    def data_list(self, _mark: Token) -> dict[str, Any]:
+        return {"kind": "data", "names": ()}
+
+    def data_named(self, name: tuple[str, Token], *rest: Any) -> dict[str, Any]:
+        keys = rest[1].values if rest else ()
+        return {"kind": "data", "names": (name[0],), "data_keys": keys}
+
+    def data_name(self, token: Token) -> tuple[str, Token]:
+        return self.name(token)
+
+    def field(self, _dollar: Token, *parts: Any) -> Field:
+        show = isinstance(parts[0], Token) and parts[0].type == "PLUS"
+        if show:
+            parts = parts[1:]
+        keys = parts[2].values if len(parts) > 1 else ()
+        return Field(parts[0][0], keys, show)
+
     def hidden_names(self, names: _Names) -> dict[str, Any]:
-        return {"kind": "names", "names": names.values, "show": False}
+        return {"kind": "names", "names": names.values, "show": False, "flat": names.flat}
 
     def deco(self, *parts: dict[str, Any]) -> dict[str, Any]:
         merged: dict[str, Any] = {}
@@ -151,11 +201,13 @@ class _ToAst(Transformer[Token, Any]):
     def label(self, name: tuple[str, Token]) -> dict[str, Any]:
         return {"label": name[0]}
 
-    def names(self, *names: tuple[str, Token]) -> _Names:
+    def names(self, *parts: Any) -> _Names:
+        names = [p for p in parts if isinstance(p, tuple)]
         return _Names(
             tuple(n for n, _ in names),
             names[0][1].line or 1,
             tuple(t.column or 1 for _, t in names),
+            flat=any(isinstance(p, Token) and p.type == "SEMI_SEP" for p in parts),
         )
 
     def name(self, token: Token) -> tuple[str, Token]:
@@ -197,6 +249,7 @@ class _Names:
     values: tuple[str, ...]
     line: int
     columns: tuple[int, ...]
+    flat: bool = False  # separated by ";"
 
 
 def _expected_words(names: Iterable[object]) -> tuple[str, ...]:

@@ -9,7 +9,11 @@ UTF-8 byte order of names; a name list looks its names up in the order given;
 bound of every property admits it (with ``~``, a failing property is kept as a
 null). Per parent, ``(M-N)`` skips M children and keeps the next N that pass.
 An element with ``+[default]`` yields one stand-in node (no children) when no
-child matches. Shown names and shown properties become the row's columns.
+child matches. ``%name`` yields the virtual nodes of the parent's attachment
+``name`` (a ``key.top``'s keys, hits = their counts); ``$name=key`` reads an
+attachment's value. Shown names, properties and fields become the row's columns.
+A flat last element (``;``) gives one row per parent: each of its columns holds
+the values of all its matches, joined by ``,``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Iterator
 from functools import cache
 
 from query.ast import Element, Path
+from treestore.attachments import read_attachment, top_entries
 from treestore.tree import Node, ShardTree
 
 __all__ = ["Value", "matching_nodes", "prefix_range", "run_path"]
@@ -53,12 +58,33 @@ def _children(tree: ShardTree, element: Element, node: Node) -> Iterator[Node]:
     elif element.kind == "range":
         stop = element.names[1] if len(element.names) > 1 else None
         yield from tree.children(node, element.names[0], stop)
+    elif element.kind == "data":
+        yield from _data_nodes(element, node)
     else:  # regex
         patterns = [_pattern(p) for p in element.names]
         for child in tree.children(node):
             matched = any(p.fullmatch(child.name) for p in patterns)
             if matched != element.negate:
                 yield child
+
+
+def _data_nodes(element: Element, node: Node) -> Iterator[Node]:
+    """Virtual nodes of an attachment: a key.top's keys (hits: their counts), or (``%?``)
+    the attachments a node has. They have no children."""
+    data = node.data or {}
+    if not element.names:
+        for name in sorted(data):
+            yield Node((_STAND_IN_ID, name), _STAND_IN_ID, 0, 0)
+        return
+    found = data.get(element.names[0])
+    if found is None or found[0] != "key.top":
+        return
+    entries = top_entries(found[1])
+    if element.data_keys:
+        counts = {key: count for key, count, _error in entries}
+        entries = [(k, counts[k], 0) for k in element.data_keys if k in counts]
+    for key, count, _error in entries:
+        yield Node((_STAND_IN_ID, key), _STAND_IN_ID, count, 0)
 
 
 def _candidates(tree: ShardTree, element: Element, node: Node) -> Iterator[Node]:
@@ -81,6 +107,15 @@ def _columns(element: Element, node: Node) -> tuple[Value, ...] | None:
             value = None
         if prop.show:
             shown.append(value)
+    for data_field in element.fields:
+        values = [
+            read_attachment(node.data, data_field.name, k) for k in data_field.keys or (None,)
+        ]
+        if not data_field.show:
+            if any(v is None for v in values) and not element.null_ok:
+                return None
+            continue
+        shown.extend(values)
     return tuple(shown)
 
 
@@ -107,12 +142,26 @@ def _matches(
             return
 
 
+def _flattened(rows: list[tuple[Value, ...]]) -> tuple[Value, ...]:
+    """A flat element's columns: each column's values over all matches, joined by ","."""
+    joined: list[Value] = []
+    for values in zip(*rows, strict=True):
+        present = [str(v) for v in values if v is not None]
+        joined.append(",".join(present) if present else None)
+    return tuple(joined)
+
+
 def _walk(tree: ShardTree, path: Path) -> Iterator[tuple[Node, tuple[Value, ...]]]:
     """Every node the last element reaches, with the row of columns that led there."""
     elements = path.elements
     last = len(elements) - 1
 
     def walk(stack: list[Node], depth: int, row: tuple[Value, ...]):  # type: ignore[no-untyped-def]
+        if depth == last and elements[depth].flat:
+            found = list(_matches(tree, elements[depth], stack))
+            if found:
+                yield found[0][0], row + _flattened([added for _, added in found])
+            return
         for node, added in _matches(tree, elements[depth], stack):
             if depth == last:
                 yield node, row + added

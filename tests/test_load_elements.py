@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loaders import load_job, run_load
-from treestore.attachments import attachment_value, top_entries
+from treestore.attachments import read_attachment, top_entries
 from treestore.store import open_version
 
 pytestmark = pytest.mark.spark
@@ -113,20 +113,20 @@ def test_data_attachments_sum_count_top_and_time(spark: Any, tmp_path: Path) -> 
     rows = ["K,N,U,T", "a,1,u1,500", "a,2.5,u2,100", "a,1,u1,500", "a,,u1,900", "b,4,u9,7"]
     node = load_tree(spark, tmp_path, rows, root)[("a",)]
     assert node.hits == 4
-    assert attachment_value("sum", node.data["total"]) == 4.5
-    assert attachment_value("sum", node.data["total"], "num") == 4  # a missing N counts as 0
-    assert attachment_value("count", node.data["users"]) == 2
-    assert top_entries(node.data["top"]) == [("u1", 3, 0), ("u2", 1, 0)]
-    assert attachment_value("time", node.data["seen"], "first") == 100
-    assert attachment_value("time", node.data["seen"], "last") == 900
+    assert read_attachment(node.data, "total") == 4.5
+    assert read_attachment(node.data, "total", "num") == 4  # a missing N counts as 0
+    assert read_attachment(node.data, "users") == 2
+    assert top_entries(node.data["top"][1]) == [("u1", 3, 0), ("u2", 1, 0)]
+    assert read_attachment(node.data, "seen", "first") == 100
+    assert read_attachment(node.data, "seen", "last") == 900
     # a later load merges into the stored summaries (delta runs carry the whole state)
     node = load_tree(spark, tmp_path, ["K,N,U,T", "a,10,u3,50", "a,1,u3,60", "a,1,u3,70"], root)[
         ("a",)
     ]
-    assert attachment_value("sum", node.data["total"]) == 16.5
-    assert attachment_value("count", node.data["users"]) == 3
-    assert top_entries(node.data["top"]) == [("u1", 3, 0), ("u3", 4, 1)][::-1]
-    assert attachment_value("time", node.data["seen"], "life") == 900 - 50
+    assert read_attachment(node.data, "total") == 16.5
+    assert read_attachment(node.data, "users") == 3
+    assert top_entries(node.data["top"][1]) == [("u1", 3, 0), ("u3", 4, 1)][::-1]
+    assert read_attachment(node.data, "seen", "life") == 900 - 50
 
 
 def test_identical_records_apply_once_with_their_count(spark: Any, tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Data attachments: small per-node summaries kept next to a node's hits.
 
-A node's ``data`` is a dict ``name -> state`` (msgpack-encodable). The kinds and
+A node's ``data`` is a dict ``name -> [kind, state]`` (msgpack-encodable). The kinds and
 their meaning follow Hydra's ``data`` section of a path element:
 
 ``sum``
@@ -27,7 +27,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["KINDS", "NotANumber", "attachment_value", "top_entries", "update_attachment"]
+__all__ = [
+    "KINDS",
+    "NotANumber",
+    "attachment_value",
+    "read_attachment",
+    "top_entries",
+    "update_attachment",
+]
 
 KINDS = ("sum", "count", "key.top", "time")
 HLL_LG_K = 12
@@ -163,3 +170,16 @@ def attachment_value(kind: str, state: Any, key: str | None = None) -> Any:
         return None
     entry = entries[int(digits) - 1]
     return {"k": entry[0], "v": entry[1], "e": entry[2]}[field]
+
+
+def read_attachment(data: Any, name: str, key: str | None = None) -> Any:
+    """What ``$name`` / ``$name=key`` reads from a node's ``data``; None if it has no such one.
+
+    >>> read_attachment({"n": ["sum", [6, 4]]}, "n", "avg")
+    1.5
+    """
+    found = data.get(name) if data else None
+    if found is None:
+        return None
+    kind, state = found
+    return attachment_value(kind, state, key)
