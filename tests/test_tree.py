@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import treestore.tree as tree_module
 from treestore import runs
 from treestore.errors import CorruptPageError
 from treestore.pagestore import FilePageStore, MemoryPageStore, PageStore
@@ -103,12 +104,29 @@ def test_later_loads_add_runs_that_merge(store: PageStore) -> None:
 
 def test_many_runs_trigger_compaction(store: PageStore) -> None:
     state = build_tree(store, [["root", "0"]]).state
-    for i in range(1, 7):
+    for i in range(1, 12):
         tree = ShardTree(store, state)
         tree.visit(tree.visit(tree.root_handle, "root"), str(i))  # type: ignore[arg-type]
         state = tree.commit()
-        assert len(state.runs) <= 4
-    assert _names(ShardTree(store, state), "root") == [str(i) for i in range(7)]
+        assert len(state.runs) <= tree_module.MAX_RUNS
+    assert _names(ShardTree(store, state), "root") == sorted(str(i) for i in range(12))
+
+
+def test_compaction_merges_small_new_runs_not_big_old_ones(store: PageStore) -> None:
+    tree = ShardTree(store)
+    tree.memtable_limit = 300  # a first load that spills into big runs
+    for i in range(1495):  # five runs of 299 names and the root (its child count)
+        tree.visit(tree.root_handle, f"n{i:05d}")
+    state = tree.commit()
+    big = state.runs
+    assert len(big) == 5
+    for i in range(4):  # small loads add small deltas; the sixth run and on are merged
+        small = ShardTree(store, state)
+        small.visit(small.root_handle, f"n{i:05d}")
+        state = small.commit()
+    assert state.runs[:5] == big and len(state.runs) == 6  # the big runs were not rewritten
+    final = ShardTree(store, state)
+    assert sum(n.hits for n in final.children(final.root)) == 1499
 
 
 def test_pages_split_at_their_size_and_reads_touch_only_needed_pages(

@@ -40,8 +40,8 @@ ROOT_ID = 0
 Handle = tuple[int, Key]
 """What :meth:`ShardTree.visit` takes and returns: a node's id and key."""
 
-MAX_RUNS = 4
-"""More runs than this after a load trigger a compaction."""
+MAX_RUNS = 6
+"""More runs than this after a load trigger a compaction (of the newest, smaller runs)."""
 _MEMTABLE_ENTRY_BYTES = 500  # measured: key tuple, value list and dict slot
 
 
@@ -273,9 +273,13 @@ class ShardTree:
         if len(self.readers) > 2 * MAX_RUNS:  # a big load: keep lookups to a few runs
             self.compact(deltas_only=len(self.state.runs) > 0)
 
-    def compact(self, deltas_only: bool = False) -> None:
-        """Merge runs into one: every run, or (``deltas_only``) every run but the base."""
-        keep = self.readers[:1] if deltas_only and len(self.readers) > 1 else []
+    def compact(self, deltas_only: bool = False, newest: int | None = None) -> None:
+        """Merge runs into one: every run, every run but the base (``deltas_only``), or the
+        ``newest`` runs."""
+        if newest is not None:
+            keep = self.readers[: len(self.readers) - newest]
+        else:
+            keep = self.readers[:1] if deltas_only and len(self.readers) > 1 else []
         merging = self.readers[len(keep) :]
         if len(merging) < 2:
             return
@@ -285,12 +289,21 @@ class ShardTree:
         self.stats.compacted = True
 
     def commit(self) -> ShardState:
-        """Flush, compact if there are too many runs, and return the tree's new state."""
+        """Flush, compact if there are too many runs, and return the tree's new state.
+
+        Compaction is size-tiered: it merges the longest run of newest runs that
+        together are smaller than the run before them (small deltas of later
+        loads, without rewriting the big runs of a first load), or every run
+        when no such group exists.
+        """
         self.flush()
         if len(self.readers) > MAX_RUNS:
-            base = self.readers[0].size_bytes
-            deltas = sum(r.size_bytes for r in self.readers[1:])
-            self.compact(deltas_only=deltas * 2 < base)
+            sizes = [r.size_bytes for r in self.readers]
+            newest = max(
+                (n for n in range(2, len(sizes)) if sum(sizes[-n:]) < sizes[-n - 1]),
+                default=len(sizes),
+            )
+            self.compact(newest=newest)
         self.state = ShardState(
             runs=tuple(r.name for r in self.readers),
             next_id=self.next_id,
