@@ -141,3 +141,24 @@ def test_identical_records_apply_once_with_their_count(spark: Any, tmp_path: Pat
     report = open_version(tmp_path / "store").manifest.loads[-1]
     assert report["sources"]["s"]["applied"] == 550
     assert report["shards"]["0"]["nodes_created"] == 52
+
+
+def test_attachments_are_queried_through_spark(spark: Any, tmp_path: Path) -> None:
+    import treestore
+
+    root = [
+        {
+            "type": "value",
+            "key": "K",
+            "data": {
+                "total": {"type": "sum", "key": "N"},
+                "top": {"type": "key.top", "key": "U", "size": 3},
+            },
+        }
+    ]
+    load_tree(spark, tmp_path, ["K,N,U", "a,1,x", "a,2,y", "a,3,x", "b,4,z"], root)
+    store = treestore.open(tmp_path / "store", spark=spark)
+    rows = store.query("+$+total=sum,num").to_list()
+    assert sorted(rows) == [("a", 6, 3), ("b", 4, 1)]
+    assert store.query("a/+%top:+hits").to_list() == [("x", 2), ("y", 1)]
+    assert store.query("+;$+total").to_list() == [("a,b", "6,4")]
