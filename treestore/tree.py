@@ -42,7 +42,7 @@ Handle = tuple[int, Key]
 
 MAX_RUNS = 6
 """More runs than this after a load trigger a compaction (of the newest, smaller runs)."""
-_MEMTABLE_ENTRY_BYTES = 320  # measured with tracemalloc: ~285 bytes (key tuple, value list, dict slot)
+_MEMTABLE_ENTRY_BYTES = 320  # measured (tracemalloc): ~285 bytes for key, value list, slot
 
 
 @dataclass(frozen=True, slots=True)
