@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--store", required=True, metavar="DIR", help="the store folder")
     load.add_argument(
         "--max-rejected",
-        type=int,
+        type=_count,
         default=1000,
         metavar="N",
         help="fail (publishing nothing) when more than N records are rejected (default 1000)",
@@ -128,6 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="verify every page of a store (exit 1 if damaged)")
     check.add_argument("store", metavar="DIR", help="the store folder")
     return parser
+
+
+def _count(text: str) -> int:
+    """A whole number >= 0, for argparse (its error names the option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is below 0")
+    return value
 
 
 def command_load(

@@ -226,3 +226,10 @@ def test_stage_watcher_reports_running_and_finished_stages(spark: Any) -> None:
     watcher.stop.set()
     thread.join()
     assert ("finish", 4) in seen and ("update", 4) in seen
+
+
+def test_max_rejected_must_be_a_count(tmp_path: Path, capsys: Any) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["load", str(tmp_path / "job.json"), "--store", str(tmp_path), "--max-rejected", "-1"])
+    assert caught.value.code == 2
+    assert "--max-rejected: -1 is below 0" in capsys.readouterr().err
