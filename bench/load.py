@@ -183,6 +183,7 @@ def main() -> None:
         print(
             f"incremental load (+1% mappings): {incremental:.1f} s  phases {result.report['phases']}"
         )
+        print(f"  shard tasks: {_task_time(result.report)}")
         ours, query = _timed(lambda: store_join(store, spark))
         print(f"query of the final join from the store: {query:.1f} s ({len(ours):,} PUIDs)")
         peer, sql = _timed(lambda: sql_join(spark, folder))
