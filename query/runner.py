@@ -1,15 +1,21 @@
 """Running a query over a store: the path and rops in Spark tasks, one per shard;
-the ops on the driver.
+the ops on the driver. A selective query runs on the driver alone.
 
 Each shard's task opens that shard's tree from the store version being read,
 runs the path, runs the rops over the rows, and sends the rows back in msgpack
 chunks (so ints stay ints and nulls stay nulls). The driver reads the shards'
 rows as they arrive, in shard order, and runs the ops over them; the first row
 is out before the last shard's task has run.
+
+Selective queries skip Spark: when the path's leading name lookups (``root/12345/...``)
+reach nodes with at most :data:`LOCAL_LIMIT` children in all, across the shards,
+the driver runs the path and rops itself, reading only those pages (a Spark job
+costs more than the whole lookup).
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -39,6 +45,9 @@ _ROW, _ERROR = 0, 1
 _BATCH_ROWS = 8192
 _FIRST_CHUNK = 64
 _RESULT_SCHEMA = "kind tinyint, payload binary"
+LOCAL_LIMIT = 20_000
+"""A query whose leading name lookups reach at most this many children runs on the driver
+(``TREESTORE_LOCAL_QUERY_LIMIT`` overrides it; -1 sends every query to Spark)."""
 
 
 def _error_payload(exc: TreestoreError) -> bytes:
@@ -190,8 +199,12 @@ class QueryStore:
     ) -> None:
         self.store = version
         self.last_job_group: str | None = None  # the Spark job group of the latest query
+        self.last_plan: str | None = None  # "local" or "spark": how the latest query ran
+        self.local_limit = int(os.environ.get("TREESTORE_LOCAL_QUERY_LIMIT", LOCAL_LIMIT))
+        """Children the leading lookups may reach for a query to run on the driver (-1: never)."""
         self._spark = spark
         self._session_factory = session_factory
+        self._trees: dict[int, ShardTree] = {}
 
     @property
     def version(self) -> int:
@@ -221,11 +234,57 @@ class QueryStore:
         rows: Rows
 
         def produce() -> Iterator[tuple[Value, ...]]:
-            rows._source = self._shard_rows(parsed, shard_plan)
+            if self._selective(parsed):
+                self.last_plan = "local"
+                rows._source = self._local_rows(parsed, shard_plan)
+            else:
+                self.last_plan = "spark"
+                rows._source = self._shard_rows(parsed, shard_plan)
             return driver_plan.run(rows._source)
 
         rows = Rows(produce, None if (shard_plan or driver_plan) else parsed.labels())
         return rows
+
+    def _tree(self, shard: int) -> ShardTree:
+        tree = self._trees.get(shard)
+        if tree is None:
+            state = self.store.manifest.trees[shard]
+            tree = self._trees[shard] = ShardTree(self.store.pages, state, shard=shard)
+        return tree
+
+    def _selective(self, path: Path) -> bool:
+        """Whether the path's leading name lookups reach few enough children to run here."""
+        if self.local_limit < 0 or not self.store.manifest.trees:
+            return False
+        leading = []
+        for element in path.elements:
+            if element.kind != "names" or element.default is not None:
+                break
+            leading.append(element)
+        if not leading:
+            return False
+        if len(leading) == len(path.elements):
+            return True
+        reached = 0
+        for shard in self.store.manifest.trees:
+            tree = self._tree(shard)
+            nodes = [tree.root]
+            for element in leading:
+                nodes = [
+                    child
+                    for node in nodes
+                    for name in element.names
+                    if (child := tree.child(node, name)) is not None
+                ]
+            reached += sum(node.node_count for node in nodes)
+            if reached > self.local_limit:
+                return False
+        return True
+
+    def _local_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
+        """The shards' rows, computed on the driver, in shard order."""
+        for shard in sorted(self.store.manifest.trees):
+            yield from rops.run(run_path(self._tree(shard), path))
 
     def _shard_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
         """The shards' rows as each shard's task sends them (a generator).

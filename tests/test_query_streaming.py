@@ -14,8 +14,11 @@ pytestmark = pytest.mark.spark
 
 
 def _store(spark: Any, demo_dir: Path) -> Any:
+    """The demo store, every query on Spark (it is small enough to run anything locally)."""
     run_load(spark, load_job(demo_dir / "job.json"), demo_dir / "store", log=lambda _line: None)
-    return treestore.open(demo_dir / "store", spark=spark)
+    handle = treestore.open(demo_dir / "store", spark=spark)
+    handle.local_limit = -1
+    return handle
 
 
 def test_the_first_row_comes_before_the_last_shard_runs(spark: Any, demo_dir: Path) -> None:
@@ -88,3 +91,17 @@ def test_sharded_store_and_one_shard_tree_give_the_same_rows(
     assert len(handle.store.manifest.trees) > 1
     got = sorted(handle.query(path, rops=rops).to_list(), key=repr)
     assert got == expected and got
+
+
+def test_selective_queries_run_on_the_driver_with_the_same_rows(spark: Any, demo_dir: Path) -> None:
+    spark_handle = _store(spark, demo_dir)
+    local = treestore.open(demo_dir / "store")
+    local.local_limit = 3
+    for path, rops in [("root/12345/+/+", None), ("root/67890,12345/M/+", "str=c0,c0,cat,v1,set")]:
+        expected = sorted(spark_handle.query(path, rops=rops).to_list(), key=repr)
+        assert sorted(local.query(path, rops=rops).to_list(), key=repr) == expected and expected
+        assert local.last_plan == "local"
+    assert local.last_job_group is None  # no Spark job ran
+    # root's 4 children are more than the limit: a scan goes to Spark
+    assert sorted(local.query("root/+").to_list()) == sorted(spark_handle.query("root/+"))
+    assert local.last_plan == "spark" and local.last_job_group is not None

@@ -29,6 +29,7 @@ def test_shell_in_a_terminal(spark: Any, demo_dir: Path, tmp_path: Path) -> None
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         # the first query's Spark task stops (sleeps) at this point until cancelled
         "TREESTORE_FAILPOINT": "in-query-task",
+        "TREESTORE_LOCAL_QUERY_LIMIT": "-1",  # the query must run in a Spark task
         "TREESTORE_FAILPOINT_MARKER": str(marker),
         "TREESTORE_FAILPOINT_ONCE": "1",
         "PYSPARK_PYTHON": sys.executable,
