@@ -214,7 +214,7 @@ def test_stage_watcher_reports_running_and_finished_stages(spark: Any) -> None:
         def update(self, stage: int, name: str, done: int, total: int) -> None:
             seen.append(("update", total))
 
-        def finish(self, stage: int, name: str, tasks: int, seconds: float) -> None:
+        def finish(self, stage: int, name: str, tasks: int, seconds: float | None) -> None:
             seen.append(("finish", tasks))
 
     watcher = _StageWatcher(spark, Display())
@@ -233,3 +233,17 @@ def test_max_rejected_must_be_a_count(tmp_path: Path, capsys: Any) -> None:
         main(["load", str(tmp_path / "job.json"), "--store", str(tmp_path), "--max-rejected", "-1"])
     assert caught.value.code == 2
     assert "--max-rejected: -1 is below 0" in capsys.readouterr().err
+
+
+def test_stages_too_quick_to_be_polled_are_still_reported(spark: Any) -> None:
+    lines: list[str] = []
+    from loaders import progress
+
+    slow = progress._POLL_SECONDS
+    progress._POLL_SECONDS = 600  # no poll happens while the job runs
+    try:
+        with progress.spark_progress(spark, lines.append, enabled=False):
+            spark.range(0, 10, 1, 3).count()
+    finally:
+        progress._POLL_SECONDS = slow
+    assert any(line.startswith("spark stage") and "3 task(s)" in line for line in lines)
