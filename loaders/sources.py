@@ -8,7 +8,6 @@ also carries ``__file`` (the file's number) and ``__line`` (its line number).
 from __future__ import annotations
 
 import glob
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,11 +102,3 @@ def read_source(
                 yield from read_files(plan, dealt[task])
 
     return spark.range(0, tasks, 1, tasks).mapInArrow(read, plan.spark_schema())
-
-
-def describe(files: list[InputFile]) -> str:
-    """A short human description of a list of files."""
-    total = sum(f.size for f in files)
-    return f"{len(files)} file{'s' if len(files) != 1 else ''}, {total:,} bytes" + (
-        f" in {os.path.commonpath([f.path for f in files])}" if files else ""
-    )

@@ -64,11 +64,9 @@ def _raise_payload(payload: bytes) -> None:
     raise StoreError(error["message"])
 
 
-def shard_rows(
-    pages: PageStore, state: ShardState, shard: int, path: Path, rops: OpsPlan
-) -> Iterator[tuple[Value, ...]]:
+def shard_rows(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
     """The rows of one shard: ``path`` over its tree, then ``rops``."""
-    return rops.run(run_path(ShardTree(pages, state, shard=shard), path))
+    return rops.run(run_path(tree, path))
 
 
 def _shard_task(
@@ -87,7 +85,8 @@ def _shard_task(
                 chunk: list[tuple[Value, ...]] = []
                 size = _FIRST_CHUNK
                 try:
-                    for row in shard_rows(pages, states[shard], shard, path, rops):
+                    tree = ShardTree(pages, states[shard], shard=shard)
+                    for row in shard_rows(tree, path, rops):
                         chunk.append(row)
                         if len(chunk) >= size:
                             yield _result_batch(_ROW, msgpack.packb(chunk))
@@ -284,7 +283,7 @@ class QueryStore:
     def _local_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
         """The shards' rows, computed on the driver, in shard order."""
         for shard in sorted(self.store.manifest.trees):
-            yield from rops.run(run_path(self._tree(shard), path))
+            yield from shard_rows(self._tree(shard), path, rops)
 
     def _shard_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
         """The shards' rows as each shard's task sends them (a generator).
