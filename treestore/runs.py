@@ -47,6 +47,7 @@ __all__ = [
     "PageCache",
     "RunReader",
     "cache",
+    "column_chunks",
     "key_hash",
     "merge_entries",
     "write_run",
@@ -200,20 +201,19 @@ Columns = tuple[list[int], list[str], list[int], list[int], list[int], list[Any]
 def write_run(
     store: PageStore,
     name: str,
-    entries: Iterable[Entry] | Iterable[Columns],
+    chunks: Iterable[Columns],
     page_bytes: int = PAGE_BYTES,
     expected: int = 1024,
-    columns: bool = False,
 ) -> RunStats:
-    """Write sorted ``entries`` as run ``name`` (``name.pages`` + ``name.index``).
+    """Write sorted entries, given as :data:`Columns` chunks, as run ``name``.
 
-    ``entries`` are :data:`Entry` tuples, or (``columns``) chunks of :data:`Columns`.
-    ``expected`` (an upper bound of the entry count) sizes the Bloom filter.
+    A run is ``name.pages`` + ``name.index``; :func:`column_chunks` turns entry
+    tuples into chunks. ``expected`` (an upper bound of the entry count) sizes
+    the Bloom filter.
     """
     bloom = _new_bloom(expected)
-    chunks = entries if columns else _column_chunks(entries)  # type: ignore[arg-type]
     with store.writer(f"{name}.pages") as out:
-        pages, total, size = _write_pages(out, chunks, bloom, page_bytes)  # type: ignore[arg-type]
+        pages, total, size = _write_pages(out, chunks, bloom, page_bytes)
     index_body = msgpack.packb(
         {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "bloom": bloom.save_bytes()}
     )
@@ -224,8 +224,8 @@ def write_run(
 _CHUNK_ENTRIES = 65536
 
 
-def _column_chunks(entries: Iterable[Entry]) -> Iterator[Columns]:
-    """Entry tuples regrouped into column chunks."""
+def column_chunks(entries: Iterable[Entry]) -> Iterator[Columns]:
+    """Entry tuples regrouped into :data:`Columns` chunks (for :func:`write_run`)."""
     iterator = iter(entries)
     while True:
         chunk = list(itertools.islice(iterator, _CHUNK_ENTRIES))

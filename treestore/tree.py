@@ -16,17 +16,19 @@ Java, differs beyond U+FFFF).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from treestore.pagestore import PageStore
 from treestore.runs import (
     PAGE_BYTES,
+    Columns,
     Entry,
     Key,
     RunReader,
     cache,
+    column_chunks,
     key_hash,
     merge_entries,
     write_run,
@@ -246,9 +248,9 @@ class ShardTree:
         number = len(self.stats.runs_written)
         return f"trees/shard-{self.shard:04d}/{self._tag}-{number:03d}"
 
-    def _write(self, entries: Iterator[Any], expected: int, columns: bool = False) -> str:
+    def _write(self, chunks: Iterable[Columns], expected: int) -> str:
         name = self._run_name()
-        written = write_run(self.store, name, entries, self.page_bytes, expected, columns)
+        written = write_run(self.store, name, chunks, self.page_bytes, expected)
         self.stats.runs_written.append(name)
         self.stats.bytes_written += written.bytes
         return name
@@ -267,7 +269,7 @@ class ShardTree:
             [v[2] for v in values],
             [v[3] for v in values],
         )
-        name = self._write(iter([chunk]), len(keys), columns=True)
+        name = self._write([chunk], len(keys))
         self.memtable.clear()
         self.readers.append(RunReader(self.store, name, self.shard))
         if len(self.readers) > 2 * MAX_RUNS:  # a big load: keep lookups to a few runs
@@ -284,7 +286,8 @@ class ShardTree:
         if len(merging) < 2:
             return
         expected = sum(r.entries for r in merging)
-        name = self._write(merge_entries([r.scan(ROOT_KEY) for r in merging]), expected)
+        merged = merge_entries([r.scan(ROOT_KEY) for r in merging])
+        name = self._write(column_chunks(merged), expected)
         self.readers = [*keep, RunReader(self.store, name, self.shard)]
         self.stats.compacted = True
 
