@@ -227,6 +227,19 @@ def _blank_lines(path: str) -> np.ndarray:
                 return np.array(blanks, dtype=np.int64)
 
 
+def _first_line(path: str) -> bytes | None:
+    """The first line of a text file that is not blank (None for a file of blank lines)."""
+    found = b""
+    with pa.input_stream(path, compression="detect") as stream:
+        while block := stream.read(1 << 16):
+            found += block
+            for line in found.split(b"\n")[:-1]:
+                if line.strip(b"\r"):
+                    return line + b"\n"
+            found = found[found.rfind(b"\n") + 1 :]
+    return found + b"\n" if found.strip(b"\r") else None
+
+
 def _physical(numbers: np.ndarray, blanks: np.ndarray) -> np.ndarray:
     """Line numbers that skip empty lines -> physical line numbers (``blanks``: the empty ones)."""
     if not len(blanks):
@@ -267,20 +280,22 @@ def _read_delimited(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.Reco
         ignore_empty_lines=True,
         invalid_row_handler=on_invalid,
     )
-    try:
-        with pa.input_stream(path, compression="detect") as stream:
-            peek = csv.open_csv(
-                stream,
-                read_options=read_options,
-                parse_options=parse_options,
-                convert_options=csv.ConvertOptions(check_utf8=False),
-            )
-            file_names = peek.schema.names
-    except pa.ArrowInvalid as exc:
-        if "Empty CSV file" in str(exc):
+    if names:
+        file_names = names
+    else:  # the names (or the column count) come from the first line that is not blank
+        first = _first_line(path)
+        if first is None:
             return
-        raise
-    invalid.clear()  # the peek parsed the first block; it is parsed again below
+        peek = csv.read_csv(
+            pa.py_buffer(first),
+            read_options=csv.ReadOptions(
+                use_threads=False, autogenerate_column_names=not plan.header
+            ),
+            parse_options=csv.ParseOptions(
+                delimiter=parse_options.delimiter, quote_char=parse_options.quote_char
+            ),
+        )
+        file_names = peek.schema.names
     # Arrow names columns f0, f1, ... when the file has no header; Spark's names are _c0, _c1, ...
     ours = (
         [f"_c{i}" for i in range(len(file_names))] if not names and not plan.header else file_names
@@ -292,9 +307,17 @@ def _read_delimited(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.Reco
         column_types={f: pa.binary() for f in present.values()},
     )
     with pa.input_stream(path, compression="detect") as stream:
-        reader = csv.open_csv(
-            stream, read_options=read_options, parse_options=parse_options, convert_options=convert
-        )
+        try:
+            reader = csv.open_csv(
+                stream,
+                read_options=read_options,
+                parse_options=parse_options,
+                convert_options=convert,
+            )
+        except pa.ArrowInvalid as exc:
+            if "Empty CSV" in str(exc):
+                return  # a header and no records
+            raise
         blanks = _blank_lines(path)
         next_line = 2 if plan.header else 1
         for batch in reader:
