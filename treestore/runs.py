@@ -27,6 +27,7 @@ import bisect
 import heapq
 import itertools
 import os
+import struct
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -34,11 +35,14 @@ from typing import Any, BinaryIO
 
 import msgpack
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import xxhash
 from cachetools import LRUCache
 from rbloom import Bloom
 
 from treestore.errors import CorruptPageError
+from treestore.pages import Page, encode_page, int_dtypes
 from treestore.pagestore import PageStore
 
 __all__ = [
@@ -46,9 +50,12 @@ __all__ = [
     "Key",
     "PageCache",
     "RunReader",
+    "ChildColumns",
     "cache",
     "column_chunks",
+    "expand_ranges",
     "key_hash",
+    "merge_columns",
     "merge_entries",
     "write_run",
 ]
@@ -59,8 +66,6 @@ Entry = tuple[Key, int, int, int, Any]
 
 PAGE_BYTES = 4096
 """The target size of one encoded page (small pages keep random reads cheap)."""
-_DECODED_FACTOR = 8
-"""Decoded pages take about this many times their encoded bytes in memory."""
 _INDEX_FORMAT = "treestore-run-index-1"
 
 
@@ -81,44 +86,12 @@ def _new_bloom(expected: int) -> Bloom:
     return Bloom(max(expected, 16), 0.01, _identity)
 
 
-class _Page:
-    """A decoded page: its columns, searchable by key without building key tuples."""
-
-    __slots__ = ("cost", "counts", "data", "hits", "ids", "names", "parents")
-
-    def __init__(self, columns: list[list[Any]], encoded_size: int) -> None:
-        self.parents, self.names, self.ids, self.hits, self.counts, self.data = columns
-        self.cost = encoded_size * _DECODED_FACTOR
-
-    def __len__(self) -> int:
-        return len(self.parents)
-
-    def find(self, key: Key) -> int:
-        """The index of the first entry whose key is ``>= key``."""
-        parent, name = key
-        low = bisect.bisect_left(self.parents, parent)
-        high = bisect.bisect_right(self.parents, parent, low)
-        return bisect.bisect_left(self.names, name, low, high)
-
-    def key(self, i: int) -> Key:
-        return (self.parents[i], self.names[i])
-
-    def entry(self, i: int) -> Entry:
-        return (
-            (self.parents[i], self.names[i]),
-            self.ids[i],
-            self.hits[i],
-            self.counts[i],
-            self.data[i],
-        )
-
-
 class PageCache:
     """An LRU cache of decoded pages with a byte budget, shared by every run in a process."""
 
     def __init__(self, budget_bytes: int) -> None:
         self.budget = budget_bytes
-        self._pages: LRUCache[tuple[str, str, int], _Page] = LRUCache(
+        self._pages: LRUCache[tuple[str, str, int], Page] = LRUCache(
             maxsize=budget_bytes, getsizeof=lambda page: page.cost
         )
         self._lock = threading.Lock()
@@ -131,7 +104,7 @@ class PageCache:
         """The bytes the cached pages are estimated to take now."""
         return int(self._pages.currsize)
 
-    def get(self, key: tuple[str, str, int]) -> _Page | None:
+    def get(self, key: tuple[str, str, int]) -> Page | None:
         with self._lock:
             page = self._pages.get(key)
             if page is None:
@@ -140,7 +113,7 @@ class PageCache:
                 self.hits += 1
             return page
 
-    def put(self, key: tuple[str, str, int], page: _Page) -> None:
+    def put(self, key: tuple[str, str, int], page: Page) -> None:
         with self._lock:
             if page.cost <= self.budget:
                 self._pages[key] = page
@@ -241,9 +214,10 @@ def _write_pages(
 ) -> tuple[list[list[Any]], int, int]:
     """Write column chunks as pages on ``out``; return (page index rows, entries, bytes).
 
-    Each chunk is cut into pages with numpy (a page closes once its estimated
-    size reaches ``page_bytes``), so the work per entry is C loops. Keys must be
-    in order; parent ids are checked (names within a parent are the caller's word).
+    Each chunk becomes numpy and Arrow columns once and is cut into pages with
+    numpy (a page closes once its estimated size reaches ``page_bytes``), so the
+    work per entry is C loops. Keys must be in order; parent ids are checked
+    (names within a parent are the caller's word).
     """
     pages: list[list[Any]] = []
     total = offset = 0
@@ -252,18 +226,30 @@ def _write_pages(
         size = len(parents)
         if not size:
             continue
-        parent_array = np.asarray(parents, dtype=np.int64)
+        ints = tuple(np.asarray(c, dtype=np.int64) for c in (parents, ids, hits, counts))
+        parent_array = ints[0]
         if parent_array[0] < last_parent or (np.diff(parent_array) < 0).any():
             raise ValueError(f"run entries out of order near parent {parents[0]}")
         last_parent = parents[-1]
         bloom.update(map(key_hash, zip(parents, names, strict=True)))
-        sizes = np.fromiter(map(len, names), dtype=np.int64, count=size) * 2 + 16
-        ends = np.cumsum(sizes)
+        dtypes = int_dtypes(ints)  # type: ignore[arg-type]
+        name_array = pa.array(names, pa.string())
+        name_offsets = np.frombuffer(name_array.buffers()[1], np.int32, size + 1)
+        name_bytes = memoryview(name_array.buffers()[2] or b"")
+        has_data = any(d is not None for d in datas)
+        width = sum(d.itemsize for d in dtypes) + 4
+        ends = name_offsets[1:].astype(np.int64) + width * np.arange(1, size + 1)
         cuts = np.flatnonzero(np.diff(ends // page_bytes, prepend=0)) + 1
         bounds = [0, *[int(c) for c in cuts if c < size], size]
         for a, b in itertools.pairwise(bounds):
-            columns = [parents[a:b], names[a:b], ids[a:b], hits[a:b], counts[a:b], datas[a:b]]
-            encoded = msgpack.packb(columns)
+            start, stop = int(name_offsets[a]), int(name_offsets[b])
+            encoded = encode_page(
+                tuple(c[a:b] for c in ints),  # type: ignore[arg-type]
+                dtypes,
+                name_offsets[a : b + 1] - start,
+                name_bytes[start:stop],
+                datas[a:b] if has_data else None,
+            )
             first_last = [parents[a], names[a], parents[b - 1], names[b - 1]]
             pages.append([*first_last, offset, len(encoded), b - a, _checksum(encoded)])
             out.write(encoded)
@@ -295,6 +281,8 @@ class RunReader:
                 f"Shard {shard}: the run index {where} is damaged ({exc})."
             ) from exc
         self._lasts = [p.last for p in self.pages]
+        self._first_parents = np.array([p.first[0] for p in self.pages], dtype=np.int64)
+        self._last_parents = np.array([p.last[0] for p in self.pages], dtype=np.int64)
         self._cache_prefix = (store.location, name)
         self._handle: Any = None
         self._local: tuple[Any] | None = None  # the pages file's local path, once looked up
@@ -304,7 +292,7 @@ class RunReader:
         """The encoded size of the run's pages."""
         return sum(p.length for p in self.pages)
 
-    def page(self, number: int) -> _Page:
+    def page(self, number: int) -> Page:
         """Page ``number``, from the cache or read, checked and decoded."""
         key = (*self._cache_prefix, number)
         found = cache().get(key)
@@ -318,8 +306,8 @@ class RunReader:
                 "fails its checksum (the file is damaged); run 'treestore check' on the store."
             )
         try:
-            page = _Page(msgpack.unpackb(encoded), info.length)
-        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            page = Page(encoded)
+        except (ValueError, TypeError, struct.error, msgpack.UnpackException) as exc:
             raise CorruptPageError(
                 f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
                 f"cannot be decoded ({exc})."
@@ -358,7 +346,7 @@ class RunReader:
             return None
         page = self.page(number)
         i = page.find(key)
-        if i < len(page) and page.parents[i] == key[0] and page.names[i] == key[1]:
+        if i < len(page) and page.key(i) == key:
             return page.entry(i)
         return None
 
@@ -379,9 +367,104 @@ class RunReader:
                 i += 1
             number += 1
 
+    def children_columns(self, parents: np.ndarray) -> ChildColumns:
+        """The entries whose parent is in ``parents`` (sorted, distinct), as columns in key
+        order, reading only the pages that can hold them."""
+        low = np.searchsorted(self._last_parents, parents, "left")
+        high = np.searchsorted(self._first_parents, parents, "right")
+        spans = high > low
+        marks = np.zeros(len(self.pages) + 1, dtype=np.int64)
+        np.add.at(marks, low[spans], 1)
+        np.add.at(marks, high[spans], -1)
+        numbers = np.flatnonzero(np.cumsum(marks[:-1]) > 0)
+        if not len(numbers):
+            return ChildColumns.empty()
+        pages = [self.page(int(n)) for n in numbers]
+        ints = [np.concatenate([p.ints[k] for p in pages]) for k in range(4)]
+        names = pa.concat_arrays([p.names for p in pages])
+        starts = np.searchsorted(ints[0], parents, "left")
+        take = expand_ranges(starts, np.searchsorted(ints[0], parents, "right") - starts)
+        return ChildColumns(
+            ints[0][take],
+            names.take(take),
+            ints[1][take].astype(np.int64),
+            ints[2][take].astype(np.int64),
+            ints[3][take].astype(np.int64),
+        )
+
     def check(self) -> int:
         """Read and verify every page; return the number of entries."""
         return sum(len(self.page(number)) for number in range(len(self.pages)))
+
+
+def expand_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``starts[0] .. starts[0]+lengths[0]-1``, then the next range, ... as one index array."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    before = np.cumsum(lengths) - lengths
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - before, lengths)
+
+
+@dataclass(frozen=True)
+class ChildColumns:
+    """Tree entries as columns (in key order): parent ids, names, node ids, hits, counts."""
+
+    parents: np.ndarray
+    names: pa.Array
+    ids: np.ndarray
+    hits: np.ndarray
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def empty(cls) -> ChildColumns:
+        """No entries."""
+        none = np.zeros(0, dtype=np.int64)
+        return cls(none, pa.array([], pa.string()), none, none, none)
+
+    def take(self, rows: np.ndarray) -> ChildColumns:
+        """The entries at ``rows``."""
+        return ChildColumns(
+            self.parents[rows],
+            self.names.take(rows),
+            self.ids[rows],
+            self.hits[rows],
+            self.counts[rows],
+        )
+
+
+def merge_columns(parts: list[ChildColumns]) -> ChildColumns:
+    """Several runs' columns (oldest first) as one, in key order, with equal keys added up."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return ChildColumns.empty()
+    if len(parts) == 1:
+        return parts[0]
+    table = pa.table(
+        {
+            "parent": np.concatenate([p.parents for p in parts]),
+            "name": pa.concat_arrays([p.names for p in parts]),
+            "run": np.repeat(np.arange(len(parts)), [len(p) for p in parts]),
+        }
+    )
+    order = pc.sort_indices(
+        table, [("parent", "ascending"), ("name", "ascending"), ("run", "ascending")]
+    ).to_numpy()
+    ids = np.concatenate([p.ids for p in parts])[order]
+    firsts = np.flatnonzero(np.diff(ids, prepend=ids[0] - 1))
+    hits = np.add.reduceat(np.concatenate([p.hits for p in parts])[order], firsts)
+    counts = np.add.reduceat(np.concatenate([p.counts for p in parts])[order], firsts)
+    rows = order[firsts]
+    return ChildColumns(
+        table.column("parent").to_numpy()[rows],
+        table.column("name").combine_chunks().take(rows),
+        ids[firsts],
+        hits,
+        counts,
+    )
 
 
 def merge_entries(streams: list[Iterator[Entry]]) -> Iterator[Entry]:

@@ -20,9 +20,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from treestore.pagestore import PageStore
 from treestore.runs import (
     PAGE_BYTES,
+    ChildColumns,
     Columns,
     Entry,
     Key,
@@ -30,6 +33,7 @@ from treestore.runs import (
     cache,
     column_chunks,
     key_hash,
+    merge_columns,
     merge_entries,
     write_run,
 )
@@ -172,6 +176,11 @@ class ShardTree:
         streams = [reader.scan(low, high) for reader in self.readers]
         for entry in merge_entries(streams):
             yield Node.of(entry)
+
+    def children_columns(self, parents: np.ndarray) -> ChildColumns:
+        """The children of the nodes with ids ``parents`` (sorted, distinct) as columns, in key
+        order (by parent id, then name), merged across runs."""
+        return merge_columns([reader.children_columns(parents) for reader in self.readers])
 
     def walk(self) -> Iterator[tuple[tuple[str, ...], Node]]:
         """Every node but the internal root, depth first in child order, with its path."""

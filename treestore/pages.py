@@ -1,0 +1,148 @@
+"""The page codec: one page of a run as raw column buffers, read without per-entry work.
+
+A page holds consecutive entries of a run as columns: parent ids, node ids,
+hits and child counts (little-endian ``int32`` or ``int64``, chosen per column
+by the writer), the names as Arrow string buffers (``int32`` offsets and UTF-8
+bytes), and, when any entry has one, the data attachments as one msgpack list.
+Decoding wraps the buffers in numpy and Arrow arrays (zero copies), so a scan
+pays per page, not per entry; Python lists for key lookups are built only when
+a lookup asks for them.
+
+Layout (every section starts at a multiple of 8 bytes)::
+
+    header  "TSP2", entries u32, name bytes u32, data bytes u32, flags u8, pad
+    parents | ids | hits | counts | name offsets (entries + 1) | names | data
+
+Flag bit ``k`` set means int column ``k`` (parents, ids, hits, counts) is ``int32``.
+Pages of the first format (a msgpack list of six columns) are still read.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from typing import Any
+
+import msgpack
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["IntColumns", "Page", "encode_page", "int_dtypes"]
+
+_MAGIC = b"TSP2"
+_HEADER = struct.Struct("<4sIIIB3x")  # 20 bytes
+_HEADER_SIZE = 24
+_INT32 = np.dtype("<i4")
+_INT64 = np.dtype("<i8")
+IntColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""Parents, node ids, hits and child counts."""
+
+
+def _pad(size: int) -> int:
+    return (size + 7) & ~7
+
+
+def int_dtypes(columns: IntColumns) -> tuple[np.dtype, ...]:
+    """The narrowest of int32/int64 that holds each column (decided once per chunk)."""
+    low, high = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    return tuple(
+        _INT32 if not len(c) or (int(c.min()) >= low and int(c.max()) <= high) else _INT64
+        for c in columns
+    )
+
+
+def encode_page(
+    ints: IntColumns,
+    dtypes: tuple[np.dtype, ...],
+    offsets: np.ndarray,
+    name_bytes: bytes | memoryview,
+    data: list[Any] | None,
+) -> bytes:
+    """One page: ``ints`` sliced to the page, ``offsets`` rebased to 0 (``entries + 1`` of
+    them) over ``name_bytes``, and the entries' data (``None`` when every entry has none)."""
+    count = len(ints[0])
+    data_bytes = msgpack.packb(data) if data is not None else b""
+    flags = sum(1 << k for k, dtype in enumerate(dtypes) if dtype == _INT32)
+    parts = [_HEADER.pack(_MAGIC, count, len(name_bytes), len(data_bytes), flags), b"\0" * 4]
+    for column, dtype in zip(ints, dtypes, strict=True):
+        raw = column.astype(dtype, copy=False).tobytes()
+        parts += [raw, b"\0" * (_pad(len(raw)) - len(raw))]
+    raw = offsets.astype(_INT32, copy=False).tobytes()
+    parts += [raw, b"\0" * (_pad(len(raw)) - len(raw))]
+    parts += [name_bytes, b"\0" * (_pad(len(name_bytes)) - len(name_bytes))]
+    parts += [data_bytes, b"\0" * (_pad(len(data_bytes)) - len(data_bytes))]
+    return b"".join(parts)
+
+
+class Page:
+    """A decoded page: numpy/Arrow columns, and Python lists for key lookups on demand."""
+
+    __slots__ = ("_data", "_data_bytes", "_lists", "cost", "ints", "names", "size")
+
+    def __init__(self, encoded: bytes) -> None:
+        self.cost = len(encoded) * 2
+        self._lists: tuple[list[int], list[str], list[int], list[int], list[int]] | None = None
+        self._data: list[Any] | None = None
+        if encoded[:4] != _MAGIC:
+            self._decode_first_format(encoded)
+            return
+        _magic, count, name_size, data_size, flags = _HEADER.unpack_from(encoded)
+        self.size = count
+        offset = _HEADER_SIZE
+        ints = []
+        for k in range(4):
+            dtype = _INT32 if flags & (1 << k) else _INT64
+            ints.append(np.frombuffer(encoded, dtype, count, offset))
+            offset += _pad(count * dtype.itemsize)
+        self.ints: IntColumns = (ints[0], ints[1], ints[2], ints[3])
+        buffer = pa.py_buffer(encoded)
+        offsets = buffer.slice(offset, (count + 1) * 4)
+        offset += _pad((count + 1) * 4)
+        self.names = pa.StringArray.from_buffers(count, offsets, buffer.slice(offset, name_size))
+        offset += _pad(name_size)
+        self._data_bytes = encoded[offset : offset + data_size] if data_size else None
+
+    def _decode_first_format(self, encoded: bytes) -> None:
+        parents, names, ids, hits, counts, data = msgpack.unpackb(encoded)
+        self.size = len(parents)
+        self._lists = (parents, names, ids, hits, counts)
+        self.ints = tuple(np.asarray(c, dtype=np.int64) for c in (parents, ids, hits, counts))  # type: ignore[assignment]
+        self.names = pa.array(names, pa.string())
+        self._data = data
+        self._data_bytes = None
+        self.cost = len(encoded) * 8
+
+    def __len__(self) -> int:
+        return self.size
+
+    def data(self) -> list[Any]:
+        """Each entry's data attachments (``None`` for most)."""
+        if self._data is None:
+            raw = self._data_bytes
+            self._data = msgpack.unpackb(raw) if raw else [None] * self.size
+        return self._data
+
+    def lists(self) -> tuple[list[int], list[str], list[int], list[int], list[int]]:
+        """Parents, names, ids, hits, counts as Python lists (built once, for lookups)."""
+        if self._lists is None:
+            parents, ids, hits, counts = (c.tolist() for c in self.ints)
+            self._lists = (parents, self.names.to_pylist(), ids, hits, counts)
+        return self._lists
+
+    def find(self, key: tuple[int, str]) -> int:
+        """The index of the first entry whose key is ``>= key``."""
+        parents, names = self.lists()[:2]
+        parent, name = key
+        low = bisect.bisect_left(parents, parent)
+        high = bisect.bisect_right(parents, parent, low)
+        return bisect.bisect_left(names, name, low, high)
+
+    def key(self, i: int) -> tuple[int, str]:
+        """Entry ``i``'s key."""
+        lists = self.lists()
+        return (lists[0][i], lists[1][i])
+
+    def entry(self, i: int) -> tuple[tuple[int, str], int, int, int, Any]:
+        """Entry ``i`` as ``(key, node_id, hits, nodes, data)``."""
+        parents, names, ids, hits, counts = self.lists()
+        return ((parents[i], names[i]), ids[i], hits[i], counts[i], self.data()[i])
