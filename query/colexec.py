@@ -26,11 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from query.ast import Bound, Element, Path
+from query.ops.columns import ColumnType, join_groups
 from query.pathexec import prefix_range
 from treestore.runs import ChildColumns, expand_ranges
 from treestore.tree import ShardTree
 
-__all__ = ["CHUNK_ROWS", "run_path_columns", "supports"]
+__all__ = ["CHUNK_ROWS", "column_types", "run_path_columns", "supports"]
 
 CHUNK_ROWS = 65536
 """Levels bigger than this are walked in slices of this many rows."""
@@ -40,6 +41,17 @@ _STAND_IN_ID = -1
 def supports(path: Path) -> bool:
     """Whether ``path`` can run on columns (it reads no attachment)."""
     return all(e.kind != "data" and not e.fields for e in path.elements)
+
+
+def column_types(path: Path) -> list[ColumnType]:
+    """The type of each column the path's rows have (names and joined values are text)."""
+    types: list[ColumnType] = []
+    for element in path.elements:
+        added = ["str"] if element.show else []
+        if element.kind != "up":
+            added += ["int" for prop in element.properties if prop.show]
+        types += ["str"] * len(added) if element.flat else added
+    return types
 
 
 @dataclass(frozen=True)
@@ -193,15 +205,7 @@ def _flattened(level: _Level) -> _Level:
     if not len(level):
         return level
     firsts = np.flatnonzero(np.diff(level.src, prepend=level.src[0] - 1))
-    columns = []
-    for column in level.columns:
-        text = column.cast(pa.string())
-        present = pc.is_valid(text).to_numpy(zero_copy_only=False)
-        counts = np.add.reduceat(present.astype(np.int64), firsts)
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-        values = text.filter(pa.array(present))
-        joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), values), ",")
-        columns.append(pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string())))
+    columns = [join_groups(column, firsts) for column in level.columns]
     return _Level(level.nodes.take(firsts), level.src[firsts], tuple(columns))
 
 

@@ -74,6 +74,18 @@ class OpsPlan:
             stream = op.run(stream)
         return (tuple(row) for row in stream)
 
+    def column_prefix(self, types: list[str]) -> tuple[tuple[Op, ...], OpsPlan]:
+        """The leading ops that run on column chunks typed ``types`` (see
+        :mod:`query.ops.columns`), and a plan of the ops after them (which run on rows)."""
+        ops: list[Op] = []
+        for op in self.ops:
+            out = op.column_types(types)
+            if out is None:
+                break
+            ops.append(op)
+            types = out
+        return tuple(ops), OpsPlan(self.ops[len(ops) :], self.text)
+
     def __bool__(self) -> bool:
         return bool(self.ops)
 

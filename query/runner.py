@@ -2,10 +2,13 @@
 the ops on the driver. A selective query runs on the driver alone.
 
 Each shard's task opens that shard's tree from the store version being read,
-runs the path, runs the rops over the rows, and sends the rows back in msgpack
-chunks (so ints stay ints and nulls stay nulls). The driver reads the shards'
-rows as they arrive, in shard order, and runs the ops over them; the first row
-is out before the last shard's task has run.
+runs the path, runs the rops over the rows, and sends the rows back in chunks.
+A path that reads no attachment runs on columns (:mod:`query.colexec`), as do
+the leading rops that can (``str``, ``merge``); those chunks travel as Arrow
+IPC. Rows from row ops travel as msgpack lists. Either way ints stay ints and
+nulls stay nulls. The driver reads the shards' rows as they arrive, in shard
+order, and runs the ops over them; the first row is out before the last
+shard's task has run.
 
 Selective queries skip Spark: when the path's leading name lookups (``root/12345/...``)
 reach nodes with at most :data:`LOCAL_LIMIT` children in all, across the shards,
@@ -15,6 +18,7 @@ costs more than the whole lookup).
 
 from __future__ import annotations
 
+import itertools
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -24,7 +28,9 @@ import msgpack
 import pyarrow as pa
 
 from query.ast import Path
+from query.colexec import column_types, run_path_columns, supports
 from query.ops import Value
+from query.ops.columns import Chunk, rows_of
 from query.parser import parse_path
 from query.pathexec import run_path
 from query.plan import OpsPlan, compile_ops
@@ -39,9 +45,9 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
-__all__ = ["QueryStore", "Rows", "open_store", "shard_rows"]
+__all__ = ["QueryStore", "Rows", "open_store", "shard_output", "shard_rows"]
 
-_ROW, _ERROR = 0, 1
+_ROW, _ERROR, _COLUMNS = 0, 1, 2
 _BATCH_ROWS = 8192
 _FIRST_CHUNK = 64
 _RESULT_SCHEMA = "kind tinyint, payload binary"
@@ -69,6 +75,55 @@ def shard_rows(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[tuple[Val
     return rops.run(run_path(tree, path))
 
 
+def shard_output(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[Chunk | list[Any]]:
+    """One shard's rows for a scan: column chunks while the path and the leading rops can
+    run on columns (see :mod:`query.colexec`), else lists of rows that grow from
+    :data:`_FIRST_CHUNK` to :data:`_BATCH_ROWS` (so the first rows leave early)."""
+    rows: Iterable[tuple[Value, ...]]
+    if supports(path):
+        column_ops, rest = rops.column_prefix(column_types(path))
+        chunks: Iterator[Chunk] = run_path_columns(tree, path)
+        for op in column_ops:
+            chunks = op.run_columns(chunks)
+        if not rest:
+            yield from chunks
+            return
+        rows = rest.run(rows_of(chunks))
+    else:
+        rows = shard_rows(tree, path, rops)
+    size = _FIRST_CHUNK
+    iterator = iter(rows)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+        size = min(size * 4, _BATCH_ROWS)
+
+
+def _packed(output: Chunk | list[Any]) -> pa.RecordBatch:
+    """A chunk of a shard's output as the task sends it: Arrow IPC for typed columns,
+    msgpack for rows."""
+    if isinstance(output, list):
+        return _result_batch(_ROW, msgpack.packb(output))
+    count, columns = output
+    if not columns:
+        return _result_batch(_ROW, msgpack.packb([()] * count))
+    batch = pa.RecordBatch.from_arrays(columns, [f"c{i}" for i in range(len(columns))])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return _result_batch(_COLUMNS, sink.getvalue().to_pybytes())
+
+
+def _unpacked(kind: int, payload: bytes) -> Iterator[tuple[Value, ...]]:
+    """The rows of one chunk the driver received."""
+    if kind == _ERROR:
+        _raise_payload(payload)
+    if kind == _COLUMNS:
+        batch = pa.ipc.open_stream(payload).read_next_batch()
+        yield from zip(*(c.to_pylist() for c in batch.columns), strict=True)
+        return
+    yield from map(tuple, msgpack.unpackb(payload))
+
+
 def _shard_task(
     pages: PageStore, states: dict[int, ShardState], path: Path, rops: OpsPlan
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -82,22 +137,12 @@ def _shard_task(
         failpoint("in-query-task")
         for batch in batches:
             for shard in batch.column(0).to_pylist():
-                chunk: list[tuple[Value, ...]] = []
-                size = _FIRST_CHUNK
                 try:
                     tree = ShardTree(pages, states[shard], shard=shard)
-                    for row in shard_rows(tree, path, rops):
-                        chunk.append(row)
-                        if len(chunk) >= size:
-                            yield _result_batch(_ROW, msgpack.packb(chunk))
-                            chunk, size = [], min(size * 4, _BATCH_ROWS)
+                    for output in shard_output(tree, path, rops):
+                        yield _packed(output)
                 except TreestoreError as exc:
-                    if chunk:
-                        yield _result_batch(_ROW, msgpack.packb(chunk))
                     yield _result_batch(_ERROR, _error_payload(exc))
-                    continue
-                if chunk:
-                    yield _result_batch(_ROW, msgpack.packb(chunk))
 
     return run
 
@@ -314,10 +359,7 @@ class QueryStore:
             with spark_errors(StoreError, "The query's Spark job"):
                 results = frame.mapInArrow(task, _RESULT_SCHEMA).toLocalIterator(True)
                 for kind, payload in results:
-                    if kind == _ERROR:
-                        _raise_payload(payload)
-                    for row in msgpack.unpackb(payload):
-                        yield tuple(row)
+                    yield from _unpacked(kind, payload)
             finished = True
         finally:
             if not finished:

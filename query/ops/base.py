@@ -71,6 +71,16 @@ class Op:
         """Transform a stream of rows."""
         raise NotImplementedError
 
+    def column_types(self, types: list[str]) -> list[str] | None:
+        """The column types this op makes from chunks of columns typed ``types`` (see
+        :mod:`query.ops.columns`), or ``None`` when it runs on rows only."""
+        return None
+
+    def run_columns(self, chunks: Iterator[Any]) -> Iterator[Any]:
+        """Transform a stream of column chunks, as :meth:`run` does rows (when
+        :meth:`column_types` is not ``None``)."""
+        raise NotImplementedError
+
 
 def as_text(value: Value) -> str:
     """A value as the ops see it in string context (null is the empty string)."""

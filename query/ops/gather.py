@@ -46,6 +46,10 @@ class GatherOp(MergeOp):
         value = run.values[self.top_column]
         return as_number(value) or 0
 
+    def column_types(self, types: list[str]) -> list[str] | None:
+        """Rows only (gather holds one row per key over the whole input)."""
+        return None
+
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Fold every row into its key's row; emit them at the end."""
         groups: dict[tuple[Value, ...], _Run] = {}

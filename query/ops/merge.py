@@ -6,7 +6,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
+from query.ops.columns import Chunk, group_starts, join_groups
 
 __all__ = ["MergeOp"]
 
@@ -162,3 +167,57 @@ class MergeOp(Op):
                 run = None
         if run is not None:
             yield self._emit(run)
+
+    def column_types(self, types: list[str]) -> list[str] | None:
+        """Chunks when every letter is k, i, j (of text) or l, with no emit-every count."""
+        if self.every:
+            return None
+        out = []
+        for i, column in enumerate(self.columns):
+            kind = types[i] if i < len(types) else "null"
+            if column.letter not in "kijl":
+                return None
+            if column.letter == "j":
+                if kind == "int":
+                    return None  # one int stays an int, several join as text: no one type
+                kind = "str"
+            if column.letter != "i":
+                out.append(kind)
+        return [*out, "int"] if self.count_rows else out
+
+    def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+        """Merge runs of equal keys chunk by chunk; the last run of a chunk waits for the next."""
+        held: Chunk | None = None
+        for chunk in chunks:
+            if held is not None:
+                chunk = (
+                    held[0] + chunk[0],
+                    [pa.concat_arrays([a, b]) for a, b in zip(held[1], chunk[1], strict=True)],
+                )
+            rows, columns = chunk
+            if not rows:
+                continue
+            keys = [columns[i] for i in self.keys if i < len(columns)]
+            starts = group_starts(keys, rows)
+            last = int(starts[-1])
+            if last:
+                yield self._emit_groups(last, [c.slice(0, last) for c in columns], starts[:-1])
+            held = (rows - last, [c.slice(last) for c in columns])
+        if held is not None and held[0]:
+            yield self._emit_groups(held[0], held[1], np.zeros(1, dtype=np.int64))
+
+    def _emit_groups(self, rows: int, columns: list[pa.Array], starts: np.ndarray) -> Chunk:
+        out = []
+        for i, column in enumerate(self.columns):
+            values = columns[i] if i < len(columns) else pa.nulls(rows)
+            if column.letter == "k":
+                out.append(values.take(starts))
+            elif column.letter == "j":
+                out.append(join_groups(values, starts))
+            elif column.letter == "l":
+                valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
+                lasts = np.maximum.reduceat(np.where(valid, np.arange(rows), -1), starts)
+                out.append(values.take(pa.array(lasts, mask=lasts < 0)))
+        if self.count_rows:
+            out.append(pa.array(np.diff(np.append(starts, rows)), pa.int64()))
+        return len(starts), out

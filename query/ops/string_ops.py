@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, set_cell
+from query.ops.columns import Chunk, as_text_column
 
 __all__ = ["StrOp"]
 
@@ -111,6 +116,15 @@ class StrOp(Op):
             handler(self, step, row, stack)
         return row
 
+    def column_types(self, types: list[str]) -> list[str] | None:
+        """Chunks when only cN, vTEXT, cat, eq, neq and set (of a constant column) are used."""
+        return _column_types(self.steps, types)
+
+    def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+        """The calculator over whole chunks (see :meth:`column_types`)."""
+        for chunk in chunks:
+            yield _run_chunk(self.steps, chunk)
+
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Apply the calculator to each row; rows failing an eq/neq test are dropped."""
         for row in rows:
@@ -118,6 +132,91 @@ class StrOp(Op):
                 yield self._apply(row)
             except _DropRow:
                 continue
+
+
+_COLUMN_WORDS = frozenset({"col", "const", "cat", "set", "eq", "neq"})
+
+
+def _set_column(step: _Step, stack: list[tuple[str, Value]]) -> int | None:
+    """The column a ``set`` writes when a constant names it, else ``None``."""
+    kind, operand = stack.pop()
+    number = as_number(operand) if kind == "const" else None
+    return number if isinstance(number, int) else None
+
+
+def _column_types(steps: tuple[_Step, ...], types: list[str]) -> list[str] | None:
+    """What the columns' types become, or ``None`` if the steps need rows (see StrOp)."""
+    out = list(types)
+    stack: list[tuple[str, Value]] = []  # (type or "const", the constant)
+    for step in steps:
+        if step.word not in _COLUMN_WORDS:
+            return None
+        if step.word == "col":
+            index = int(step.operand)  # type: ignore[arg-type]
+            stack.append((out[index] if index < len(out) else "null", None))
+        elif step.word == "const":
+            stack.append(("const", step.operand))
+        elif step.word == "cat":
+            del stack[-2:]
+            stack.append(("str", None))
+        elif step.word == "set":
+            column = _set_column(step, stack)
+            if column is None:
+                return None
+            kind = stack.pop()[0]
+            kind = "str" if kind == "const" else kind
+            if 0 <= column < len(out):
+                out[column] = kind
+            else:
+                out.append(kind)
+        else:
+            del stack[-2:]
+    return out
+
+
+def _equal_rows(left: pa.Array | str | None, right: pa.Array | str | None, rows: int) -> np.ndarray:
+    """Per row, whether the two values are equal as text."""
+    left, right = as_text_column(left, rows), as_text_column(right, rows)
+    if isinstance(left, str) and isinstance(right, str):
+        return np.full(rows, left == right)
+    return pc.equal(left, right).to_numpy(zero_copy_only=False)
+
+
+def _run_chunk(steps: tuple[_Step, ...], chunk: Chunk) -> Chunk:
+    """The str program over a whole chunk (only the words of :data:`_COLUMN_WORDS`)."""
+    rows, columns = chunk[0], list(chunk[1])
+    stack: list[pa.Array | str | None] = []
+    keep = np.ones(rows, dtype=bool)
+    for step in steps:
+        if step.word == "col":
+            index = int(step.operand)  # type: ignore[arg-type]
+            stack.append(columns[index] if index < len(columns) else None)
+        elif step.word == "const":
+            stack.append(str(step.operand))
+        elif step.word == "cat":
+            right, left = as_text_column(stack.pop(), rows), as_text_column(stack.pop(), rows)
+            if isinstance(left, str) and isinstance(right, str):
+                stack.append(left + right)
+            else:
+                stack.append(pc.binary_join_element_wise(left, right, ""))
+        elif step.word == "set":
+            column = int(as_number(stack.pop()))  # type: ignore[arg-type]
+            value = stack.pop()
+            if value is None:
+                value = pa.nulls(rows)
+            elif isinstance(value, str):
+                value = pa.repeat(value, rows)
+            if 0 <= column < len(columns):
+                columns[column] = value
+            else:
+                columns.append(value)
+        else:
+            same = _equal_rows(stack.pop(), stack.pop(), rows)
+            keep &= same if step.word == "eq" else ~same
+    if keep.all():
+        return rows, columns
+    mask = pa.array(keep)
+    return int(keep.sum()), [c.filter(mask) for c in columns]
 
 
 def _col(op: StrOp, step: _Step, row: Row, stack: list[Value]) -> None:
