@@ -16,6 +16,7 @@ Elements that read attachments (``%name``, ``$field``) are not handled here:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,13 +29,15 @@ import pyarrow.compute as pc
 from query.ast import Bound, Element, Path
 from query.ops.columns import ColumnType, join_groups
 from query.pathexec import prefix_range
-from treestore.runs import ChildColumns, expand_ranges
+from treestore.columns import ChildColumns, expand_ranges
 from treestore.tree import ShardTree
 
 __all__ = ["CHUNK_ROWS", "column_types", "run_path_columns", "supports"]
 
 CHUNK_ROWS = 65536
 """Levels bigger than this are walked in slices of this many rows."""
+WHOLE_TREE_SHARE = 64
+"""A frontier holding more than this share of the tree's nodes reads the whole tree."""
 _STAND_IN_ID = -1
 
 
@@ -67,7 +70,9 @@ class _Level:
 
     def slice(self, start: int, stop: int) -> _Level:
         rows = np.arange(start, min(stop, len(self)))
-        return _Level(self.nodes.take(rows), self.src[rows], tuple(c.take(rows) for c in self.columns))
+        return _Level(
+            self.nodes.take(rows), self.src[rows], tuple(c.take(rows) for c in self.columns)
+        )
 
 
 @cache
@@ -80,15 +85,52 @@ def _group_ranks(src: np.ndarray) -> np.ndarray:
     return np.arange(len(src)) - np.searchsorted(src, src, "left")
 
 
-def _children(tree: ShardTree, frontier: ChildColumns) -> tuple[np.ndarray, ChildColumns]:
-    """Every child of every frontier row: (the frontier row of each, the children)."""
-    parents = np.unique(frontier.ids[frontier.counts > 0])
-    found = tree.children_columns(parents) if len(parents) else ChildColumns.empty()
-    starts = np.searchsorted(found.parents, frontier.ids, "left")
-    lengths = np.searchsorted(found.parents, frontier.ids, "right") - starts
-    lengths[frontier.counts == 0] = 0
-    src = np.repeat(np.arange(len(frontier)), lengths)
-    return src, found.take(expand_ranges(starts, lengths))
+def whole_tree_budget() -> int:
+    """The encoded size up to which a scan reads a shard's whole tree into memory
+    (``TREESTORE_SCAN_MB`` megabytes, default 512; columns take about twice that)."""
+    return int(float(os.environ.get("TREESTORE_SCAN_MB", "512")) * 1024 * 1024)
+
+
+class _ChildSource:
+    """Where a walk's children come from: the pages that hold them, level by level, until
+    a frontier holds more than 1/:data:`WHOLE_TREE_SHARE` of the tree's nodes; from then on
+    the whole tree, read once, with each node's children found by its id. A tree bigger
+    than :func:`whole_tree_budget` is always read by pages (through the page cache)."""
+
+    def __init__(self, tree: ShardTree) -> None:
+        self.tree = tree
+        self.whole: ChildColumns | None = None
+        self.first_child = self.child_count = np.zeros(0, dtype=np.int64)
+
+    def _load_whole(self) -> None:
+        whole = self.whole = self.tree.all_columns()
+        size = max(self.tree.next_id, int(whole.ids.max(initial=0)) + 1)
+        per_parent = np.bincount(whole.parents + 1, minlength=size + 1)
+        self.child_count = per_parent[1:]
+        self.first_child = (np.cumsum(per_parent) - per_parent)[1:]
+
+    def children(self, frontier: ChildColumns) -> tuple[np.ndarray, ChildColumns]:
+        """Every child of every frontier row: (the frontier row of each, the children)."""
+        has_children = frontier.counts > 0
+        if (
+            self.whole is None
+            and len(frontier) * WHOLE_TREE_SHARE > max(self.tree.state.nodes, 1)
+            and self.tree.state.bytes <= whole_tree_budget()
+        ):
+            self._load_whole()
+        if self.whole is not None:
+            ids = np.where(has_children, frontier.ids, 0)
+            starts = self.first_child[ids]
+            lengths = np.where(has_children, self.child_count[ids], 0)
+            found = self.whole
+        else:
+            parents = np.unique(frontier.ids[has_children])
+            found = self.tree.children_columns(parents) if len(parents) else ChildColumns.empty()
+            starts = np.searchsorted(found.parents, frontier.ids, "left")
+            lengths = np.searchsorted(found.parents, frontier.ids, "right") - starts
+            lengths[~has_children] = 0
+        src = np.repeat(np.arange(len(frontier)), lengths)
+        return src, found.take(expand_ranges(starts, lengths))
 
 
 def _in_range(names: pa.Array, start: str, stop: str | None) -> np.ndarray:
@@ -98,11 +140,12 @@ def _in_range(names: pa.Array, start: str, stop: str | None) -> np.ndarray:
     return mask.to_numpy(zero_copy_only=False)
 
 
-def _select(element: Element, src: np.ndarray, children: ChildColumns) -> np.ndarray:
-    """The children ``element`` takes, as indices in walk order (per parent, per alternative)."""
+def _select(element: Element, src: np.ndarray, children: ChildColumns) -> np.ndarray | None:
+    """The children ``element`` takes, as indices in walk order (per parent, per
+    alternative); ``None`` for all of them."""
     kind = element.kind
     if kind == "all":
-        return np.arange(len(children))
+        return None
     if kind == "range":
         stop = element.names[1] if len(element.names) > 1 else None
         return np.flatnonzero(_in_range(children.names, element.names[0], stop))
@@ -128,8 +171,10 @@ def _with_defaults(
     element: Element, frontier_size: int, src: np.ndarray, nodes: ChildColumns
 ) -> tuple[np.ndarray, ChildColumns]:
     """Add a stand-in node for every frontier row without candidates (``+[default]``)."""
+    if element.default is None:
+        return src, nodes
     missing = np.setdiff1d(np.arange(frontier_size), src)
-    if element.default is None or not len(missing):
+    if not len(missing):
         return src, nodes
     size = len(missing)
     stand_ins = ChildColumns(
@@ -163,18 +208,19 @@ def _admitted(values: np.ndarray, bounds: tuple[Bound, ...]) -> np.ndarray:
     return mask
 
 
-def _step(tree: ShardTree, element: Element, levels: list[_Level]) -> _Level:
+def _step(source: _ChildSource, element: Element, levels: list[_Level]) -> _Level:
     """The level ``element`` makes from the last of ``levels``."""
     frontier = levels[-1]
     if element.kind == "up":
         if len(levels) < 2:
             return _Level(ChildColumns.empty(), np.zeros(0, dtype=np.int64), ())
         above = levels[-2].nodes.take(frontier.src)
-        shown = (above.names,) if element.show else ()
-        return _Level(above, np.arange(len(frontier)), shown)
-    src, children = _children(tree, frontier.nodes)
+        return _Level(above, np.arange(len(frontier)), (above.names,) if element.show else ())
+    src, children = source.children(frontier.nodes)
     rows = _select(element, src, children)
-    src, nodes = _with_defaults(element, len(frontier), src[rows], children.take(rows))
+    if rows is not None:
+        src, children = src[rows], children.take(rows)
+    src, nodes = _with_defaults(element, len(frontier), src, children)
     keep = np.ones(len(src), dtype=bool)
     if element.skip:
         keep &= _group_ranks(src) >= element.skip
@@ -195,8 +241,11 @@ def _step(tree: ShardTree, element: Element, levels: list[_Level]) -> _Level:
     if element.limit:
         passing = np.flatnonzero(keep)
         keep[passing[_group_ranks(src[passing]) >= element.limit]] = False
-    rows = np.flatnonzero(keep)
-    level = _Level(nodes.take(rows), src[rows], tuple(c.take(rows) for c in shown))
+    if keep.all():
+        level = _Level(nodes, src, tuple(shown))
+    else:
+        rows = np.flatnonzero(keep)
+        level = _Level(nodes.take(rows), src[rows], tuple(c.take(rows) for c in shown))
     return _flattened(level) if element.flat else level
 
 
@@ -228,6 +277,7 @@ def run_path_columns(
     if not elements:
         return
     root = tree.root
+    source = _ChildSource(tree)
     start = _Level(
         ChildColumns(
             np.array([root.key[0]]),
@@ -241,7 +291,7 @@ def run_path_columns(
     )
 
     def walk(levels: list[_Level]) -> Iterator[tuple[int, list[pa.Array]]]:
-        level = _step(tree, elements[len(levels) - 1], levels)
+        level = _step(source, elements[len(levels) - 1], levels)
         last = len(levels) == len(elements)
         for begin in range(0, len(level), chunk_rows):
             part = level if len(level) <= chunk_rows else level.slice(begin, begin + chunk_rows)

@@ -88,7 +88,7 @@ def shard_output(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[Chunk |
         if not rest:
             yield from chunks
             return
-        rows = rest.run(rows_of(chunks))
+        rows = rest.run(rows_of(chunks))  # type: ignore[arg-type]
     else:
         rows = shard_rows(tree, path, rops)
     size = _FIRST_CHUNK

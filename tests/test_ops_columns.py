@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pyarrow as pa
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -25,23 +27,26 @@ def _table(draw):  # type: ignore[no-untyped-def]
 
 def _chunks(types: list[str], rows: list[list], cuts: list[int]):  # type: ignore[no-untyped-def, type-arg]
     bounds = [0, *cuts, len(rows)]
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in itertools.pairwise(bounds):
         part = rows[a:b]
-        columns = [
-            pa.array([r[i] for r in part], ARROW_TYPES[t]) for i, t in enumerate(types)
-        ]
+        columns = [pa.array([r[i] for r in part], ARROW_TYPES[t]) for i, t in enumerate(types)]
         yield len(part), columns
 
 
-_STR_WORD = st.sampled_from(["c0", "c1", "c2", "c3", "vA", "v=", "v", "v1", "v3", "cat", "set", "eq", "neq"])
+_STR_WORD = st.sampled_from(
+    ["c0", "c1", "c2", "c3", "vA", "v=", "v", "v1", "v3", "cat", "set", "eq", "neq"]
+)
 _MERGE = st.text(alphabet="kijlu", min_size=1, max_size=4)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_table(), st.one_of(
-    st.lists(_STR_WORD, min_size=1, max_size=7).map(lambda w: "str=" + ",".join(w)),
-    _MERGE.map(lambda letters: "merge=" + letters),
-))
+@given(
+    _table(),
+    st.one_of(
+        st.lists(_STR_WORD, min_size=1, max_size=7).map(lambda w: "str=" + ",".join(w)),
+        _MERGE.map(lambda letters: "merge=" + letters),
+    ),
+)
 def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyped-def]
     types, rows, cuts = table
     try:

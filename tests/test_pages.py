@@ -8,7 +8,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from treestore.columns import ChildColumns, merge_columns
 from treestore.pages import Page, encode_page, int_dtypes
+from treestore.runs import merge_entries
 
 _INT = st.integers(-(1 << 62), 1 << 62)
 
@@ -54,3 +56,52 @@ def test_pages_of_the_first_format_are_read() -> None:
     assert page.entry(1) == ((0, "é"), 2, 4, 1, {"s": ["sum", 2]})
     assert page.find((0, "b")) == 1
     assert page.ints[2].tolist() == [3, 4]
+
+
+_KEYS = st.lists(
+    st.tuples(st.integers(-1, 4), st.sampled_from(["", "a", "b", "ab", "\u00e9"])), max_size=30
+)
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.lists(_KEYS, min_size=1, max_size=4), st.booleans())
+def test_merged_columns_equal_the_entry_merge(
+    runs: list[list[tuple[int, str]]], big_base: bool
+) -> None:
+    """Both merges (sorting, and merging small runs into a big base) give merge_entries' result."""
+    if big_base:
+        runs[0] = runs[0] + [(9, f"n{i:03d}") for i in range(40 * sum(map(len, runs)))]
+    ids: dict[tuple[int, str], int] = {}
+    entries = []
+    for number, keys in enumerate(runs):
+        run = []
+        for key in sorted(set(keys)):
+            node = ids.setdefault(key, len(ids) + 1)
+            run.append((key, node, number + 1, node % 3, {"run": number} if node % 2 else None))
+        entries.append(run)
+    expected = list(merge_entries([iter(run) for run in entries]))
+    parts = []
+    for run in entries:
+        keys = [e[0] for e in run]
+        parts.append(
+            ChildColumns(
+                np.array([k[0] for k in keys], dtype=np.int64),
+                pa.array([k[1] for k in keys], pa.string()),
+                np.array([e[1] for e in run], dtype=np.int64),
+                np.array([e[2] for e in run], dtype=np.int64),
+                np.array([e[3] for e in run], dtype=np.int64),
+                [e[4] for e in run],
+            )
+        )
+    merged = merge_columns(parts)
+    got = list(
+        zip(
+            zip(merged.parents.tolist(), merged.names.to_pylist(), strict=True),
+            merged.ids.tolist(),
+            merged.hits.tolist(),
+            merged.counts.tolist(),
+            merged.data or [],
+            strict=True,
+        )
+    )
+    assert got == expected

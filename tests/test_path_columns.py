@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from query import colexec
 from query.ast import Bound, Element, Path, Property
 from query.colexec import run_path_columns, supports
 from query.parser import parse_path
@@ -80,18 +83,27 @@ def _path(draw) -> Path:  # type: ignore[no-untyped-def]
     return Path(tuple(draw(_element(i == size - 1)) for i in range(size)))
 
 
-_TREE_PATHS = st.lists(st.lists(st.lists(_NAME, min_size=1, max_size=4), max_size=25), min_size=1, max_size=3)
+_TREE_PATHS = st.lists(
+    st.lists(st.lists(_NAME, min_size=1, max_size=4), max_size=25), min_size=1, max_size=3
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_TREE_PATHS, _path(), st.integers(1, 5))
-def test_columns_give_the_walkers_rows(batches, path, chunk_rows) -> None:  # type: ignore[no-untyped-def]
+@given(_TREE_PATHS, _path(), st.integers(1, 5), st.booleans())
+def test_columns_give_the_walkers_rows(batches, path, chunk_rows, whole) -> None:  # type: ignore[no-untyped-def]
+    """By pages, and (where a frontier is big enough) from the whole tree read at once."""
     tree = _tree(batches)
-    assert _rows(tree, path, chunk_rows) == list(run_path(tree, path))
+    with mock.patch.object(colexec, "whole_tree_budget", return_value=1 << 30 if whole else -1):
+        assert _rows(tree, path, chunk_rows) == list(run_path(tree, path))
 
 
 def test_a_scan_of_a_bigger_tree_in_slices() -> None:
-    paths = [["root", f"u{i}", kind, f"{i % 7}-{j}"] for i in range(400) for kind in "AM" for j in range(i % 3)]
+    paths = [
+        ["root", f"u{i}", kind, f"{i % 7}-{j}"]
+        for i in range(400)
+        for kind in "AM"
+        for j in range(i % 3)
+    ]
     tree = _tree([paths[::2], paths[1::2]])
     for text in ["root/+/+/+", "root/+:nodes>1/+/+:+hits", "root/++u1/A,M/(1-1)+", "root/+/M;"]:
         path = parse_path(text)
@@ -99,6 +111,8 @@ def test_a_scan_of_a_bigger_tree_in_slices() -> None:
         expected = list(run_path(tree, path))
         assert expected, text
         assert _rows(tree, path, 50) == expected
+        with mock.patch.object(colexec, "whole_tree_budget", return_value=-1):
+            assert _rows(tree, path, 50) == expected
 
 
 def test_paths_reading_attachments_are_not_run_on_columns() -> None:

@@ -112,12 +112,32 @@ def test_many_runs_trigger_compaction(store: PageStore) -> None:
     assert _names(ShardTree(store, state), "root") == sorted(str(i) for i in range(12))
 
 
-def test_compaction_merges_small_new_runs_not_big_old_ones(store: PageStore) -> None:
+def test_a_loads_flushes_become_one_run_at_commit(store: PageStore) -> None:
     tree = ShardTree(store)
-    tree.memtable_limit = 300  # a first load that spills into big runs
-    for i in range(1495):  # five runs of 299 names and the root (its child count)
-        tree.visit(tree.root_handle, f"n{i:05d}")
+    tree.memtable_limit = 300  # a load that spills into several runs
+    for i in range(1495):
+        handle = tree.visit(tree.root_handle, f"n{i % 700:05d}")
+        assert handle is not None
+        tree.update_data(handle, lambda data, i=i: data.update(last=i))
+    assert len(tree.readers) > 2
     state = tree.commit()
+    assert len(state.runs) == 1
+    merged = ShardTree(store, state)
+    nodes = list(merged.children(merged.root))
+    assert [n.name for n in nodes] == [f"n{i:05d}" for i in range(700)]
+    assert sum(n.hits for n in nodes) == 1495
+    assert merged.root.node_count == 700
+    assert all(n.data == {"last": max(range(int(n.name[1:]), 1495, 700))} for n in nodes)
+
+
+def test_compaction_merges_small_new_runs_not_big_old_ones(store: PageStore) -> None:
+    state = None
+    for load in range(5):  # five big loads, one run each
+        tree = ShardTree(store, state)
+        for i in range(299 * load, 299 * (load + 1)):
+            tree.visit(tree.root_handle, f"n{i:05d}")
+        state = tree.commit()
+    assert state is not None
     big = state.runs
     assert len(big) == 5
     for i in range(4):  # small loads add small deltas; the sixth run and on are merged

@@ -63,7 +63,8 @@ def encode_page(
     count = len(ints[0])
     data_bytes = msgpack.packb(data) if data is not None else b""
     flags = sum(1 << k for k, dtype in enumerate(dtypes) if dtype == _INT32)
-    parts = [_HEADER.pack(_MAGIC, count, len(name_bytes), len(data_bytes), flags), b"\0" * 4]
+    header = _HEADER.pack(_MAGIC, count, len(name_bytes), len(data_bytes), flags)
+    parts: list[bytes | memoryview] = [header, b"\0" * 4]
     for column, dtype in zip(ints, dtypes, strict=True):
         raw = column.astype(dtype, copy=False).tobytes()
         parts += [raw, b"\0" * (_pad(len(raw)) - len(raw))]

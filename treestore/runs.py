@@ -31,16 +31,16 @@ import struct
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import msgpack
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import xxhash
 from cachetools import LRUCache
 from rbloom import Bloom
 
+from treestore.columns import ChildColumns, expand_ranges
 from treestore.errors import CorruptPageError
 from treestore.pages import Page, encode_page, int_dtypes
 from treestore.pagestore import PageStore
@@ -50,12 +50,9 @@ __all__ = [
     "Key",
     "PageCache",
     "RunReader",
-    "ChildColumns",
     "cache",
     "column_chunks",
-    "expand_ranges",
     "key_hash",
-    "merge_columns",
     "merge_entries",
     "write_run",
 ]
@@ -145,15 +142,14 @@ def reset_cache(budget_bytes: int | None = None) -> PageCache:
     return _CACHE
 
 
-@dataclass(frozen=True)
-class PageInfo:
+class PageInfo(NamedTuple):
     """One page's place in its run."""
 
     first: Key
     last: Key
     offset: int
     length: int
-    count: int
+    entries: int
     checksum: int
 
 
@@ -167,8 +163,9 @@ class RunStats:
     bytes: int
 
 
-Columns = tuple[list[int], list[str], list[int], list[int], list[int], list[Any]]
-"""Entries as columns: parent ids, names, node ids, hits, child counts, data."""
+Columns = tuple[Any, Any, Any, Any, Any, list[Any] | None]
+"""Entries as columns: parent ids, names, node ids, hits, child counts (lists or numpy
+arrays; names may be an Arrow string array), and data (a list, or ``None`` for none)."""
 
 
 def write_run(
@@ -229,14 +226,19 @@ def _write_pages(
         ints = tuple(np.asarray(c, dtype=np.int64) for c in (parents, ids, hits, counts))
         parent_array = ints[0]
         if parent_array[0] < last_parent or (np.diff(parent_array) < 0).any():
-            raise ValueError(f"run entries out of order near parent {parents[0]}")
+            raise ValueError(f"run entries out of order near parent {parent_array[0]}")
+        if isinstance(names, pa.Array):
+            name_array = pa.concat_arrays([names]) if names.offset else names
+            names = names.to_pylist()
+        else:
+            name_array = pa.array(names, pa.string())
+        parents = parent_array.tolist() if isinstance(parents, np.ndarray) else parents
         last_parent = parents[-1]
         bloom.update(map(key_hash, zip(parents, names, strict=True)))
         dtypes = int_dtypes(ints)  # type: ignore[arg-type]
-        name_array = pa.array(names, pa.string())
         name_offsets = np.frombuffer(name_array.buffers()[1], np.int32, size + 1)
         name_bytes = memoryview(name_array.buffers()[2] or b"")
-        has_data = any(d is not None for d in datas)
+        has_data = datas is not None and any(d is not None for d in datas)
         width = sum(d.itemsize for d in dtypes) + 4
         ends = name_offsets[1:].astype(np.int64) + width * np.arange(1, size + 1)
         cuts = np.flatnonzero(np.diff(ends // page_bytes, prepend=0)) + 1
@@ -248,7 +250,7 @@ def _write_pages(
                 dtypes,
                 name_offsets[a : b + 1] - start,
                 name_bytes[start:stop],
-                datas[a:b] if has_data else None,
+                datas[a:b] if has_data else None,  # type: ignore[index]
             )
             first_last = [parents[a], names[a], parents[b - 1], names[b - 1]]
             pages.append([*first_last, offset, len(encoded), b - a, _checksum(encoded)])
@@ -299,21 +301,42 @@ class RunReader:
         if found is not None:
             return found
         info = self.pages[number]
-        encoded = self._read(info.offset, info.length)
+        page = self._decoded(number, self._read(info.offset, info.length))
+        cache().put(key, page)
+        return page
+
+    def all_columns(self, with_data: bool = False) -> ChildColumns:
+        """Every entry of the run as columns (with their data when ``with_data``), read in
+        one go; the page cache is left alone."""
+        if not self.pages:
+            return ChildColumns.empty()
+        end = self.pages[-1].offset + self.pages[-1].length
+        raw = self._read(0, end)
+        pages = [
+            self._decoded(n, raw[info.offset : info.offset + info.length])
+            for n, info in enumerate(self.pages)
+        ]
+        ints = [np.concatenate([p.ints[k] for p in pages]).astype(np.int64) for k in range(4)]
+        data = [d for p in pages for d in p.data()] if with_data else None
+        return ChildColumns(
+            ints[0], pa.concat_arrays([p.names for p in pages]), ints[1], ints[2], ints[3], data
+        )
+
+    def _decoded(self, number: int, encoded: bytes) -> Page:
+        """Check page ``number``'s bytes against its checksum and decode them."""
+        info = self.pages[number]
         if len(encoded) != info.length or _checksum(encoded) != info.checksum:
             raise CorruptPageError(
                 f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
                 "fails its checksum (the file is damaged); run 'treestore check' on the store."
             )
         try:
-            page = Page(encoded)
+            return Page(encoded)
         except (ValueError, TypeError, struct.error, msgpack.UnpackException) as exc:
             raise CorruptPageError(
                 f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
                 f"cannot be decoded ({exc})."
             ) from exc
-        cache().put(key, page)
-        return page
 
     def _read(self, offset: int, length: int) -> bytes:
         """Read from the pages file, keeping it open when it is local."""
@@ -395,76 +418,6 @@ class RunReader:
     def check(self) -> int:
         """Read and verify every page; return the number of entries."""
         return sum(len(self.page(number)) for number in range(len(self.pages)))
-
-
-def expand_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``starts[0] .. starts[0]+lengths[0]-1``, then the next range, ... as one index array."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    before = np.cumsum(lengths) - lengths
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - before, lengths)
-
-
-@dataclass(frozen=True)
-class ChildColumns:
-    """Tree entries as columns (in key order): parent ids, names, node ids, hits, counts."""
-
-    parents: np.ndarray
-    names: pa.Array
-    ids: np.ndarray
-    hits: np.ndarray
-    counts: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @classmethod
-    def empty(cls) -> ChildColumns:
-        """No entries."""
-        none = np.zeros(0, dtype=np.int64)
-        return cls(none, pa.array([], pa.string()), none, none, none)
-
-    def take(self, rows: np.ndarray) -> ChildColumns:
-        """The entries at ``rows``."""
-        return ChildColumns(
-            self.parents[rows],
-            self.names.take(rows),
-            self.ids[rows],
-            self.hits[rows],
-            self.counts[rows],
-        )
-
-
-def merge_columns(parts: list[ChildColumns]) -> ChildColumns:
-    """Several runs' columns (oldest first) as one, in key order, with equal keys added up."""
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return ChildColumns.empty()
-    if len(parts) == 1:
-        return parts[0]
-    table = pa.table(
-        {
-            "parent": np.concatenate([p.parents for p in parts]),
-            "name": pa.concat_arrays([p.names for p in parts]),
-            "run": np.repeat(np.arange(len(parts)), [len(p) for p in parts]),
-        }
-    )
-    order = pc.sort_indices(
-        table, [("parent", "ascending"), ("name", "ascending"), ("run", "ascending")]
-    ).to_numpy()
-    ids = np.concatenate([p.ids for p in parts])[order]
-    firsts = np.flatnonzero(np.diff(ids, prepend=ids[0] - 1))
-    hits = np.add.reduceat(np.concatenate([p.hits for p in parts])[order], firsts)
-    counts = np.add.reduceat(np.concatenate([p.counts for p in parts])[order], firsts)
-    rows = order[firsts]
-    return ChildColumns(
-        table.column("parent").to_numpy()[rows],
-        table.column("name").combine_chunks().take(rows),
-        ids[firsts],
-        hits,
-        counts,
-    )
 
 
 def merge_entries(streams: list[Iterator[Entry]]) -> Iterator[Entry]:

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from treestore.columns import ChildColumns, merge_columns
 from treestore.pagestore import PageStore
 from treestore.runs import (
     PAGE_BYTES,
-    ChildColumns,
     Columns,
     Entry,
     Key,
@@ -33,7 +33,6 @@ from treestore.runs import (
     cache,
     column_chunks,
     key_hash,
-    merge_columns,
     merge_entries,
     write_run,
 )
@@ -48,6 +47,9 @@ Handle = tuple[int, Key]
 
 MAX_RUNS = 6
 """More runs than this after a load trigger a compaction (of the newest, smaller runs)."""
+COLUMNAR_MERGE_LIMIT = 8_000_000
+"""Compactions of up to this many entries merge whole runs as columns in memory (fast);
+bigger ones stream entry by entry."""
 _MEMTABLE_ENTRY_BYTES = 320  # measured (tracemalloc): ~285 bytes for key, value list, slot
 
 
@@ -182,6 +184,11 @@ class ShardTree:
         order (by parent id, then name), merged across runs."""
         return merge_columns([reader.children_columns(parents) for reader in self.readers])
 
+    def all_columns(self) -> ChildColumns:
+        """Every entry of the tree (the internal root's too) as columns in key order, merged
+        across runs; each run is read whole."""
+        return merge_columns([reader.all_columns() for reader in self.readers])
+
     def walk(self) -> Iterator[tuple[tuple[str, ...], Node]]:
         """Every node but the internal root, depth first in child order, with its path."""
         stack: list[tuple[tuple[str, ...], Iterator[Node]]] = [((), self.children(self.root))]
@@ -295,20 +302,37 @@ class ShardTree:
         if len(merging) < 2:
             return
         expected = sum(r.entries for r in merging)
-        merged = merge_entries([r.scan(ROOT_KEY) for r in merging])
-        name = self._write(column_chunks(merged), expected)
+        if expected <= COLUMNAR_MERGE_LIMIT:
+            columns = merge_columns([r.all_columns(with_data=True) for r in merging])
+            chunk = (
+                columns.parents,
+                columns.names,
+                columns.ids,
+                columns.hits,
+                columns.counts,
+                columns.data,
+            )
+            name = self._write([chunk], expected)
+        else:
+            merged = merge_entries([r.scan(ROOT_KEY) for r in merging])
+            name = self._write(column_chunks(merged), expected)
         self.readers = [*keep, RunReader(self.store, name, self.shard)]
         self.stats.compacted = True
 
     def commit(self) -> ShardState:
-        """Flush, compact if there are too many runs, and return the tree's new state.
+        """Flush, compact, and return the tree's new state.
 
-        Compaction is size-tiered: it merges the longest run of newest runs that
-        together are smaller than the run before them (small deltas of later
-        loads, without rewriting the big runs of a first load), or every run
-        when no such group exists.
+        The runs this writer wrote (its memtable's flushes) become one. Then, if
+        there are more than :data:`MAX_RUNS`, compaction is size-tiered: it
+        merges the longest run of newest runs that together are smaller than the
+        run before them (small deltas of later loads, without rewriting the big
+        runs of earlier ones), or every run when no such group exists.
         """
         self.flush()
+        written = set(self.stats.runs_written)
+        own = sum(1 for reader in self.readers if reader.name in written)
+        if own > 1:  # the flushes of one load overlap: reads would merge them every time
+            self.compact(newest=own)
         if len(self.readers) > MAX_RUNS:
             sizes = [r.size_bytes for r in self.readers]
             newest = max(

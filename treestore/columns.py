@@ -1,0 +1,168 @@
+"""Tree entries as columns: what scans and columnar merges work on.
+
+A :class:`ChildColumns` holds entries in key order (parent id, then name) as
+numpy int64 arrays and an Arrow string array, so selecting, merging and
+expanding children are array operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["SMALL_SHARE", "ChildColumns", "expand_ranges", "merge_columns"]
+
+
+def expand_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``starts[0] .. starts[0]+lengths[0]-1``, then the next range, ... as one index array."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    before = np.cumsum(lengths) - lengths
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - before, lengths)
+
+
+@dataclass(frozen=True)
+class ChildColumns:
+    """Tree entries as columns (in key order): parent ids, names, node ids, hits, counts,
+    and (when asked for) each entry's data attachments."""
+
+    parents: np.ndarray
+    names: pa.Array
+    ids: np.ndarray
+    hits: np.ndarray
+    counts: np.ndarray
+    data: list[Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def empty(cls) -> ChildColumns:
+        """No entries."""
+        none = np.zeros(0, dtype=np.int64)
+        return cls(none, pa.array([], pa.string()), none, none, none)
+
+    def take(self, rows: np.ndarray) -> ChildColumns:
+        """The entries at ``rows``."""
+        return ChildColumns(
+            self.parents[rows],
+            self.names.take(rows),
+            self.ids[rows],
+            self.hits[rows],
+            self.counts[rows],
+            None if self.data is None else [self.data[i] for i in rows.tolist()],
+        )
+
+
+def merge_columns(parts: list[ChildColumns]) -> ChildColumns:
+    """Several runs' columns (oldest first) as one, in key order, with equal keys added up
+    (and the newest data kept, when the parts carry data)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return ChildColumns.empty()
+    if len(parts) == 1:
+        return parts[0]
+    base, later = parts[0], parts[1:]
+    if sum(map(len, later)) * SMALL_SHARE <= len(base):
+        return _merge_into(base, merge_columns(later))
+    return _sort_merge(parts)
+
+
+SMALL_SHARE = 8
+"""Later runs holding at most 1/SMALL_SHARE of the base run's entries are merged into it
+in place (by node id, inserting new keys by binary search) instead of sorting everything."""
+
+
+def _sort_merge(parts: list[ChildColumns]) -> ChildColumns:
+    """Merge by sorting every entry by (parent, name, run)."""
+    table = pa.table(
+        {
+            "parent": np.concatenate([p.parents for p in parts]),
+            "name": pa.concat_arrays([p.names for p in parts]),
+            "run": np.repeat(np.arange(len(parts)), [len(p) for p in parts]),
+        }
+    )
+    order = pc.sort_indices(
+        table, [("parent", "ascending"), ("name", "ascending"), ("run", "ascending")]
+    ).to_numpy()
+    ids = np.concatenate([p.ids for p in parts])[order]
+    firsts = np.flatnonzero(np.diff(ids, prepend=ids[0] - 1))
+    hits = np.add.reduceat(np.concatenate([p.hits for p in parts])[order], firsts)
+    counts = np.add.reduceat(np.concatenate([p.counts for p in parts])[order], firsts)
+    rows = order[firsts]
+    data = None
+    if all(p.data is not None for p in parts):
+        data = _newest_data([d for p in parts for d in p.data or ()], order, firsts)
+    return ChildColumns(
+        table.column("parent").to_numpy()[rows],
+        table.column("name").combine_chunks().take(rows),
+        ids[firsts],
+        hits,
+        counts,
+        data,
+    )
+
+
+def _newest_data(data: list[Any], order: np.ndarray, firsts: np.ndarray) -> list[Any]:
+    """Per group of equal keys (``order`` sorted, groups starting at ``firsts``), the data of
+    its newest entry that has some."""
+    present = np.fromiter((d is not None for d in data), dtype=bool, count=len(data))[order]
+    if not present.any():
+        return [None] * len(firsts)
+    newest = np.maximum.reduceat(np.where(present, np.arange(len(order)), -1), firsts)
+    return [data[order[i]] if i >= 0 else None for i in newest.tolist()]
+
+
+def _merge_into(base: ChildColumns, later: ChildColumns) -> ChildColumns:
+    """``later`` (key order, keys distinct) merged into the much bigger ``base``."""
+    size = int(max(base.ids.max(), later.ids.max())) + 1
+    where = np.full(size, -1, dtype=np.int64)
+    where[base.ids] = np.arange(len(base))
+    found = where[later.ids]
+    known = found >= 0
+    hits, counts = base.hits.copy(), base.counts.copy()
+    hits[found[known]] += later.hits[known]
+    counts[found[known]] += later.counts[known]
+    data = None
+    if base.data is not None and later.data is not None:
+        data = list(base.data)
+        for position, value in zip(
+            found[known].tolist(), np.flatnonzero(known).tolist(), strict=True
+        ):
+            if later.data[value] is not None:
+                data[position] = later.data[value]
+    new = np.flatnonzero(~known)
+    merged = ChildColumns(base.parents, base.names, base.ids, hits, counts, data)
+    if not len(new):
+        return merged
+    added = later.take(new)
+    places = _insertion_points(base, added)
+    order = np.insert(np.arange(len(base)), places, len(base) + np.arange(len(added)))
+    return ChildColumns(
+        np.concatenate([base.parents, added.parents])[order],
+        pa.concat_arrays([base.names, added.names]).take(order),
+        np.concatenate([base.ids, added.ids])[order],
+        np.concatenate([hits, added.hits])[order],
+        np.concatenate([counts, added.counts])[order],
+        None if data is None else [[*data, *(added.data or ())][i] for i in order.tolist()],
+    )
+
+
+def _insertion_points(base: ChildColumns, added: ChildColumns) -> np.ndarray:
+    """Where each of ``added``'s keys goes in ``base`` (a binary search per key, all at once)."""
+    low = np.searchsorted(base.parents, added.parents, "left")
+    high = np.searchsorted(base.parents, added.parents, "right")
+    while True:
+        active = np.flatnonzero(low < high)
+        if not len(active):
+            return low
+        middle = (low[active] + high[active]) // 2
+        before = pc.less(base.names.take(middle), added.names.take(active))
+        before = before.to_numpy(zero_copy_only=False)
+        low[active] = np.where(before, middle + 1, low[active])
+        high[active] = np.where(before, high[active], middle)
