@@ -34,6 +34,7 @@ from query.ops.columns import Chunk, rows_of
 from query.parser import parse_path
 from query.pathexec import run_path
 from query.plan import OpsPlan, compile_ops
+from query.rows import Piece, Rows
 from treestore.errors import OpError, StoreError, TreestoreError
 from treestore.failpoints import failpoint
 from treestore.pagestore import PageStore
@@ -42,7 +43,6 @@ from treestore.store import StoreVersion, open_version
 from treestore.tree import ShardState, ShardTree
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql import SparkSession
 
 __all__ = ["QueryStore", "Rows", "open_store", "shard_output", "shard_rows"]
@@ -51,6 +51,8 @@ _ROW, _ERROR, _COLUMNS = 0, 1, 2
 _BATCH_ROWS = 8192
 _FIRST_CHUNK = 64
 _RESULT_SCHEMA = "kind tinyint, payload binary"
+_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+"""Column chunks are LZ4-compressed: names compress well, and every byte crosses the JVM."""
 LOCAL_LIMIT = 20_000
 """A query whose leading name lookups reach at most this many children runs on the driver
 (``TREESTORE_LOCAL_QUERY_LIMIT`` overrides it; -1 sends every query to Spark)."""
@@ -108,20 +110,18 @@ def _packed(output: Chunk | list[Any]) -> pa.RecordBatch:
         return _result_batch(_ROW, msgpack.packb([()] * count))
     batch = pa.RecordBatch.from_arrays(columns, [f"c{i}" for i in range(len(columns))])
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as writer:
+    with pa.ipc.new_stream(sink, batch.schema, options=_IPC_OPTIONS) as writer:
         writer.write_batch(batch)
     return _result_batch(_COLUMNS, sink.getvalue().to_pybytes())
 
 
-def _unpacked(kind: int, payload: bytes) -> Iterator[tuple[Value, ...]]:
-    """The rows of one chunk the driver received."""
+def _unpacked(kind: int, payload: bytes) -> Piece:
+    """One chunk the driver received, as a piece of the result."""
     if kind == _ERROR:
         _raise_payload(payload)
     if kind == _COLUMNS:
-        batch = pa.ipc.open_stream(payload).read_next_batch()
-        yield from zip(*(c.to_pylist() for c in batch.columns), strict=True)
-        return
-    yield from map(tuple, msgpack.unpackb(payload))
+        return pa.ipc.open_stream(payload).read_next_batch()
+    return list(map(tuple, msgpack.unpackb(payload)))
 
 
 def _shard_task(
@@ -151,81 +151,6 @@ def _result_batch(kind: int, payload: bytes) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [pa.array([kind], pa.int8()), pa.array([payload], pa.binary())], ["kind", "payload"]
     )
-
-
-class Rows:
-    """The lazy result of a query: iterate it for tuples, or convert it whole.
-
-    Nothing runs until the rows are first asked for; rows then arrive as the
-    shards' tasks send them. A ``Rows`` can be iterated once. :meth:`close`
-    (or leaving a ``with`` block, or dropping it) before the end cancels the
-    Spark job still running.
-    """
-
-    def __init__(
-        self,
-        produce: Callable[[], Iterator[tuple[Value, ...]]],
-        labels: tuple[str, ...] | None = None,
-    ) -> None:
-        self._produce = produce
-        self.labels = labels
-        self._source: Iterator[tuple[Value, ...]] | None = None
-        self._iterator: Iterator[tuple[Value, ...]] | None = None
-
-    def __iter__(self) -> Iterator[tuple[Value, ...]]:
-        return self
-
-    def __next__(self) -> tuple[Value, ...]:
-        if self._iterator is None:
-            self._iterator = self._produce()
-        return next(self._iterator)
-
-    def __enter__(self) -> Rows:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop: cancel the query's Spark job if it is still running."""
-        for stream in (self._iterator, self._source):
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
-
-    def to_list(self) -> list[tuple[Value, ...]]:
-        """Every remaining row, as a list of tuples."""
-        return list(self)
-
-    def to_arrow(self) -> pa.Table:
-        """The rows as an Arrow table with columns ``c0``, ``c1``, ... (or the path's ``{labels}``)
-
-        A column whose values are all whole numbers is ``int64``, all numbers
-        ``float64``, otherwise ``string`` (numbers written as text); short rows
-        leave nulls.
-        """
-        rows = self.to_list()
-        width = max((len(r) for r in rows), default=0)
-        columns = []
-        for i in range(width):
-            values = [r[i] if i < len(r) else None for r in rows]
-            present = [v for v in values if v is not None]
-            if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-                columns.append(pa.array(values, pa.int64()))
-            elif present and all(isinstance(v, int | float) for v in present):
-                columns.append(pa.array(values, pa.float64()))
-            else:
-                columns.append(
-                    pa.array([None if v is None else str(v) for v in values], pa.string())
-                )
-        names = [f"c{i}" for i in range(width)]
-        if self.labels is not None and len(self.labels) == width:
-            names = list(self.labels)
-        return pa.table(columns, names=names)
-
-    def to_pandas(self) -> pd.DataFrame:
-        """The rows as a pandas DataFrame (see :meth:`to_arrow` for the column types)."""
-        return self.to_arrow().to_pandas()
 
 
 class QueryStore:
@@ -275,19 +200,15 @@ class QueryStore:
         parsed = parse_path(path)
         shard_plan = compile_ops(rops)
         driver_plan = compile_ops(ops)
-        rows: Rows
 
-        def produce() -> Iterator[tuple[Value, ...]]:
+        def produce() -> Iterator[Piece]:
             if self._selective(parsed):
                 self.last_plan = "local"
-                rows._source = self._local_rows(parsed, shard_plan)
-            else:
-                self.last_plan = "spark"
-                rows._source = self._shard_rows(parsed, shard_plan)
-            return driver_plan.run(rows._source)
+                return self._local_pieces(parsed, shard_plan)
+            self.last_plan = "spark"
+            return self._shard_pieces(parsed, shard_plan)
 
-        rows = Rows(produce, None if (shard_plan or driver_plan) else parsed.labels())
-        return rows
+        return Rows(produce, driver_plan, None if (shard_plan or driver_plan) else parsed.labels())
 
     def _tree(self, shard: int) -> ShardTree:
         tree = self._trees.get(shard)
@@ -325,12 +246,14 @@ class QueryStore:
                 return False
         return True
 
-    def _local_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
+    def _local_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:
         """The shards' rows, computed on the driver, in shard order."""
         for shard in sorted(self.store.manifest.trees):
-            yield from shard_rows(self._tree(shard), path, rops)
+            rows = shard_rows(self._tree(shard), path, rops)
+            while piece := list(itertools.islice(rows, _BATCH_ROWS)):
+                yield piece
 
-    def _shard_rows(self, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
+    def _shard_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:
         """The shards' rows as each shard's task sends them (a generator).
 
         The job runs partition by partition (one shard each), the next one
@@ -359,7 +282,7 @@ class QueryStore:
             with spark_errors(StoreError, "The query's Spark job"):
                 results = frame.mapInArrow(task, _RESULT_SCHEMA).toLocalIterator(True)
                 for kind, payload in results:
-                    yield from _unpacked(kind, payload)
+                    yield _unpacked(kind, payload)
             finished = True
         finally:
             if not finished:

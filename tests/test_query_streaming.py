@@ -105,3 +105,26 @@ def test_selective_queries_run_on_the_driver_with_the_same_rows(spark: Any, demo
     # root's 4 children are more than the limit: a scan goes to Spark
     assert sorted(local.query("root/+").to_list()) == sorted(spark_handle.query("root/+"))
     assert local.last_plan == "spark" and local.last_job_group is not None
+
+
+def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_dir: Path) -> None:
+    import pyarrow as pa
+
+    handle = _store(spark, demo_dir)
+    for path, rops, ops in [
+        ("root/+/+/+:+hits", None, None),  # columns all the way
+        *[(path, rops, None) for path, rops in QUERIES],
+        ("root/+:+hits", None, "merge=is"),  # driver ops: batches made from rows
+    ]:
+        rows = handle.query(path, rops=rops, ops=ops).to_list()
+        batches = list(handle.query(path, rops=rops, ops=ops).batches())
+        assert all(isinstance(b, pa.RecordBatch) for b in batches)
+        got = [
+            row for b in batches for row in zip(*(c.to_pylist() for c in b.columns), strict=True)
+        ]
+        assert got == rows, (path, rops, ops)
+        table = handle.query(path, rops=rops, ops=ops).to_arrow()
+        assert [tuple(r.values()) for r in table.to_pylist()] == rows
+    scan = list(handle.query("root/+/+/+:+hits").batches())
+    assert {b.schema.types[0] for b in scan} == {pa.string()}
+    assert {b.schema.types[3] for b in scan} == {pa.int64()}
