@@ -111,6 +111,8 @@ def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_dir: P
     import pyarrow as pa
 
     handle = _store(spark, demo_dir)
+    inline = _store(spark, demo_dir)
+    inline.results_via_files = False  # column chunks through the JVM, as on a cluster
     for path, rops, ops in [
         ("root/+/+/+:+hits", None, None),  # columns all the way
         *[(path, rops, None) for path, rops in QUERIES],
@@ -123,8 +125,27 @@ def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_dir: P
             row for b in batches for row in zip(*(c.to_pylist() for c in b.columns), strict=True)
         ]
         assert got == rows, (path, rops, ops)
+        assert inline.query(path, rops=rops, ops=ops).to_list() == rows
         table = handle.query(path, rops=rops, ops=ops).to_arrow()
         assert [tuple(r.values()) for r in table.to_pylist()] == rows
     scan = list(handle.query("root/+/+/+:+hits").batches())
     assert {b.schema.types[0] for b in scan} == {pa.string()}
     assert {b.schema.types[3] for b in scan} == {pa.int64()}
+
+
+def test_result_files_are_removed_when_the_rows_are_read_or_closed(
+    spark: Any, demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    handle = _store(spark, demo_dir)
+    assert len(handle.query("root/+/+/+").to_list()) == 12
+    assert list(scratch.iterdir()) == []
+    with handle.query("root/+/+/+") as rows:
+        next(rows)
+        (folder,) = scratch.iterdir()  # in use while the rows are read
+        assert folder.name.startswith("treestore-query-")
+    assert list(scratch.iterdir()) == []
