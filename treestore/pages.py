@@ -27,7 +27,7 @@ import msgpack
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["IntColumns", "Page", "encode_page", "int_dtypes"]
+__all__ = ["IntColumns", "Page", "columns_of_pages", "encode_page", "int_dtypes"]
 
 _MAGIC = b"TSP2"
 _HEADER = struct.Struct("<4sIIIB3x")  # 20 bytes
@@ -75,6 +75,44 @@ def encode_page(
     return b"".join(parts)
 
 
+def _sections(encoded: bytes) -> tuple[IntColumns, np.ndarray, memoryview, int]:
+    """A page's int columns, name offsets and name bytes (no copies), and where its data is."""
+    _magic, count, name_size, _data_size, flags = _HEADER.unpack_from(encoded)
+    offset = _HEADER_SIZE
+    ints = []
+    for k in range(4):
+        dtype = _INT32 if flags & (1 << k) else _INT64
+        ints.append(np.frombuffer(encoded, dtype, count, offset))
+        offset += _pad(count * dtype.itemsize)
+    offsets = np.frombuffer(encoded, _INT32, count + 1, offset)
+    offset += _pad((count + 1) * 4)
+    names = memoryview(encoded)[offset : offset + name_size]
+    return (ints[0], ints[1], ints[2], ints[3]), offsets, names, offset + _pad(name_size)
+
+
+def columns_of_pages(pages: list[bytes]) -> tuple[IntColumns, pa.Array] | None:
+    """The entries of consecutive pages as int64 columns and one name array, built in one
+    pass over the buffers (``None`` if a page is of the first format)."""
+    if any(page[:4] != _MAGIC for page in pages):
+        return None
+    parts = [_sections(page) for page in pages]
+    ints = tuple(np.concatenate([p[0][k] for p in parts]).astype(np.int64) for k in range(4))
+    sizes = np.array([len(p[2]) for p in parts], dtype=np.int64)
+    bases = np.cumsum(sizes) - sizes
+    offsets = np.concatenate(
+        [p[1][:-1].astype(np.int64) + base for p, base in zip(parts, bases.tolist(), strict=True)]
+        + [np.array([int(sizes.sum())], dtype=np.int64)]
+    )
+    if offsets[-1] >= 1 << 31:
+        raise ValueError("more than 2 GB of names in one read")
+    names = pa.StringArray.from_buffers(
+        len(offsets) - 1,
+        pa.py_buffer(offsets.astype(np.int32)),
+        pa.py_buffer(b"".join(p[2] for p in parts)),
+    )
+    return (ints[0], ints[1], ints[2], ints[3]), names
+
+
 class Page:
     """A decoded page: numpy/Arrow columns, and Python lists for key lookups on demand."""
 
@@ -87,21 +125,16 @@ class Page:
         if encoded[:4] != _MAGIC:
             self._decode_first_format(encoded)
             return
-        _magic, count, name_size, data_size, flags = _HEADER.unpack_from(encoded)
-        self.size = count
-        offset = _HEADER_SIZE
-        ints = []
-        for k in range(4):
-            dtype = _INT32 if flags & (1 << k) else _INT64
-            ints.append(np.frombuffer(encoded, dtype, count, offset))
-            offset += _pad(count * dtype.itemsize)
-        self.ints: IntColumns = (ints[0], ints[1], ints[2], ints[3])
+        ints, offsets, names, data_at = _sections(encoded)
+        self.size = count = len(ints[0])
+        self.ints: IntColumns = ints
         buffer = pa.py_buffer(encoded)
-        offsets = buffer.slice(offset, (count + 1) * 4)
-        offset += _pad((count + 1) * 4)
-        self.names = pa.StringArray.from_buffers(count, offsets, buffer.slice(offset, name_size))
-        offset += _pad(name_size)
-        self._data_bytes = encoded[offset : offset + data_size] if data_size else None
+        start = data_at - _pad(len(names)) - _pad((count + 1) * 4)
+        self.names = pa.StringArray.from_buffers(
+            count, buffer.slice(start, (count + 1) * 4), pa.py_buffer(names)
+        )
+        data_size = _HEADER.unpack_from(encoded)[3]
+        self._data_bytes = encoded[data_at : data_at + data_size] if data_size else None
 
     def _decode_first_format(self, encoded: bytes) -> None:
         parents, names, ids, hits, counts, data = msgpack.unpackb(encoded)

@@ -42,7 +42,7 @@ from rbloom import Bloom
 
 from treestore.columns import ChildColumns, expand_ranges
 from treestore.errors import CorruptPageError
-from treestore.pages import Page, encode_page, int_dtypes
+from treestore.pages import Page, columns_of_pages, encode_page, int_dtypes
 from treestore.pagestore import PageStore
 
 __all__ = [
@@ -312,10 +312,13 @@ class RunReader:
             return ChildColumns.empty()
         end = self.pages[-1].offset + self.pages[-1].length
         raw = self._read(0, end)
-        pages = [
-            self._decoded(n, raw[info.offset : info.offset + info.length])
-            for n, info in enumerate(self.pages)
-        ]
+        encoded = [raw[info.offset : info.offset + info.length] for info in self.pages]
+        for number, (info, page) in enumerate(zip(self.pages, encoded, strict=True)):
+            if _checksum(page) != info.checksum:
+                self._decoded(number, page)  # raises the damaged-page error
+        if not with_data and (found := columns_of_pages(encoded)) is not None:
+            return ChildColumns(found[0][0], found[1], *found[0][1:])
+        pages = [self._decoded(n, page) for n, page in enumerate(encoded)]
         ints = [np.concatenate([p.ints[k] for p in pages]).astype(np.int64) for k in range(4)]
         data = [d for p in pages for d in p.data()] if with_data else None
         return ChildColumns(
