@@ -128,11 +128,7 @@ class Page:
         ints, offsets, names, data_at = _sections(encoded)
         self.size = count = len(ints[0])
         self.ints: IntColumns = ints
-        buffer = pa.py_buffer(encoded)
-        start = data_at - _pad(len(names)) - _pad((count + 1) * 4)
-        self.names = pa.StringArray.from_buffers(
-            count, buffer.slice(start, (count + 1) * 4), pa.py_buffer(names)
-        )
+        self.names = pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(names))
         data_size = _HEADER.unpack_from(encoded)[3]
         self._data_bytes = encoded[data_at : data_at + data_size] if data_size else None
 
