@@ -26,7 +26,6 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import msgpack
 import pyarrow as pa
 
 from query.ast import Path
@@ -37,7 +36,17 @@ from query.parser import parse_path
 from query.pathexec import run_path
 from query.plan import OpsPlan, compile_ops
 from query.rows import Piece, Rows
-from treestore.errors import OpError, StoreError, TreestoreError
+from query.transport import (
+    ERROR,
+    RESULT_SCHEMA,
+    ShardFiles,
+    decode_piece,
+    encode_error,
+    encode_piece,
+    read_shard_files,
+    result_batch,
+)
+from treestore.errors import StoreError, TreestoreError
 from treestore.failpoints import failpoint
 from treestore.pagestore import PageStore
 from treestore.spark import spark_errors
@@ -49,29 +58,11 @@ if TYPE_CHECKING:
 
 __all__ = ["QueryStore", "Rows", "open_store", "shard_output", "shard_rows"]
 
-_ROW, _ERROR, _COLUMNS, _FILE = 0, 1, 2, 3
 _BATCH_ROWS = 8192
 _FIRST_CHUNK = 64
-_RESULT_SCHEMA = "kind tinyint, payload binary"
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
-"""Column chunks are LZ4-compressed: names compress well, and every byte crosses the JVM."""
 LOCAL_LIMIT = 20_000
 """A query whose leading name lookups reach at most this many children runs on the driver
 (``TREESTORE_LOCAL_QUERY_LIMIT`` overrides it; -1 sends every query to Spark)."""
-
-
-def _error_payload(exc: TreestoreError) -> bytes:
-    if isinstance(exc, OpError):
-        fields = {"reason": exc.reason, "text": exc.text, "column": exc.column, "hint": exc.hint}
-        return msgpack.packb({"type": "OpError", **fields})
-    return msgpack.packb({"type": "StoreError", "message": str(exc)})
-
-
-def _raise_payload(payload: bytes) -> None:
-    error = msgpack.unpackb(payload)
-    if error["type"] == "OpError":
-        raise OpError(error["reason"], error["text"], 1, error["column"], hint=error["hint"])
-    raise StoreError(error["message"])
 
 
 def shard_rows(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
@@ -102,76 +93,72 @@ def shard_output(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[Chunk |
         size = min(size * 4, _BATCH_ROWS)
 
 
-def _packed(output: Chunk | list[Any], scratch: str | None = None) -> pa.RecordBatch:
-    """A chunk of a shard's output as the task sends it: Arrow IPC for typed columns
-    (written to a file in ``scratch`` when given, LZ4-compressed inline otherwise),
-    msgpack for rows."""
-    if isinstance(output, list):
-        return _result_batch(_ROW, msgpack.packb(output))
-    count, columns = output
-    if not columns:
-        return _result_batch(_ROW, msgpack.packb([()] * count))
-    batch = pa.RecordBatch.from_arrays(columns, [f"c{i}" for i in range(len(columns))])
-    if scratch is not None:
-        name = os.path.join(scratch, f"{uuid.uuid4().hex}.arrow")
-        with pa.OSFile(name + ".tmp", "wb") as out, pa.ipc.new_stream(out, batch.schema) as writer:
-            writer.write_batch(batch)
-        os.rename(name + ".tmp", name)
-        return _result_batch(_FILE, name.encode())
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema, options=_IPC_OPTIONS) as writer:
-        writer.write_batch(batch)
-    return _result_batch(_COLUMNS, sink.getvalue().to_pybytes())
-
-
-def _unpacked(kind: int, payload: bytes) -> Piece:
-    """One chunk the driver received, as a piece of the result."""
-    if kind == _ERROR:
-        _raise_payload(payload)
-    if kind == _FILE:
-        name = payload.decode()
-        with pa.OSFile(name, "rb") as source:
-            batch = pa.ipc.open_stream(source.read_buffer()).read_next_batch()
-        os.remove(name)
-        return batch
-    if kind == _COLUMNS:
-        return pa.ipc.open_stream(payload).read_next_batch()
-    return list(map(tuple, msgpack.unpackb(payload)))
-
-
 def _shard_task(
     pages: PageStore,
     states: dict[int, ShardState],
     path: Path,
     rops: OpsPlan,
-    scratch: str | None = None,
+    folder: str | None = None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs: shard numbers in, chunks of packed rows out.
+    """The function each Spark task runs: shard numbers in, encoded pieces of rows out.
 
     Rows leave in chunks that start small, so the first rows reach the driver
-    early (see :func:`shard_output`). With ``scratch`` (a folder the driver can
-    read: Spark runs on the driver's machine), column chunks go there as files
-    and only their names go through Spark.
+    early (see :func:`shard_output`). With ``folder`` (Spark runs on the
+    driver's machine), the pieces go there as files (see
+    :mod:`query.transport`) and the task's Spark output is empty.
     """
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         failpoint("in-query-task")
         for batch in batches:
             for shard in batch.column(0).to_pylist():
+                files = ShardFiles(folder, shard) if folder is not None else None
                 try:
                     tree = ShardTree(pages, states[shard], shard=shard)
                     for output in shard_output(tree, path, rops):
-                        yield _packed(output, scratch)
+                        kind, payload = encode_piece(output, compress=files is None)
+                        if files is None:
+                            yield result_batch(kind, payload)
+                        else:
+                            files.write(kind, payload)
                 except TreestoreError as exc:
-                    yield _result_batch(_ERROR, _error_payload(exc))
+                    if files is None:
+                        yield result_batch(ERROR, encode_error(exc))
+                    else:
+                        files.write(ERROR, encode_error(exc))
+                if files is not None:
+                    files.finish()
 
     return run
 
 
-def _result_batch(kind: int, payload: bytes) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [pa.array([kind], pa.int8()), pa.array([payload], pa.binary())], ["kind", "payload"]
-    )
+class _BackgroundJob:
+    """A Spark job run to its end in a thread, in a job group (so it can be cancelled)."""
+
+    def __init__(self, spark: SparkSession, frame: Any, task: Any, group: str) -> None:
+        from pyspark import InheritableThread
+
+        self.error: BaseException | None = None
+
+        def run() -> None:
+            spark.sparkContext.setJobGroup(group, "treestore query", interruptOnCancel=True)
+            try:
+                frame.mapInArrow(task, RESULT_SCHEMA).collect()
+            except BaseException as exc:
+                self.error = exc
+
+        self.thread = InheritableThread(target=run, daemon=True)
+        self.thread.start()
+
+    def running(self) -> bool:
+        """Whether the job is still running."""
+        return self.thread.is_alive()
+
+    def finish(self) -> None:
+        """Wait for the end; raise the job's error, if any."""
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 class QueryStore:
@@ -278,11 +265,13 @@ class QueryStore:
                 yield piece
 
     def _shard_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:
-        """The shards' rows as each shard's task sends them (a generator).
+        """The shards' rows as each shard's task sends them (a generator), in shard order.
 
-        The job runs partition by partition (one shard each), the next one
-        computed while the current one's rows are read. Closing the generator
-        early (a ``limit``, a ``break``, Ctrl-C) cancels what is still running.
+        With Spark on this machine, one job runs every shard and the rows come
+        through files (see :mod:`query.transport`). Otherwise the job runs
+        partition by partition (one shard each), the next one computed while
+        the current one's rows are read. Closing the generator early (a
+        ``limit``, a ``break``, Ctrl-C) cancels what is still running.
         """
         from pyspark.sql import functions as F
 
@@ -301,22 +290,42 @@ class QueryStore:
         scratch = None
         if self.results_via_files and (context.master or "").startswith("local"):
             scratch = tempfile.mkdtemp(prefix="treestore-query-")
-        task = _shard_task(self.store.pages, states, path, rops, scratch)
         group = self.last_job_group = f"treestore-query-{uuid.uuid4().hex}"
+        if scratch is not None:
+            yield from self._pieces_through_files(spark, frame, path, rops, scratch, group)
+            return
+        task = _shard_task(self.store.pages, states, path, rops)
         context.setJobGroup(group, "treestore query", interruptOnCancel=True)
         finished = False
         try:
             with spark_errors(StoreError, "The query's Spark job"):
-                results = frame.mapInArrow(task, _RESULT_SCHEMA).toLocalIterator(True)
+                results = frame.mapInArrow(task, RESULT_SCHEMA).toLocalIterator(True)
                 for kind, payload in results:
-                    yield _unpacked(kind, payload)
+                    yield decode_piece(kind, payload)
             finished = True
         finally:
             if not finished:
                 context.cancelJobGroup(group)
             context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-            if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
+
+    def _pieces_through_files(
+        self, spark: SparkSession, frame: Any, path: Path, rops: OpsPlan, folder: str, group: str
+    ) -> Iterator[Piece]:
+        """One job for every shard; the tasks' pieces read from ``folder`` in shard order."""
+        states = dict(self.store.manifest.trees)
+        task = _shard_task(self.store.pages, states, path, rops, folder)
+        job = _BackgroundJob(spark, frame, task, group)
+        finished = False
+        try:
+            with spark_errors(StoreError, "The query's Spark job"):
+                yield from read_shard_files(folder, sorted(states), job.running)
+                job.finish()
+            finished = True
+        finally:
+            if not finished:
+                spark.sparkContext.cancelJobGroup(group)
+                job.thread.join()
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def open_store(

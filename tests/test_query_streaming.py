@@ -22,18 +22,29 @@ def _store(spark: Any, demo_dir: Path) -> Any:
 
 
 def test_the_first_row_comes_before_the_last_shard_runs(spark: Any, demo_dir: Path) -> None:
+    """Through Spark (as on a cluster): one job per shard, run one ahead of the reader."""
     handle = _store(spark, demo_dir)
+    handle.results_via_files = False
     shards = len(handle.store.manifest.trees)
     assert shards >= 3
     tracker = spark.sparkContext.statusTracker()
     rows = handle.query("root/+/+/+")
     first = next(rows)
     started = tracker.getJobIdsForGroup(handle.last_job_group)
-    # one job per shard, run one ahead of the reader: most shards have not run yet
-    assert 1 <= len(started) <= 2 < shards
+    assert 1 <= len(started) <= 2 < shards  # most shards have not run yet
     rest = list(rows)
     assert len(tracker.getJobIdsForGroup(handle.last_job_group)) == shards
     assert len([first, *rest]) == 12
+
+
+def test_on_a_local_master_one_job_runs_every_shard(spark: Any, demo_dir: Path) -> None:
+    handle = _store(spark, demo_dir)
+    tracker = spark.sparkContext.statusTracker()
+    rows = handle.query("root/+/+/+").to_list()
+    assert len(rows) == 12
+    assert len(tracker.getJobIdsForGroup(handle.last_job_group)) == 1
+    handle.results_via_files = False
+    assert handle.query("root/+/+/+").to_list() == rows  # the same rows, in the same order
 
 
 def test_closing_the_rows_cancels_the_query(spark: Any, demo_dir: Path) -> None:
