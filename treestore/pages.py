@@ -99,10 +99,9 @@ def columns_of_pages(pages: list[bytes]) -> tuple[IntColumns, pa.Array] | None:
     ints = tuple(np.concatenate([p[0][k] for p in parts]).astype(np.int64) for k in range(4))
     sizes = np.array([len(p[2]) for p in parts], dtype=np.int64)
     bases = np.cumsum(sizes) - sizes
-    offsets = np.concatenate(
-        [p[1][:-1].astype(np.int64) + base for p, base in zip(parts, bases.tolist(), strict=True)]
-        + [np.array([int(sizes.sum())], dtype=np.int64)]
-    )
+    counts = [len(p[1]) - 1 for p in parts]
+    starts = np.concatenate([p[1][:-1] for p in parts]).astype(np.int64)
+    offsets = np.append(starts + np.repeat(bases, counts), int(sizes.sum()))
     if offsets[-1] >= 1 << 31:
         raise ValueError("more than 2 GB of names in one read")
     names = pa.StringArray.from_buffers(
