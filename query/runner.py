@@ -267,8 +267,9 @@ class QueryStore:
     def _shard_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:
         """The shards' rows as each shard's task sends them (a generator), in shard order.
 
-        With Spark on this machine, one job runs every shard and the rows come
-        through files (see :mod:`query.transport`). Otherwise the job runs
+        With Spark on this machine, one job runs every shard (a few tasks, each
+        over consecutive shards) and the rows come through files (see
+        :mod:`query.transport`). Otherwise the job runs
         partition by partition (one shard each), the next one computed while
         the current one's rows are read. Closing the generator early (a
         ``limit``, a ``break``, Ctrl-C) cancels what is still running.
@@ -283,13 +284,17 @@ class QueryStore:
         shard_of_partition = F.element_at(
             F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int")
         )
-        frame = spark.range(0, len(shards), 1, len(shards)).select(
-            shard_of_partition.cast("int").alias("shard")
-        )
         context = spark.sparkContext
         scratch = None
+        partitions = len(shards)
         if self.results_via_files and (context.master or "").startswith("local"):
             scratch = tempfile.mkdtemp(prefix="treestore-query-")
+            # a Python task costs ~50 ms on its own: a few tasks, each running its
+            # consecutive shards one after the other, the first shard first
+            partitions = min(partitions, 2 * context.defaultParallelism)
+        frame = spark.range(0, len(shards), 1, partitions).select(
+            shard_of_partition.cast("int").alias("shard")
+        )
         group = self.last_job_group = f"treestore-query-{uuid.uuid4().hex}"
         if scratch is not None:
             yield from self._pieces_through_files(spark, frame, path, rops, scratch, group)
