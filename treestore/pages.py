@@ -98,16 +98,16 @@ def columns_of_pages(pages: list[bytes]) -> tuple[IntColumns, pa.Array] | None:
     parts = [_sections(page) for page in pages]
     ints = tuple(np.concatenate([p[0][k] for p in parts]).astype(np.int64) for k in range(4))
     sizes = np.array([len(p[2]) for p in parts], dtype=np.int64)
-    bases = np.cumsum(sizes) - sizes
-    counts = [len(p[1]) - 1 for p in parts]
-    starts = np.concatenate([p[1][:-1] for p in parts]).astype(np.int64)
-    offsets = np.append(starts + np.repeat(bases, counts), int(sizes.sum()))
-    if offsets[-1] >= 1 << 31:
+    total = int(sizes.sum())
+    if total >= 1 << 31:
         raise ValueError("more than 2 GB of names in one read")
+    counts = [len(p[1]) - 1 for p in parts]
+    offsets = np.empty(sum(counts) + 1, dtype=np.int32)
+    np.concatenate([p[1][:-1] for p in parts], out=offsets[:-1])
+    offsets[:-1] += np.repeat((np.cumsum(sizes) - sizes).astype(np.int32), counts)
+    offsets[-1] = total
     names = pa.StringArray.from_buffers(
-        len(offsets) - 1,
-        pa.py_buffer(offsets.astype(np.int32)),
-        pa.py_buffer(b"".join(p[2] for p in parts)),
+        len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(b"".join(p[2] for p in parts))
     )
     return (ints[0], ints[1], ints[2], ints[3]), names
 
