@@ -143,13 +143,16 @@ def _merge_into(base: ChildColumns, later: ChildColumns) -> ChildColumns:
     added = later.take(new)
     places = _insertion_points(base, added)
     order = np.insert(np.arange(len(base)), places, len(base) + np.arange(len(added)))
+    if data is not None:
+        both = [*data, *(added.data or [None] * len(added))]
+        data = [both[i] for i in order.tolist()]
     return ChildColumns(
         np.concatenate([base.parents, added.parents])[order],
         pa.concat_arrays([base.names, added.names]).take(order),
         np.concatenate([base.ids, added.ids])[order],
         np.concatenate([hits, added.hits])[order],
         np.concatenate([counts, added.counts])[order],
-        None if data is None else [[*data, *(added.data or ())][i] for i in order.tolist()],
+        data,
     )
 
 

@@ -75,6 +75,12 @@ def key_hash(key: Key) -> int:
     return xxhash.xxh3_128_intdigest(b"%d/%s" % (key[0], key[1].encode())) - (1 << 127)
 
 
+def _key_hashes(parents: list[int], names: list[str]) -> list[int]:
+    """:func:`key_hash` of many keys (the same values, without a call per key)."""
+    digest, shift = xxhash.xxh3_128_intdigest, 1 << 127
+    return [digest(b"%d/%s" % (p, n.encode())) - shift for p, n in zip(parents, names, strict=True)]
+
+
 def _identity(value: int) -> int:
     return value
 
@@ -234,7 +240,7 @@ def _write_pages(
             name_array = pa.array(names, pa.string())
         parents = parent_array.tolist() if isinstance(parents, np.ndarray) else parents
         last_parent = parents[-1]
-        bloom.update(map(key_hash, zip(parents, names, strict=True)))
+        bloom.update(_key_hashes(parents, names))
         dtypes = int_dtypes(ints)  # type: ignore[arg-type]
         name_offsets = np.frombuffer(name_array.buffers()[1], np.int32, size + 1)
         name_bytes = memoryview(name_array.buffers()[2] or b"")
