@@ -240,15 +240,18 @@ class TreeBuilder:
         totals = np.bincount(inverse, weights=frontier.weights).astype(np.int64).tolist()
         tree, create, once = batch.tree, element.create, element.once and not label
         handles = frontier.handles
-        children: list[Handle] = []
+        parent_of, word_of = np.divmod(groups, len(words))
+        visited = tree.visit_many(
+            [handles[p] for p in parent_of.tolist()],
+            [words[w] for w in word_of.tolist()],
+            create,
+            totals if element.count else [0] * len(groups),
+            once,
+        )
+        children: list[Handle] = [child for child in visited if child is not None]
+        reached_groups = np.fromiter((c is not None for c in visited), bool, len(visited))
         outcome = np.full(len(groups), -1, dtype=np.int64)
-        for g, key in enumerate(groups.tolist()):
-            parent, word = divmod(key, len(words))
-            hits = totals[g] if element.count else 0
-            child = tree.visit(handles[parent], words[word], create, hits, once)
-            if child is not None:
-                outcome[g] = len(children)
-                children.append(child)
+        outcome[reached_groups] = np.arange(len(children))
         reached = outcome[inverse]
         found = reached >= 0
         if not once:

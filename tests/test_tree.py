@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import treestore.tree as tree_module
 from treestore import runs
@@ -234,3 +237,61 @@ def test_updating_a_tree_bigger_than_the_cache_stays_within_it(store: PageStore)
         assert cache.peak_bytes <= cache.budget
     finally:
         runs.reset_cache(256 * 1024 * 1024)
+
+
+_NAME = st.sampled_from(["a", "b", "c", "d", "\u00e9", "ab"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(_NAME, _NAME), max_size=30),
+    st.lists(st.tuples(_NAME, _NAME), max_size=10),
+    st.lists(st.tuples(_NAME, _NAME, st.integers(1, 3)), max_size=40),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_visit_many_is_visit_one_by_one(
+    base: list[tuple[str, str]],
+    earlier: list[tuple[str, str]],
+    batch: list[tuple[str, str, int]],
+    create: bool,
+    once: bool,
+    floor_now: bool,
+) -> None:
+    """Bulk visits (stored nodes found as columns) give what single visits give."""
+    store = MemoryPageStore()
+    state = build_tree(store, [list(path) for path in base], page_bytes=128).state
+    trees = []
+    for _ in range(2):
+        tree = ShardTree(store, state, page_bytes=128)
+        for top, name in earlier:  # some nodes in the memtable before the batch
+            handle = tree.visit(tree.root_handle, top)
+            assert handle is not None
+            tree.visit(handle, name)
+        if floor_now:
+            tree.update_floor = tree.next_id
+        trees.append(tree)
+    pairs = list({(top, name): hits for top, name, hits in batch}.items())
+    results = []
+    for number, tree in enumerate(trees):
+        parents = []
+        for (top, _name), _hits in pairs:
+            handle = tree.visit(tree.root_handle, top)
+            assert handle is not None
+            parents.append(handle)
+        names = [name for (_top, name), _hits in pairs]
+        hits = [h for _key, h in pairs]
+        if number == 0:
+            with mock.patch.object(tree_module, "BULK_VISITS", 0):
+                results.append(tree.visit_many(parents, names, create, hits, once))
+        else:
+            results.append(
+                [
+                    tree.visit(p, n, create, h, once)
+                    for p, n, h in zip(parents, names, hits, strict=True)
+                ]
+            )
+    assert results[0] == results[1]
+    assert trees[0].memtable == trees[1].memtable
+    assert (trees[0].next_id, trees[0].stats) == (trees[1].next_id, trees[1].stats)

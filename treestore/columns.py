@@ -14,7 +14,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SMALL_SHARE", "ChildColumns", "expand_ranges", "merge_columns"]
+__all__ = [
+    "SMALL_SHARE",
+    "ChildColumns",
+    "expand_ranges",
+    "find_ids",
+    "insertion_points",
+    "merge_columns",
+]
 
 
 def expand_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -141,7 +148,7 @@ def _merge_into(base: ChildColumns, later: ChildColumns) -> ChildColumns:
     if not len(new):
         return merged
     added = later.take(new)
-    places = _insertion_points(base, added)
+    places = insertion_points(base, added.parents, added.names)
     order = np.insert(np.arange(len(base)), places, len(base) + np.arange(len(added)))
     if data is not None:
         both = [*data, *(added.data or [None] * len(added))]
@@ -156,16 +163,31 @@ def _merge_into(base: ChildColumns, later: ChildColumns) -> ChildColumns:
     )
 
 
-def _insertion_points(base: ChildColumns, added: ChildColumns) -> np.ndarray:
-    """Where each of ``added``'s keys goes in ``base`` (a binary search per key, all at once)."""
-    low = np.searchsorted(base.parents, added.parents, "left")
-    high = np.searchsorted(base.parents, added.parents, "right")
+def insertion_points(base: ChildColumns, parents: np.ndarray, names: pa.Array) -> np.ndarray:
+    """Where each key ``(parents[i], names[i])`` goes in ``base`` (key order): a binary
+    search per key, all keys at once."""
+    low = np.searchsorted(base.parents, parents, "left")
+    high = np.searchsorted(base.parents, parents, "right")
     while True:
         active = np.flatnonzero(low < high)
         if not len(active):
             return low
         middle = (low[active] + high[active]) // 2
-        before = pc.less(base.names.take(middle), added.names.take(active))
+        before = pc.less(base.names.take(middle), names.take(active))
         before = before.to_numpy(zero_copy_only=False)
         low[active] = np.where(before, middle + 1, low[active])
         high[active] = np.where(before, high[active], middle)
+
+
+def find_ids(base: ChildColumns, parents: np.ndarray, names: pa.Array) -> np.ndarray:
+    """The node id of each key ``(parents[i], names[i])`` in ``base``, -1 where absent."""
+    places = insertion_points(base, parents, names)
+    inside = np.flatnonzero(places < len(base))
+    ids = np.full(len(parents), -1, dtype=np.int64)
+    if len(inside):
+        at = places[inside]
+        same = (base.parents[at] == parents[inside]) & pc.equal(
+            base.names.take(at), names.take(inside)
+        ).to_numpy(zero_copy_only=False)
+        ids[inside[same]] = base.ids[at[same]]
+    return ids

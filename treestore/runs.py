@@ -40,7 +40,7 @@ import xxhash
 from cachetools import LRUCache
 from rbloom import Bloom
 
-from treestore.columns import ChildColumns, expand_ranges
+from treestore.columns import ChildColumns, expand_ranges, find_ids
 from treestore.errors import CorruptPageError
 from treestore.pages import Page, columns_of_pages, encode_page, int_dtypes
 from treestore.pagestore import PageStore
@@ -399,16 +399,37 @@ class RunReader:
                 i += 1
             number += 1
 
-    def children_columns(self, parents: np.ndarray) -> ChildColumns:
-        """The entries whose parent is in ``parents`` (sorted, distinct), as columns in key
-        order, reading only the pages that can hold them."""
+    def _pages_for(self, parents: np.ndarray) -> np.ndarray:
+        """The numbers of the pages that can hold children of ``parents`` (sorted, distinct)."""
         low = np.searchsorted(self._last_parents, parents, "left")
         high = np.searchsorted(self._first_parents, parents, "right")
         spans = high > low
         marks = np.zeros(len(self.pages) + 1, dtype=np.int64)
         np.add.at(marks, low[spans], 1)
         np.add.at(marks, high[spans], -1)
-        numbers = np.flatnonzero(np.cumsum(marks[:-1]) > 0)
+        return np.flatnonzero(np.cumsum(marks[:-1]) > 0)
+
+    def find_ids(self, parents: np.ndarray, names: list[str]) -> np.ndarray:
+        """The node id of each key ``(parents[i], names[i])`` in this run, -1 where absent.
+
+        When the keys' parents span fewer pages than there are keys, those pages are read
+        and searched as columns; otherwise each key is looked up on its own (Bloom
+        filter first)."""
+        unique = np.unique(parents)
+        if len(self._pages_for(unique)) > len(names):
+            return np.array(
+                [
+                    -1 if (e := self.get((p, n))) is None else e[1]
+                    for p, n in zip(parents.tolist(), names, strict=True)
+                ],
+                dtype=np.int64,
+            )
+        return find_ids(self.children_columns(unique), parents, pa.array(names, pa.string()))
+
+    def children_columns(self, parents: np.ndarray) -> ChildColumns:
+        """The entries whose parent is in ``parents`` (sorted, distinct), as columns in key
+        order, reading only the pages that can hold them."""
+        numbers = self._pages_for(parents)
         if not len(numbers):
             return ChildColumns.empty()
         pages = [self.page(int(n)) for n in numbers]

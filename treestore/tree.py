@@ -47,6 +47,8 @@ Handle = tuple[int, Key]
 
 MAX_RUNS = 6
 """More runs than this after a load trigger a compaction (of the newest, smaller runs)."""
+BULK_VISITS = 32
+""":meth:`ShardTree.visit_many` looks nodes up one by one below this many visits."""
 COLUMNAR_MERGE_LIMIT = 8_000_000
 """Compactions of up to this many entries merge whole runs as columns in memory (fast);
 bigger ones stream entry by entry."""
@@ -250,6 +252,75 @@ class ShardTree:
             return None
         entry[1] += hits
         return (entry[0], key)
+
+    def visit_many(
+        self,
+        parents: Sequence[Handle],
+        names: Sequence[str],
+        create: bool = True,
+        hits: Sequence[int] | None = None,
+        once: bool = False,
+    ) -> list[Handle | None]:
+        """:meth:`visit` for many distinct ``(parent, name)`` pairs, in order (the same
+        result as one call each); the nodes the memtable lacks are looked up in the runs
+        all at once (:meth:`RunReader.find_ids`)."""
+        size = len(names)
+        weights = hits if hits is not None else [1] * size
+        if size < BULK_VISITS or size >= self.memtable_limit:
+            return [
+                self.visit(p, n, create, h, once)
+                for p, n, h in zip(parents, names, weights, strict=True)
+            ]
+        if len(self.memtable) + size >= self.memtable_limit:
+            self.flush()
+        memtable = self.memtable
+        keys = [(parent[0], name) for parent, name in zip(parents, names, strict=True)]
+        entries = list(map(memtable.get, keys))
+        missing = [i for i, entry in enumerate(entries) if entry is None]
+        stored = dict(zip(missing, self._stored_ids([keys[i] for i in missing]), strict=True))
+        floor = self.update_floor
+        results: list[Handle | None] = [None] * size
+        for i, entry in enumerate(entries):
+            key, weight = keys[i], weights[i]
+            if entry is not None:  # in the memtable already
+                if once or (not create and entry[0] >= floor):
+                    continue
+            elif stored[i] >= 0:  # in a run
+                if once or (not create and stored[i] >= floor):
+                    continue
+                entry = memtable[key] = [stored[i], 0, 0, None]
+                self.stats.nodes_updated += 1
+            else:  # nowhere: a new node
+                if not create:
+                    continue
+                entry = memtable[key] = [self.next_id, 0, 0, None]
+                self.next_id += 1
+                self.stats.nodes_created += 1
+                parent_id, parent_key = parents[i]
+                parent_entry = memtable.get(parent_key)
+                if parent_entry is None:
+                    parent_entry = memtable[parent_key] = [parent_id, 0, 0, None]
+                parent_entry[2] += 1
+                if once:
+                    weight = min(weight, 1)
+            entry[1] += weight
+            results[i] = (entry[0], key)
+        return results
+
+    def _stored_ids(self, keys: list[Key]) -> list[int]:
+        """The node id each key has in the committed runs, -1 where it has none."""
+        if not keys or not self.readers:
+            return [-1] * len(keys)
+        parents = np.array([k[0] for k in keys], dtype=np.int64)
+        names = [k[1] for k in keys]
+        ids = np.full(len(keys), -1, dtype=np.int64)
+        for reader in self.readers:
+            pending = np.flatnonzero(ids < 0)
+            if not len(pending):
+                break
+            found = reader.find_ids(parents[pending], [names[i] for i in pending.tolist()])
+            ids[pending] = found
+        return ids.tolist()
 
     def update_data(self, handle: Handle, update: Callable[[dict[str, Any]], None]) -> None:
         """Change the data of the node just visited: ``update`` edits its dict in place."""
