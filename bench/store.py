@@ -161,7 +161,7 @@ def main() -> None:
     print(
         f"memory:       peak RSS {scan['rss']:,.0f} MB with a 64 MB cache "
         f"(cache peak {scan['cache_peak'] / mb:.1f} MB) for a shard of {build['bytes'] / mb:,.1f} MB "
-        f"encoded, ~{build['bytes'] * 2 / mb:,.0f} MB decoded"
+        f"encoded, ~{build['bytes'] * 8 / mb:,.0f} MB decoded"
     )
     fraction = incremental["bytes_written"] / incremental["store_bytes"]
     print(

@@ -27,12 +27,15 @@ Piece: TypeAlias = "pa.RecordBatch | list[tuple[Value, ...]]"
 _BATCH_ROWS = 65536
 
 
+def _piece_rows(piece: Piece) -> Iterator[tuple[Value, ...]]:
+    if isinstance(piece, pa.RecordBatch):
+        return zip(*(c.to_pylist() for c in piece.columns), strict=True)
+    return iter(piece)
+
+
 def _rows_of(pieces: Iterator[Piece]) -> Iterator[tuple[Value, ...]]:
-    for piece in pieces:
-        if isinstance(piece, pa.RecordBatch):
-            yield from zip(*(c.to_pylist() for c in piece.columns), strict=True)
-        else:
-            yield from piece
+    """The pieces' rows (no Python frame per row: a loop over rows runs in C)."""
+    return itertools.chain.from_iterable(map(_piece_rows, pieces))
 
 
 def _column_of(values: Sequence[Value]) -> pa.Array:
@@ -92,14 +95,17 @@ class Rows:
             self._source = self._produce()
         return self._source
 
-    def __iter__(self) -> Iterator[tuple[Value, ...]]:
-        return self
-
-    def __next__(self) -> tuple[Value, ...]:
+    def _rows(self) -> Iterator[tuple[Value, ...]]:
         if self._iterator is None:
             rows = _rows_of(self._pieces())
             self._iterator = self._driver.run(rows) if self._driver else rows
-        return next(self._iterator)
+        return self._iterator
+
+    def __iter__(self) -> Iterator[tuple[Value, ...]]:
+        return self._rows()
+
+    def __next__(self) -> tuple[Value, ...]:
+        return next(self._rows())
 
     def __enter__(self) -> Rows:
         return self

@@ -34,6 +34,9 @@ _HEADER = struct.Struct("<4sIIIB3x")  # 20 bytes
 _HEADER_SIZE = 24
 _INT32 = np.dtype("<i4")
 _INT64 = np.dtype("<i8")
+_DECODED_FACTOR = 8
+"""What a page may take in memory, in times its encoded size, once a lookup has built its
+Python lists (the page cache charges this much)."""
 IntColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """Parents, node ids, hits and child counts."""
 
@@ -118,7 +121,7 @@ class Page:
     __slots__ = ("_data", "_data_bytes", "_lists", "cost", "ints", "names", "size")
 
     def __init__(self, encoded: bytes) -> None:
-        self.cost = len(encoded) * 2
+        self.cost = len(encoded) * _DECODED_FACTOR
         self._lists: tuple[list[int], list[str], list[int], list[int], list[int]] | None = None
         self._data: list[Any] | None = None
         if encoded[:4] != _MAGIC:
@@ -139,7 +142,7 @@ class Page:
         self.names = pa.array(names, pa.string())
         self._data = data
         self._data_bytes = None
-        self.cost = len(encoded) * 8
+        self.cost = len(encoded) * _DECODED_FACTOR
 
     def __len__(self) -> int:
         return self.size
