@@ -75,10 +75,16 @@ def timed(
     first = None
     count = 0
     rows = store.query(path, rops=rops)
-    for batch in rows.batches() if arrow else ([row] for row in rows):
-        if first is None:
-            first = time.perf_counter() - started
-        count += batch.num_rows if arrow else 1
+    if arrow:
+        for batch in rows.batches():
+            if first is None:
+                first = time.perf_counter() - started
+            count += batch.num_rows
+    else:
+        for _row in rows:
+            if first is None:
+                first = time.perf_counter() - started
+            count += 1
     total = time.perf_counter() - started
     return first if first is not None else total, total, count
 
