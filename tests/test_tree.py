@@ -295,3 +295,19 @@ def test_visit_many_is_visit_one_by_one(
     assert results[0] == results[1]
     assert trees[0].memtable == trees[1].memtable
     assert (trees[0].next_id, trees[0].stats) == (trees[1].next_id, trees[1].stats)
+
+
+def test_past_the_memory_limit_spilled_runs_stay_and_merges_stream(store: PageStore) -> None:
+    with mock.patch.object(tree_module, "columnar_merge_limit", return_value=50):
+        tree = ShardTree(store)
+        tree.memtable_limit = 300
+        for i in range(1000):
+            tree.visit(tree.root_handle, f"n{i % 700:05d}")
+        state = tree.commit()
+        assert len(state.runs) > 1  # too big to merge in memory: left for reads to merge
+        merged = ShardTree(store, state)
+        merged.compact()  # streams, entry by entry
+        assert len(merged.readers) == 1
+    nodes = list(merged.children(merged.root))
+    assert [n.name for n in nodes] == [f"n{i:05d}" for i in range(700)]
+    assert sum(n.hits for n in nodes) == 1000 and merged.root.node_count == 700

@@ -49,9 +49,30 @@ MAX_RUNS = 6
 """More runs than this after a load trigger a compaction (of the newest, smaller runs)."""
 BULK_VISITS = 32
 """:meth:`ShardTree.visit_many` looks nodes up one by one below this many visits."""
-COLUMNAR_MERGE_LIMIT = 8_000_000
-"""Compactions of up to this many entries merge whole runs as columns in memory (fast);
-bigger ones stream entry by entry."""
+_MERGE_ENTRY_BYTES = 128  # measured: columns, sort indices and copies while merging
+
+
+def columnar_merge_limit() -> int:
+    """Compactions of up to this many entries merge whole runs as columns in memory (fast;
+    about the page cache's budget); bigger ones stream entry by entry. A load merges
+    the runs it spilled at commit only up to this many entries."""
+    return max(100_000, cache().budget // _MERGE_ENTRY_BYTES)
+
+
+def _slices(columns: ChildColumns, size: int = 65536) -> Iterator[Columns]:
+    """Merged columns as :func:`write_run` chunks of ``size`` entries."""
+    for start in range(0, len(columns), size):
+        stop = start + size
+        yield (
+            columns.parents[start:stop],
+            columns.names.slice(start, size),
+            columns.ids[start:stop],
+            columns.hits[start:stop],
+            columns.counts[start:stop],
+            None if columns.data is None else columns.data[start:stop],
+        )
+
+
 _MEMTABLE_ENTRY_BYTES = 320  # measured (tracemalloc): ~285 bytes for key, value list, slot
 
 
@@ -277,11 +298,14 @@ class ShardTree:
         keys = [(parent[0], name) for parent, name in zip(parents, names, strict=True)]
         entries = list(map(memtable.get, keys))
         missing = [i for i, entry in enumerate(entries) if entry is None]
-        stored = dict(zip(missing, self._stored_ids([keys[i] for i in missing]), strict=True))
-        floor = self.update_floor
+        stored = [-1] * size
+        for i, node_id in zip(missing, self._stored_ids([keys[i] for i in missing]), strict=True):
+            stored[i] = node_id
+        floor, next_id, created, updated = self.update_floor, self.next_id, 0, 0
         results: list[Handle | None] = [None] * size
         for i, entry in enumerate(entries):
-            key, weight = keys[i], weights[i]
+            key = keys[i]
+            weight = weights[i]
             if entry is not None:  # in the memtable already
                 if once or (not create and entry[0] >= floor):
                     continue
@@ -289,13 +313,13 @@ class ShardTree:
                 if once or (not create and stored[i] >= floor):
                     continue
                 entry = memtable[key] = [stored[i], 0, 0, None]
-                self.stats.nodes_updated += 1
+                updated += 1
             else:  # nowhere: a new node
                 if not create:
                     continue
-                entry = memtable[key] = [self.next_id, 0, 0, None]
-                self.next_id += 1
-                self.stats.nodes_created += 1
+                entry = memtable[key] = [next_id, 0, 0, None]
+                next_id += 1
+                created += 1
                 parent_id, parent_key = parents[i]
                 parent_entry = memtable.get(parent_key)
                 if parent_entry is None:
@@ -305,6 +329,9 @@ class ShardTree:
                     weight = min(weight, 1)
             entry[1] += weight
             results[i] = (entry[0], key)
+        self.next_id = next_id
+        self.stats.nodes_created += created
+        self.stats.nodes_updated += updated
         return results
 
     def _stored_ids(self, keys: list[Key]) -> list[int]:
@@ -373,17 +400,9 @@ class ShardTree:
         if len(merging) < 2:
             return
         expected = sum(r.entries for r in merging)
-        if expected <= COLUMNAR_MERGE_LIMIT:
+        if expected <= columnar_merge_limit():
             columns = merge_columns([r.all_columns(with_data=True) for r in merging])
-            chunk = (
-                columns.parents,
-                columns.names,
-                columns.ids,
-                columns.hits,
-                columns.counts,
-                columns.data,
-            )
-            name = self._write([chunk], expected)
+            name = self._write(_slices(columns), expected)
         else:
             merged = merge_entries([r.scan(ROOT_KEY) for r in merging])
             name = self._write(column_chunks(merged), expected)
@@ -393,7 +412,8 @@ class ShardTree:
     def commit(self) -> ShardState:
         """Flush, compact, and return the tree's new state.
 
-        The runs this writer wrote (its memtable's flushes) become one. Then, if
+        The runs this writer wrote (its memtable's flushes) become one, when they
+        hold at most :func:`columnar_merge_limit` entries. Then, if
         there are more than :data:`MAX_RUNS`, compaction is size-tiered: it
         merges the longest run of newest runs that together are smaller than the
         run before them (small deltas of later loads, without rewriting the big
@@ -401,9 +421,10 @@ class ShardTree:
         """
         self.flush()
         written = set(self.stats.runs_written)
-        own = sum(1 for reader in self.readers if reader.name in written)
-        if own > 1:  # the flushes of one load overlap: reads would merge them every time
-            self.compact(newest=own)
+        own = [reader for reader in self.readers if reader.name in written]
+        if len(own) > 1 and sum(r.entries for r in own) <= columnar_merge_limit():
+            # the flushes of one load overlap: reads would merge them every time
+            self.compact(newest=len(own))
         if len(self.readers) > MAX_RUNS:
             sizes = [r.size_bytes for r in self.readers]
             newest = max(
