@@ -161,6 +161,24 @@ class _BackgroundJob:
             raise self.error
 
 
+def _pieces_through_files(
+    spark: SparkSession, frame: Any, task: Any, shards: list[int], folder: str, group: str
+) -> Iterator[Piece]:
+    """One job for every shard; the tasks' pieces read from ``folder`` in shard order."""
+    job = _BackgroundJob(spark, frame, task, group)
+    finished = False
+    try:
+        with spark_errors(StoreError, "The query's Spark job"):
+            yield from read_shard_files(folder, shards, job.running)
+            job.finish()
+        finished = True
+    finally:
+        if not finished:
+            spark.sparkContext.cancelJobGroup(group)
+            job.thread.join()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 class QueryStore:
     """A read-only store at one consistent version, answering path queries.
 
@@ -296,10 +314,10 @@ class QueryStore:
             shard_of_partition.cast("int").alias("shard")
         )
         group = self.last_job_group = f"treestore-query-{uuid.uuid4().hex}"
+        task = _shard_task(self.store.pages, states, path, rops, scratch)
         if scratch is not None:
-            yield from self._pieces_through_files(spark, frame, path, rops, scratch, group)
+            yield from _pieces_through_files(spark, frame, task, shards, scratch, group)
             return
-        task = _shard_task(self.store.pages, states, path, rops)
         context.setJobGroup(group, "treestore query", interruptOnCancel=True)
         finished = False
         try:
@@ -312,25 +330,6 @@ class QueryStore:
             if not finished:
                 context.cancelJobGroup(group)
             context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
-
-    def _pieces_through_files(
-        self, spark: SparkSession, frame: Any, path: Path, rops: OpsPlan, folder: str, group: str
-    ) -> Iterator[Piece]:
-        """One job for every shard; the tasks' pieces read from ``folder`` in shard order."""
-        states = dict(self.store.manifest.trees)
-        task = _shard_task(self.store.pages, states, path, rops, folder)
-        job = _BackgroundJob(spark, frame, task, group)
-        finished = False
-        try:
-            with spark_errors(StoreError, "The query's Spark job"):
-                yield from read_shard_files(folder, sorted(states), job.running)
-                job.finish()
-            finished = True
-        finally:
-            if not finished:
-                spark.sparkContext.cancelJobGroup(group)
-                job.thread.join()
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def open_store(

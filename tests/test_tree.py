@@ -199,6 +199,9 @@ def test_a_flipped_byte_is_detected_with_file_shard_and_page(
         list(reread.walk())
     message = str(caught.value)
     assert "Shard 5" in message and "page 2" in message and f"{run}.pages" in message
+    for whole_read in (reread.all_columns, lambda: reread.readers[0].all_columns(True)):
+        with pytest.raises(CorruptPageError, match="page 2"):  # a scan's whole-run read too
+            whole_read()
     _flip_byte(store, f"{run}.index", 10)
     with pytest.raises(CorruptPageError, match="index"):
         ShardTree(store, tree.state, shard=5)

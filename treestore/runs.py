@@ -319,26 +319,29 @@ class RunReader:
         end = self.pages[-1].offset + self.pages[-1].length
         raw = self._read(0, end)
         encoded = [raw[info.offset : info.offset + info.length] for info in self.pages]
-        for number, (info, page) in enumerate(zip(self.pages, encoded, strict=True)):
-            if _checksum(page) != info.checksum:
-                self._decoded(number, page)  # raises the damaged-page error
+        for number, page in enumerate(encoded):
+            self._check(number, page)
         if not with_data and (found := columns_of_pages(encoded)) is not None:
             return ChildColumns(found[0][0], found[1], *found[0][1:])
-        pages = [self._decoded(n, page) for n, page in enumerate(encoded)]
-        ints = [np.concatenate([p.ints[k] for p in pages]).astype(np.int64) for k in range(4)]
-        data = [d for p in pages for d in p.data()] if with_data else None
-        return ChildColumns(
-            ints[0], pa.concat_arrays([p.names for p in pages]), ints[1], ints[2], ints[3], data
-        )
+        pages = [self._decode(n, page) for n, page in enumerate(encoded)]
+        return _concatenated(pages, [d for p in pages for d in p.data()] if with_data else None)
 
-    def _decoded(self, number: int, encoded: bytes) -> Page:
-        """Check page ``number``'s bytes against its checksum and decode them."""
+    def _check(self, number: int, encoded: bytes) -> None:
+        """Raise :class:`CorruptPageError` unless page ``number``'s bytes match its checksum."""
         info = self.pages[number]
         if len(encoded) != info.length or _checksum(encoded) != info.checksum:
             raise CorruptPageError(
                 f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
                 "fails its checksum (the file is damaged); run 'treestore check' on the store."
             )
+
+    def _decoded(self, number: int, encoded: bytes) -> Page:
+        """Check page ``number``'s bytes against its checksum and decode them."""
+        self._check(number, encoded)
+        return self._decode(number, encoded)
+
+    def _decode(self, number: int, encoded: bytes) -> Page:
+        """Decode page ``number``'s checked bytes."""
         try:
             return Page(encoded)
         except (ValueError, TypeError, struct.error, msgpack.UnpackException) as exc:
@@ -432,22 +435,22 @@ class RunReader:
         numbers = self._pages_for(parents)
         if not len(numbers):
             return ChildColumns.empty()
-        pages = [self.page(int(n)) for n in numbers]
-        ints = [np.concatenate([p.ints[k] for p in pages]) for k in range(4)]
-        names = pa.concat_arrays([p.names for p in pages])
-        starts = np.searchsorted(ints[0], parents, "left")
-        take = expand_ranges(starts, np.searchsorted(ints[0], parents, "right") - starts)
-        return ChildColumns(
-            ints[0][take],
-            names.take(take),
-            ints[1][take].astype(np.int64),
-            ints[2][take].astype(np.int64),
-            ints[3][take].astype(np.int64),
+        read = _concatenated([self.page(int(n)) for n in numbers])
+        starts = np.searchsorted(read.parents, parents, "left")
+        return read.take(
+            expand_ranges(starts, np.searchsorted(read.parents, parents, "right") - starts)
         )
 
     def check(self) -> int:
         """Read and verify every page; return the number of entries."""
         return sum(len(self.page(number)) for number in range(len(self.pages)))
+
+
+def _concatenated(pages: list[Page], data: list[Any] | None = None) -> ChildColumns:
+    """Consecutive pages' entries as one set of int64 columns."""
+    ints = [np.concatenate([p.ints[k] for p in pages]).astype(np.int64) for k in range(4)]
+    names = pa.concat_arrays([p.names for p in pages])
+    return ChildColumns(ints[0], names, ints[1], ints[2], ints[3], data)
 
 
 def merge_entries(streams: list[Iterator[Entry]]) -> Iterator[Entry]:
