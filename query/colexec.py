@@ -16,7 +16,6 @@ Elements that read attachments (``%name``, ``$field``) are not handled here:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from query.ast import Bound, Element, Path
 from query.ops.columns import ColumnType, join_groups
 from query.pathexec import prefix_range
 from treestore.columns import ChildColumns, expand_ranges
+from treestore.settings import env_number
 from treestore.tree import ShardTree
 
 __all__ = ["CHUNK_ROWS", "column_types", "run_path_columns", "supports"]
@@ -88,7 +88,7 @@ def _group_ranks(src: np.ndarray) -> np.ndarray:
 def whole_tree_budget() -> int:
     """The encoded size up to which a scan reads a shard's whole tree into memory
     (``TREESTORE_SCAN_MB`` megabytes, default 512; columns take about twice that)."""
-    return int(float(os.environ.get("TREESTORE_SCAN_MB", "512")) * 1024 * 1024)
+    return int(env_number("TREESTORE_SCAN_MB", 512) * 1024 * 1024)
 
 
 class _ChildSource:

@@ -19,7 +19,6 @@ costs more than the whole lookup).
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
 import tempfile
 import uuid
@@ -49,6 +48,7 @@ from query.transport import (
 from treestore.errors import StoreError, TreestoreError
 from treestore.failpoints import failpoint
 from treestore.pagestore import PageStore
+from treestore.settings import env_number
 from treestore.spark import spark_errors
 from treestore.store import StoreVersion, open_version
 from treestore.tree import ShardState, ShardTree
@@ -198,7 +198,7 @@ class QueryStore:
         self.results_via_files = True
         """With Spark running on this machine (a ``local`` master), column chunks come back
         through a temporary folder instead of through the JVM (several times faster)."""
-        self.local_limit = int(os.environ.get("TREESTORE_LOCAL_QUERY_LIMIT", LOCAL_LIMIT))
+        self.local_limit = int(env_number("TREESTORE_LOCAL_QUERY_LIMIT", LOCAL_LIMIT, whole=True))
         """Children the leading lookups may reach for a query to run on the driver (-1: never)."""
         self._spark = spark
         self._session_factory = session_factory

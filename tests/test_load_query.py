@@ -245,3 +245,31 @@ def test_damaged_tree_is_reported_by_query_and_load(spark: object, demo_dir: Pat
     with pytest.raises(treestore.LoadError, match="CorruptPageError"):
         _load(spark, demo_dir, store)
     assert treestore.open(store).version == 1
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "args"),
+    [
+        ("TREESTORE_LOCAL_QUERY_LIMIT", "lots", ["root/+"]),
+        ("TREESTORE_SORT_ROWS", "2.5", ["root/+", "--ops", "sort=0"]),
+        ("TREESTORE_CACHE_MB", "big", ["root/12345/+"]),
+    ],
+)
+def test_a_bad_setting_is_named_without_a_traceback(
+    spark: object,
+    demo_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    args: list[str],
+) -> None:
+    from treestore import runs
+
+    store = demo_dir / "store"
+    _load(spark, demo_dir, store)
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setattr(runs, "_CACHE", None)  # the cache budget is read on first use
+    assert main(["query", str(store), *args]) == 2
+    err = capsys.readouterr().err
+    assert f"{variable}={value!r} is not" in err and "Traceback" not in err

@@ -28,6 +28,7 @@ __all__ = [
     "PositionedError",
     "QuerySyntaxError",
     "RecordError",
+    "SettingError",
     "SparkSetupError",
     "StoreError",
     "TreestoreError",
@@ -127,6 +128,10 @@ class CorruptPageError(StoreError):
 
 class LoadError(TreestoreError):
     """A load that cannot run or cannot finish."""
+
+
+class SettingError(TreestoreError, ValueError):
+    """A ``TREESTORE_*`` environment variable with a value treestore cannot use."""
 
 
 class SparkSetupError(TreestoreError, RuntimeError):

@@ -44,6 +44,7 @@ from treestore.columns import ChildColumns, expand_ranges, find_ids
 from treestore.errors import CorruptPageError
 from treestore.pages import Page, columns_of_pages, encode_page, int_dtypes
 from treestore.pagestore import PageStore
+from treestore.settings import env_number
 
 __all__ = [
     "Entry",
@@ -136,7 +137,7 @@ def cache() -> PageCache:
     """The process's page cache (budget ``TREESTORE_CACHE_MB`` megabytes, default 256)."""
     global _CACHE
     if _CACHE is None:
-        megabytes = float(os.environ.get("TREESTORE_CACHE_MB", "256"))
+        megabytes = env_number("TREESTORE_CACHE_MB", 256)
         _CACHE = PageCache(int(megabytes * 1024 * 1024))
     return _CACHE
 

@@ -7,7 +7,6 @@ writes sorted runs to temporary files and merges them.
 from __future__ import annotations
 
 import heapq
-import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -16,6 +15,7 @@ import msgpack
 
 from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, set_cell
 from query.ops.row_ops import column_number
+from treestore.settings import env_number
 
 __all__ = [
     "SORT_BUDGET_ROWS",
@@ -28,7 +28,8 @@ __all__ = [
     "TransOp",
 ]
 
-SORT_BUDGET_ROWS = int(os.environ.get("TREESTORE_SORT_ROWS", "200000"))
+SORT_BUDGET_ROWS: int | None = None
+"""Rows ``sort`` holds in memory (``None``: ``TREESTORE_SORT_ROWS``, default 200,000)."""
 """Rows a sort keeps in memory before it spills sorted runs to disk."""
 
 
@@ -78,7 +79,9 @@ class SortOp(Op):
         dirs = parts[2] if len(parts) > 2 and parts[2] else "a"
         self.types = (types + types[0] * count)[:count]
         self.descending = [d == "d" for d in (dirs + dirs[0] * count)[:count]]
-        self.budget = SORT_BUDGET_ROWS
+        self.budget = SORT_BUDGET_ROWS or int(
+            env_number("TREESTORE_SORT_ROWS", 200_000, whole=True)
+        )
 
     def _key(self, row: Row) -> tuple[Any, ...]:
         parts: list[Any] = []
