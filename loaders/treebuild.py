@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from loaders.job import AttachmentSpec, ElementSpec
 from treestore.attachments import NotANumber, update_attachment
-from treestore.tree import Handle, ShardTree
+from treestore.tree import Handles, ShardTree
 
 __all__ = ["ApplyStats", "TreeBuilder"]
 
@@ -53,13 +53,13 @@ class ApplyStats:
 class _Frontier:
     """The live paths of a batch: for each, its record, the node it is at, and its weight.
 
-    ``nodes`` index :attr:`handles`, the nodes this level produced.
+    ``nodes`` index :attr:`handles`, the (distinct) nodes this level produced.
     """
 
     rows: np.ndarray
     nodes: np.ndarray
     weights: np.ndarray
-    handles: list[Handle]
+    handles: Handles
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -74,17 +74,20 @@ class _Frontier:
 
 
 def _concat(parts: list[_Frontier]) -> _Frontier:
-    """Frontiers of sibling branches as one (their node indexes rebased onto one list)."""
-    handles: list[Handle] = []
-    nodes = []
-    for part in parts:
-        nodes.append(part.nodes + len(handles))
-        handles.extend(part.handles)
+    """Frontiers of sibling branches as one (their nodes as one list, each node once)."""
+    ids = np.concatenate([p.handles.ids for p in parts])
+    keys = [key for part in parts for key in part.handles.keys]
+    offsets = np.cumsum([0, *(len(p.handles) for p in parts)])
+    nodes = np.concatenate([p.nodes + offset for p, offset in zip(parts, offsets, strict=False)])
+    distinct, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    if len(distinct) < len(ids):  # branches that reach the same node
+        keys = [keys[i] for i in first.tolist()]
+        ids, nodes = distinct, inverse[nodes]
     return _Frontier(
         np.concatenate([p.rows for p in parts]),
-        np.concatenate(nodes),
+        nodes,
         np.concatenate([p.weights for p in parts]),
-        handles,
+        Handles(ids, keys),
     )
 
 
@@ -174,7 +177,7 @@ class TreeBuilder:
             np.arange(size, dtype=np.int64),
             np.zeros(size, dtype=np.int64),
             weights,
-            [tree.root_handle],
+            Handles(np.array([tree.root_handle[0]], dtype=np.int64), [tree.root_handle[1]]),
         )
         self._apply_list(batch, self.elements, start)
         stats.records += int(weights.sum())
@@ -235,21 +238,22 @@ class TreeBuilder:
         encoded = pc.dictionary_encode(names)
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         words = encoded.dictionary.to_pylist()
-        keys = frontier.nodes * len(words) + codes
-        groups, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        totals = np.bincount(inverse, weights=frontier.weights).astype(np.int64).tolist()
-        tree, create, once = batch.tree, element.create, element.once and not label
-        handles = frontier.handles
+        pairs = frontier.nodes * len(words) + codes
+        groups, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
+        totals = np.bincount(inverse, weights=frontier.weights).astype(np.int64)
+        once = element.once and not label
         parent_of, word_of = np.divmod(groups, len(words))
-        visited = tree.visit_many(
-            [handles[p] for p in parent_of.tolist()],
+        ids, keys = batch.tree.visit_many(
+            frontier.handles,
+            parent_of,
             [words[w] for w in word_of.tolist()],
-            create,
-            totals if element.count else [0] * len(groups),
+            element.create,
+            totals if element.count else np.zeros(len(groups), np.int64),
             once,
         )
-        children: list[Handle] = [child for child in visited if child is not None]
-        reached_groups = np.fromiter((c is not None for c in visited), bool, len(visited))
+        reached_groups = ids >= 0
+        reached_keys = [keys[i] for i in np.flatnonzero(reached_groups).tolist()]
+        children = Handles(ids[reached_groups], reached_keys)
         outcome = np.full(len(groups), -1, dtype=np.int64)
         outcome[reached_groups] = np.arange(len(children))
         reached = outcome[inverse]

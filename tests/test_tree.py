@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +15,7 @@ import treestore.tree as tree_module
 from treestore import runs
 from treestore.errors import CorruptPageError
 from treestore.pagestore import FilePageStore, MemoryPageStore, PageStore
-from treestore.tree import ShardTree, build_tree
+from treestore.tree import Handles, ShardTree, build_tree
 
 NAMES = ["b", "a", "\uff61", "\U0001f600", "B", "é", "aa", "a\x00"]
 
@@ -286,8 +287,15 @@ def test_visit_many_is_visit_one_by_one(
         names = [name for (_top, name), _hits in pairs]
         hits = [h for _key, h in pairs]
         if number == 0:
-            with mock.patch.object(tree_module, "BULK_VISITS", 0):
-                results.append(tree.visit_many(parents, names, create, hits, once))
+            handles = Handles(
+                np.array([h[0] for h in parents], dtype=np.int64), [h[1] for h in parents]
+            )
+            ids, keys = tree.visit_many(
+                handles, np.arange(len(pairs)), names, create, np.array(hits), once
+            )
+            results.append(
+                [(i, k) if i >= 0 else None for i, k in zip(ids.tolist(), keys, strict=True)]
+            )
         else:
             results.append(
                 [
@@ -296,8 +304,22 @@ def test_visit_many_is_visit_one_by_one(
                 ]
             )
     assert results[0] == results[1]
-    assert trees[0].memtable == trees[1].memtable
+    assert _memtable_entries(trees[0]) == _memtable_entries(trees[1])
     assert (trees[0].next_id, trees[0].stats) == (trees[1].next_id, trees[1].stats)
+
+
+def _memtable_entries(tree: ShardTree) -> list[tuple[object, ...]]:
+    columns = tree.memtable.columns()
+    return list(
+        zip(
+            columns.parents.tolist(),
+            columns.names.to_pylist(),
+            columns.ids.tolist(),
+            columns.hits.tolist(),
+            columns.counts.tolist(),
+            strict=True,
+        )
+    )
 
 
 def test_past_the_memory_limit_spilled_runs_stay_and_merges_stream(store: PageStore) -> None:

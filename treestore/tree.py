@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from treestore.columns import ChildColumns, merge_columns
+from treestore.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
+from treestore.memtable import Memtable
 from treestore.pagestore import PageStore
 from treestore.runs import (
     PAGE_BYTES,
@@ -37,7 +39,7 @@ from treestore.runs import (
     write_run,
 )
 
-__all__ = ["ROOT_KEY", "Handle", "Node", "ShardState", "ShardTree"]
+__all__ = ["ROOT_KEY", "Handle", "Handles", "Node", "ShardState", "ShardTree"]
 
 ROOT_KEY: Key = (-1, "")
 """The key of a tree's internal root (node id 0)."""
@@ -45,10 +47,24 @@ ROOT_ID = 0
 Handle = tuple[int, Key]
 """What :meth:`ShardTree.visit` takes and returns: a node's id and key."""
 
+
+@dataclass(frozen=True)
+class Handles:
+    """Many nodes' handles as columns: their ids and their keys (what
+    :meth:`ShardTree.visit_many` takes)."""
+
+    ids: np.ndarray
+    keys: list[Key]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, position: int) -> Handle:
+        return (int(self.ids[position]), self.keys[position])
+
+
 MAX_RUNS = 6
 """More runs than this after a load trigger a compaction (of the newest, smaller runs)."""
-BULK_VISITS = 32
-""":meth:`ShardTree.visit_many` looks nodes up one by one below this many visits."""
 _MERGE_ENTRY_BYTES = 128  # measured: columns, sort indices and copies while merging
 
 
@@ -71,9 +87,6 @@ def _slices(columns: ChildColumns, size: int = 65536) -> Iterator[Columns]:
             columns.counts[start:stop],
             None if columns.data is None else columns.data[start:stop],
         )
-
-
-_MEMTABLE_ENTRY_BYTES = 320  # measured (tracemalloc): ~285 bytes for key, value list, slot
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +148,7 @@ class WriteStats:
 
 def _memtable_limit() -> int:
     """Entries the memtable may hold: about half the page cache's budget."""
-    return max(1000, cache().budget // 2 // _MEMTABLE_ENTRY_BYTES)
+    return max(1000, cache().budget // 2 // MEMTABLE_ENTRY_BYTES)
 
 
 class ShardTree:
@@ -161,7 +174,7 @@ class ShardTree:
         self.page_bytes = page_bytes
         self.readers = [RunReader(store, name, shard) for name in self.state.runs]
         self.next_id = self.state.next_id
-        self.memtable: dict[Key, list[Any]] = {}
+        self.memtable = Memtable()
         self.memtable_limit = _memtable_limit()
         self.stats = WriteStats()
         self.update_floor = 1 << 62
@@ -245,117 +258,138 @@ class ShardTree:
         counts as not existing then). With ``once``, only a child this call
         creates is visited (it gets one hit); an existing one returns ``None``.
         """
-        if len(self.memtable) >= self.memtable_limit:
-            self.flush()  # before, not after: the returned entry stays in the memtable
+        memtable = self.memtable
+        if len(memtable) >= self.memtable_limit:
+            self.flush()
         parent_id, parent_key = parent
         key = (parent_id, name)
-        entry = self.memtable.get(key)
-        if entry is None:
+        slot = memtable.index.get(key)
+        if slot is None:
             stored = self._merged_get(key)
             if stored is None:
                 if not create:
                     return None
-                entry = self.memtable[key] = [self.next_id, 0, 0, None]
+                node_id = self.next_id
                 self.next_id += 1
                 self.stats.nodes_created += 1
-                parent_entry = self.memtable.get(parent_key)
-                if parent_entry is None:
-                    parent_entry = self.memtable[parent_key] = [parent_id, 0, 0, None]
-                parent_entry[2] += 1
+                slot = memtable.add_one(key, node_id, 0, 0)
+                parent_slot = memtable.index.get(parent_key)
+                if parent_slot is None:
+                    memtable.add_one(parent_key, parent_id, 0, 1)
+                else:
+                    memtable.bump(parent_slot, 0, 1)
                 if once:
                     hits = min(hits, 1)
             else:
-                if once or (not create and stored[1] >= self.update_floor):
+                node_id = stored[1]
+                if once or (not create and node_id >= self.update_floor):
                     return None
-                entry = self.memtable[key] = [stored[1], 0, 0, None]
+                slot = memtable.add_one(key, node_id, 0, 0)
                 self.stats.nodes_updated += 1
-        elif once or (not create and entry[0] >= self.update_floor):
-            return None
-        entry[1] += hits
-        return (entry[0], key)
+        else:
+            node_id = memtable.node_id(slot)
+            if once or (not create and node_id >= self.update_floor):
+                return None
+        memtable.bump(slot, hits, 0)
+        return (node_id, key)
 
     def visit_many(
         self,
-        parents: Sequence[Handle],
+        parents: Handles,
+        picks: np.ndarray,
         names: Sequence[str],
         create: bool = True,
-        hits: Sequence[int] | None = None,
+        hits: np.ndarray | None = None,
         once: bool = False,
-    ) -> list[Handle | None]:
-        """:meth:`visit` for many distinct ``(parent, name)`` pairs, in order (the same
-        result as one call each); the nodes the memtable lacks are looked up in the runs
-        all at once (:meth:`RunReader.find_ids`)."""
-        size = len(names)
-        weights = hits if hits is not None else [1] * size
-        if size < BULK_VISITS or size >= self.memtable_limit:
-            return [
-                self.visit(p, n, create, h, once)
-                for p, n, h in zip(parents, names, weights, strict=True)
-            ]
-        if len(self.memtable) + size >= self.memtable_limit:
-            self.flush()
-        memtable = self.memtable
-        keys = [(parent[0], name) for parent, name in zip(parents, names, strict=True)]
-        entries = list(map(memtable.get, keys))
-        missing = [i for i, entry in enumerate(entries) if entry is None]
-        stored = [-1] * size
-        for i, node_id in zip(missing, self._stored_ids([keys[i] for i in missing]), strict=True):
-            stored[i] = node_id
-        floor, next_id, created, updated = self.update_floor, self.next_id, 0, 0
-        results: list[Handle | None] = [None] * size
-        for i, entry in enumerate(entries):
-            key = keys[i]
-            weight = weights[i]
-            if entry is not None:  # in the memtable already
-                if once or (not create and entry[0] >= floor):
-                    continue
-            elif stored[i] >= 0:  # in a run
-                if once or (not create and stored[i] >= floor):
-                    continue
-                entry = memtable[key] = [stored[i], 0, 0, None]
-                updated += 1
-            else:  # nowhere: a new node
-                if not create:
-                    continue
-                entry = memtable[key] = [next_id, 0, 0, None]
-                next_id += 1
-                created += 1
-                parent_id, parent_key = parents[i]
-                parent_entry = memtable.get(parent_key)
-                if parent_entry is None:
-                    parent_entry = memtable[parent_key] = [parent_id, 0, 0, None]
-                parent_entry[2] += 1
-                if once:
-                    weight = min(weight, 1)
-            entry[1] += weight
-            results[i] = (entry[0], key)
-        self.next_id = next_id
-        self.stats.nodes_created += created
-        self.stats.nodes_updated += updated
-        return results
+    ) -> tuple[np.ndarray, list[Key]]:
+        """:meth:`visit` of the children ``names[i]`` of the nodes ``parents[picks[i]]``, all
+        at once: the same result as one call each, in order. The keys must be distinct.
 
-    def _stored_ids(self, keys: list[Key]) -> list[int]:
-        """The node id each key has in the committed runs, -1 where it has none."""
-        if not keys or not self.readers:
-            return [-1] * len(keys)
-        parents = np.array([k[0] for k in keys], dtype=np.int64)
-        names = [k[1] for k in keys]
-        ids = np.full(len(keys), -1, dtype=np.int64)
+        Returns each child's node id (-1 where :meth:`visit` returns ``None``) and its key.
+        Nodes the memtable lacks are looked up in the runs as columns
+        (:meth:`RunReader.find_ids`); the memtable is updated with array operations.
+        """
+        size = len(names)
+        weights = np.ones(size, np.int64) if hits is None else np.asarray(hits, np.int64)
+        parent_ids = parents.ids[picks]
+        keys = list(zip(parent_ids.tolist(), names, strict=True))
+        memtable = self.memtable
+        slots = memtable.slots(keys)
+        in_memtable = slots >= 0
+        ids = np.full(size, -1, dtype=np.int64)
+        ids[in_memtable] = memtable.ids[slots[in_memtable]]
+        missing = np.flatnonzero(~in_memtable)
+        if len(missing):
+            ids[missing] = self._stored_ids(
+                parent_ids[missing], [names[i] for i in missing.tolist()]
+            )
+        known = ids >= 0
+        if once:
+            accepted = ~known if create else np.zeros(size, dtype=bool)
+        elif create:
+            accepted = np.ones(size, dtype=bool)
+        else:
+            accepted = known & (ids < self.update_floor)
+        fresh = np.flatnonzero(accepted & ~known)
+        ids[fresh] = self.next_id + np.arange(len(fresh))
+        self.next_id += len(fresh)
+        if once:
+            weights = np.minimum(weights, 1)
+        bumped = np.flatnonzero(accepted & in_memtable)
+        memtable.hits[slots[bumped]] += weights[bumped]
+        added = np.flatnonzero(accepted & ~in_memtable)
+        memtable.add(
+            [keys[i] for i in added.tolist()], ids[added], weights[added], np.zeros(len(added))
+        )
+        if len(fresh):
+            self._count_children(parents, picks[fresh], parent_ids[fresh])
+        self.stats.nodes_created += len(fresh)
+        self.stats.nodes_updated += len(added) - len(fresh)
+        ids[~accepted] = -1
+        if len(memtable) >= self.memtable_limit:
+            self.flush()
+        return ids, keys
+
+    def _count_children(self, parents: Handles, picks: np.ndarray, parent_ids: np.ndarray) -> None:
+        """Add one to the child count of ``parents[picks[i]]`` for each ``i`` (ids
+        ``parent_ids``)."""
+        distinct, first, counts = np.unique(parent_ids, return_index=True, return_counts=True)
+        keys = [parents.keys[i] for i in picks[first].tolist()]
+        memtable = self.memtable
+        slots = memtable.slots(keys)
+        have = slots >= 0
+        memtable.counts[slots[have]] += counts[have]
+        absent = np.flatnonzero(~have)
+        memtable.add(
+            [keys[i] for i in absent.tolist()],
+            distinct[absent],
+            np.zeros(len(absent)),
+            counts[absent],
+        )
+
+    def _stored_ids(self, parents: np.ndarray, names: list[str]) -> np.ndarray:
+        """The node id each key ``(parents[i], names[i])`` has in the committed runs, -1
+        where it has none."""
+        ids = np.full(len(names), -1, dtype=np.int64)
         for reader in self.readers:
             pending = np.flatnonzero(ids < 0)
             if not len(pending):
                 break
             found = reader.find_ids(parents[pending], [names[i] for i in pending.tolist()])
             ids[pending] = found
-        return ids.tolist()
+        return ids
 
     def update_data(self, handle: Handle, update: Callable[[dict[str, Any]], None]) -> None:
-        """Change the data of the node just visited: ``update`` edits its dict in place."""
-        entry = self.memtable[handle[1]]
-        data = entry[3]
+        """Change the data of a node visited in this load: ``update`` edits its dict in place."""
+        node_id, key = handle
+        memtable = self.memtable
+        slot = memtable.index.get(key)
+        if slot is None:  # flushed since it was visited
+            slot = memtable.add_one(key, node_id, 0, 0)
+        data = memtable.data.get(slot)
         if data is None:
-            stored = self._merged_get(handle[1])
-            data = entry[3] = dict(stored[4]) if stored is not None and stored[4] else {}
+            stored = self._merged_get(key)
+            data = memtable.data[slot] = dict(stored[4]) if stored is not None and stored[4] else {}
         update(data)
 
     def _run_name(self) -> str:
@@ -373,17 +407,8 @@ class ShardTree:
         """Write the memtable as a new (delta) run."""
         if not self.memtable:
             return
-        keys = sorted(self.memtable)
-        values = list(map(self.memtable.__getitem__, keys))
-        chunk = (
-            [k[0] for k in keys],
-            [k[1] for k in keys],
-            [v[0] for v in values],
-            [v[1] for v in values],
-            [v[2] for v in values],
-            [v[3] for v in values],
-        )
-        name = self._write([chunk], len(keys))
+        columns = self.memtable.columns()
+        name = self._write(_slices(columns), len(columns))
         self.memtable.clear()
         self.readers.append(RunReader(self.store, name, self.shard))
         if len(self.readers) > 2 * MAX_RUNS:  # a big load: keep lookups to a few runs
