@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import treestore.tree as tree_module
 from treestore import runs
 from treestore.errors import CorruptPageError
+from treestore.memtable import Memtable
 from treestore.pagestore import FilePageStore, MemoryPageStore, PageStore
 from treestore.tree import Handles, ShardTree, build_tree
 
@@ -336,3 +337,47 @@ def test_past_the_memory_limit_spilled_runs_stay_and_merges_stream(store: PageSt
     nodes = list(merged.children(merged.root))
     assert [n.name for n in nodes] == [f"n{i:05d}" for i in range(700)]
     assert sum(n.hits for n in nodes) == 1000 and merged.root.node_count == 700
+
+
+def test_memtable_columns_come_in_key_order_with_their_data() -> None:
+    table = Memtable()
+    keys = [(5, "b"), (2, "\U0001f600"), (5, "a"), (2, "\uff61")]
+    table.add(keys, np.array([10, 11, 12, 13]), np.array([1, 2, 3, 4]), np.zeros(4))
+    slot = table.add_one((1, "z"), 14, 5, 0)
+    table.data[slot] = {"d": 1}
+    table.add_hits(np.array([0, slot]), np.array([10, 10]))
+    table.add_counts(np.array([2]), np.array([7]))
+    columns = table.columns()
+    assert list(zip(columns.parents.tolist(), columns.names.to_pylist(), strict=True)) == [
+        (1, "z"),
+        (2, "\uff61"),  # UTF-8 byte order: U+FF61 before U+1F600
+        (2, "\U0001f600"),
+        (5, "a"),
+        (5, "b"),
+    ]
+    assert columns.ids.tolist() == [14, 13, 11, 12, 10]
+    assert columns.hits.tolist() == [15, 4, 2, 3, 11]
+    assert columns.counts.tolist() == [0, 0, 0, 7, 0]
+    assert columns.data == [{"d": 1}, None, None, None, None]
+    assert table.slots([(5, "a"), (5, "c")]).tolist() == [2, -1]
+
+
+def test_memtable_refuses_a_key_twice() -> None:
+    table = Memtable()
+    with pytest.raises(ValueError, match="twice"):
+        table.add([(1, "a"), (1, "a")], np.array([2, 3]), np.zeros(2), np.zeros(2))
+
+
+def test_data_of_nodes_flushed_since_their_visit_still_lands(store: PageStore) -> None:
+    tree = ShardTree(store)
+    tree.memtable_limit = 5  # the bulk visit flushes right after it
+    root = Handles(np.array([0]), [tree.root_handle[1]])
+    names = [f"n{i}" for i in range(8)]
+    ids, keys = tree.visit_many(root, np.zeros(8, dtype=np.int64), names, hits=np.full(8, 2))
+    assert not tree.memtable and len(tree.readers) == 1
+    for node_id, key in zip(ids.tolist(), keys, strict=True):
+        tree.update_data((node_id, key), lambda data, key=key: data.update(name=key[1]))
+    state = tree.commit()
+    nodes = list(ShardTree(store, state).children(ShardTree(store, state).root))
+    assert [(n.name, n.hits, n.data) for n in nodes] == [(n, 2, {"name": n}) for n in names]
+    assert ShardTree(store, state).root.node_count == 8

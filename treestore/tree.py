@@ -277,7 +277,7 @@ class ShardTree:
                 if parent_slot is None:
                     memtable.add_one(parent_key, parent_id, 0, 1)
                 else:
-                    memtable.bump(parent_slot, 0, 1)
+                    memtable.counts[parent_slot] += 1
                 if once:
                     hits = min(hits, 1)
             else:
@@ -287,10 +287,10 @@ class ShardTree:
                 slot = memtable.add_one(key, node_id, 0, 0)
                 self.stats.nodes_updated += 1
         else:
-            node_id = memtable.node_id(slot)
+            node_id = memtable.ids[slot]
             if once or (not create and node_id >= self.update_floor):
                 return None
-        memtable.bump(slot, hits, 0)
+        memtable.hits[slot] += hits
         return (node_id, key)
 
     def visit_many(
@@ -317,7 +317,7 @@ class ShardTree:
         slots = memtable.slots(keys)
         in_memtable = slots >= 0
         ids = np.full(size, -1, dtype=np.int64)
-        ids[in_memtable] = memtable.ids[slots[in_memtable]]
+        ids[in_memtable] = memtable.ids_at(slots[in_memtable])
         missing = np.flatnonzero(~in_memtable)
         if len(missing):
             ids[missing] = self._stored_ids(
@@ -336,7 +336,7 @@ class ShardTree:
         if once:
             weights = np.minimum(weights, 1)
         bumped = np.flatnonzero(accepted & in_memtable)
-        memtable.hits[slots[bumped]] += weights[bumped]
+        memtable.add_hits(slots[bumped], weights[bumped])
         added = np.flatnonzero(accepted & ~in_memtable)
         memtable.add(
             [keys[i] for i in added.tolist()], ids[added], weights[added], np.zeros(len(added))
@@ -358,7 +358,7 @@ class ShardTree:
         memtable = self.memtable
         slots = memtable.slots(keys)
         have = slots >= 0
-        memtable.counts[slots[have]] += counts[have]
+        memtable.add_counts(slots[have], counts[have])
         absent = np.flatnonzero(~have)
         memtable.add(
             [keys[i] for i in absent.tolist()],
