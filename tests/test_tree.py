@@ -8,7 +8,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import treestore.tree as tree_module
@@ -370,7 +370,7 @@ def test_memtable_refuses_a_key_twice() -> None:
 
 def test_data_of_nodes_flushed_since_their_visit_still_lands(store: PageStore) -> None:
     tree = ShardTree(store)
-    tree.memtable_limit = 5  # the bulk visit flushes right after it
+    tree.memtable_limit = 8  # the visit goes in two pieces of 4; a flush follows the second
     root = Handles(np.array([0]), [tree.root_handle[1]])
     names = [f"n{i}" for i in range(8)]
     ids, keys = tree.visit_many(root, np.zeros(8, dtype=np.int64), names, hits=np.full(8, 2))
@@ -381,3 +381,91 @@ def test_data_of_nodes_flushed_since_their_visit_still_lands(store: PageStore) -
     nodes = list(ShardTree(store, state).children(ShardTree(store, state).root))
     assert [(n.name, n.hits, n.data) for n in nodes] == [(n, 2, {"name": n}) for n in names]
     assert ShardTree(store, state).root.node_count == 8
+
+
+def _handle_of(tree: ShardTree, path: tuple[str, ...]) -> tuple[int, tuple[int, str]] | None:
+    """The handle of the committed node at ``path`` (no memtable change), or None."""
+    node, key = tree.root, tree.root_handle[1]
+    for name in path:
+        child = tree.child(node, name)
+        if child is None:
+            return None
+        node, key = child, (node.id, name)
+    return (node.id, key)
+
+
+def _committed(tree: ShardTree) -> list[tuple[object, ...]]:
+    final = ShardTree(tree.store, tree.commit())
+    return [(path, n.id, n.hits, n.node_count) for path, n in final.walk()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(_NAME, min_size=1, max_size=3), max_size=20),
+    st.lists(
+        st.tuples(st.lists(_NAME, max_size=2), _NAME, st.integers(0, 3)), min_size=1, max_size=30
+    ),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([3, 1000]),
+)
+@example([["a"]], [(["a"], "x", 1), ([], "a", 1)], True, False, 1000)  # a child before its parent
+def test_visit_many_with_parents_among_its_keys_and_flushes(
+    base: list[list[str]],
+    batch: list[tuple[list[str], str, int]],
+    create: bool,
+    once: bool,
+    limit: int,
+) -> None:
+    """Keys whose parent is another key of the same call, parents the memtable lacks, zero
+    hits, and flushes in the middle (a small limit) still give what single visits give."""
+    store = MemoryPageStore()
+    state = build_tree(store, base, page_bytes=128).state
+    trees = [ShardTree(store, state, page_bytes=128) for _ in range(2)]
+    handles, names, hits, seen = [], [], [], set()
+    for path, name, weight in batch:
+        handle = _handle_of(trees[0], tuple(path))
+        if handle is not None and (handle[0], name) not in seen:
+            seen.add((handle[0], name))
+            handles.append(handle)
+            names.append(name)
+            hits.append(weight)
+    results = []
+    for number, tree in enumerate(trees):
+        tree.memtable_limit = limit
+        if number == 0:
+            parents = Handles(
+                np.array([h[0] for h in handles], dtype=np.int64), [h[1] for h in handles]
+            )
+            ids, keys = tree.visit_many(
+                parents, np.arange(len(handles)), names, create, np.array(hits), once
+            )
+            results.append(
+                [(i, k) if i >= 0 else None for i, k in zip(ids.tolist(), keys, strict=True)]
+            )
+        else:
+            results.append(
+                [
+                    tree.visit(p, n, create, h, once)
+                    for p, n, h in zip(handles, names, hits, strict=True)
+                ]
+            )
+    assert results[0] == results[1]
+    if limit > len(handles) * 2:  # no flush on either side: the memtables are the same
+        assert _memtable_entries(trees[0]) == _memtable_entries(trees[1])
+        assert trees[0].stats == trees[1].stats
+    assert trees[0].next_id == trees[1].next_id
+    assert _committed(trees[0]) == _committed(trees[1])
+
+
+def test_visit_many_refuses_repeated_keys_and_changes_nothing(store: PageStore) -> None:
+    tree = ShardTree(store)
+    root = Handles(np.array([0]), [tree.root_handle[1]])
+    with pytest.raises(ValueError, match="distinct"):
+        tree.visit_many(root, np.zeros(2, dtype=np.int64), ["a", "a"])
+    assert not tree.memtable and tree.next_id == 1 and tree.stats.nodes_created == 0
+    tree.visit(tree.root_handle, "a")
+    with pytest.raises(ValueError, match="distinct"):  # repeated keys the memtable holds
+        tree.visit_many(root, np.zeros(3, dtype=np.int64), ["a", "b", "a"])
+    assert _memtable_entries(tree) == [(-1, "", 0, 0, 1), (0, "a", 1, 1, 0)]
+    assert tree.next_id == 2

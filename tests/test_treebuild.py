@@ -137,3 +137,39 @@ def test_a_batch_gives_the_tree_of_its_records_one_by_one(records: list[tuple]) 
             ({path: n.hits for path, n in tree.walk()}, stats.missed_updates, stats.records)
         )
     assert trees[0] == trees[1]
+
+
+def test_branches_that_reach_the_same_node_go_on_from_it_once() -> None:
+    """Two branches reach top/a (one through a value, one through a const); the element
+    after the branch visits each of top/a's children once per path that reaches it."""
+    from loaders.job import _Validator
+    from loaders.jobfile import JobText
+
+    job = {
+        "shards": 1,
+        "source": [{"name": "s", "path": "in.csv", "format": "csv", "header": True}],
+        "tree": {
+            "root": [
+                {"type": "const", "value": "top"},
+                {
+                    "type": "branch",
+                    "list": [[{"type": "value", "key": "K"}], [{"type": "const", "value": "a"}]],
+                },
+                {"type": "const", "value": "end"},
+            ]
+        },
+    }
+    builder = TreeBuilder(_Validator(JobText("job.json", "", job), Path(".")).job_spec().tree)
+    tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
+    builder.apply_batch(
+        tree, [builder.record({"K": "a"}), builder.record({"K": "b"})], [1, 1], stats
+    )
+    tree = ShardTree(tree.store, tree.commit())
+    nodes = {path: (n.hits, n.node_count) for path, n in tree.walk()}
+    assert nodes == {
+        ("top",): (2, 2),
+        ("top", "a"): (3, 1),  # K=a, and the const for both records
+        ("top", "a", "end"): (3, 0),
+        ("top", "b"): (1, 1),
+        ("top", "b", "end"): (1, 0),
+    }

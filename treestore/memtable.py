@@ -77,17 +77,21 @@ class Memtable:
     def add(
         self, keys: Sequence[Key], ids: np.ndarray, hits: np.ndarray, counts: np.ndarray
     ) -> None:
-        """Add entries for ``keys`` (which it must lack)."""
+        """Add entries for ``keys`` (which it must lack); a key given twice raises
+        ``ValueError`` and changes nothing."""
         start, size = len(self.names), len(keys)
+        index = self.index
+        index.update(zip(keys, range(start, start + size), strict=True))
+        if len(index) != start + size:  # a key repeated: undo, change nothing
+            for key in keys:
+                index.pop(key, None)
+            raise ValueError("memtable keys added twice")
         self.parents.frombytes(
             np.fromiter(map(_parent, keys), dtype=np.int64, count=size).tobytes()
         )
         for column, values in ((self.ids, ids), (self.hits, hits), (self.counts, counts)):
             column.frombytes(np.asarray(values, dtype=np.int64).tobytes())
         self.names.extend(map(_name, keys))
-        self.index.update(zip(keys, range(start, start + size), strict=True))
-        if len(self.index) != len(self.names):
-            raise ValueError("memtable keys added twice")
 
     def add_one(self, key: Key, node_id: int, hits: int, count: int) -> int:
         """Add one entry (the memtable must lack ``key``); return its slot."""

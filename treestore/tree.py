@@ -140,7 +140,8 @@ class WriteStats:
     """What a writer did to its tree."""
 
     nodes_created: int = 0
-    nodes_updated: int = 0  # existing nodes pulled into the memtable (again after a flush)
+    nodes_updated: int = 0  # existing nodes pulled into the memtable (again after a flush),
+    # by a visit or to count a new child
     runs_written: list[str] = field(default_factory=list)
     bytes_written: int = 0
     compacted: bool = False
@@ -276,6 +277,7 @@ class ShardTree:
                 parent_slot = memtable.index.get(parent_key)
                 if parent_slot is None:
                     memtable.add_one(parent_key, parent_id, 0, 1)
+                    self.stats.nodes_updated += 1
                 else:
                     memtable.counts[parent_slot] += 1
                 if once:
@@ -304,6 +306,8 @@ class ShardTree:
     ) -> tuple[np.ndarray, list[Key]]:
         """:meth:`visit` of the children ``names[i]`` of the nodes ``parents[picks[i]]``, all
         at once: the same result as one call each, in order. The keys must be distinct.
+        Visits of more than half the memtable's limit go in pieces of that size, each
+        followed by a flush when the memtable is full, so it holds at most twice its limit.
 
         Returns each child's node id (-1 where :meth:`visit` returns ``None``) and its key.
         Nodes the memtable lacks are looked up in the runs as columns
@@ -311,6 +315,20 @@ class ShardTree:
         """
         size = len(names)
         weights = np.ones(size, np.int64) if hits is None else np.asarray(hits, np.int64)
+        piece = max(1, self.memtable_limit // 2)
+        if size > piece:  # keeps the memtable within twice its limit
+            done = [
+                self.visit_many(
+                    parents,
+                    picks[start : start + piece],
+                    names[start : start + piece],
+                    create,
+                    weights[start : start + piece],
+                    once,
+                )
+                for start in range(0, size, piece)
+            ]
+            return np.concatenate([ids for ids, _ in done]), [k for _, keys in done for k in keys]
         parent_ids = parents.ids[picks]
         keys = list(zip(parent_ids.tolist(), names, strict=True))
         memtable = self.memtable
@@ -332,15 +350,23 @@ class ShardTree:
             accepted = known & (ids < self.update_floor)
         fresh = np.flatnonzero(accepted & ~known)
         ids[fresh] = self.next_id + np.arange(len(fresh))
-        self.next_id += len(fresh)
         if once:
             weights = np.minimum(weights, 1)
         bumped = np.flatnonzero(accepted & in_memtable)
-        memtable.add_hits(slots[bumped], weights[bumped])
+        if len(np.unique(slots[bumped])) < len(bumped):
+            raise ValueError("visit_many takes distinct (parent, name) keys")
         added = np.flatnonzero(accepted & ~in_memtable)
-        memtable.add(
-            [keys[i] for i in added.tolist()], ids[added], weights[added], np.zeros(len(added))
-        )
+        try:  # first: it changes nothing when a key repeats
+            memtable.add(
+                [keys[i] for i in added.tolist()],
+                ids[added],
+                weights[added],
+                np.zeros(len(added), dtype=np.int64),
+            )
+        except ValueError:
+            raise ValueError("visit_many takes distinct (parent, name) keys") from None
+        self.next_id += len(fresh)
+        memtable.add_hits(slots[bumped], weights[bumped])
         if len(fresh):
             self._count_children(parents, picks[fresh], parent_ids[fresh])
         self.stats.nodes_created += len(fresh)
@@ -363,9 +389,10 @@ class ShardTree:
         memtable.add(
             [keys[i] for i in absent.tolist()],
             distinct[absent],
-            np.zeros(len(absent)),
+            np.zeros(len(absent), dtype=np.int64),
             counts[absent],
         )
+        self.stats.nodes_updated += len(absent)
 
     def _stored_ids(self, parents: np.ndarray, names: list[str]) -> np.ndarray:
         """The node id each key ``(parents[i], names[i])`` has in the committed runs, -1
