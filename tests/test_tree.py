@@ -469,3 +469,13 @@ def test_visit_many_refuses_repeated_keys_and_changes_nothing(store: PageStore) 
         tree.visit_many(root, np.zeros(3, dtype=np.int64), ["a", "b", "a"])
     assert _memtable_entries(tree) == [(-1, "", 0, 0, 1), (0, "a", 1, 1, 0)]
     assert tree.next_id == 2
+
+
+def test_a_first_build_updates_no_node_not_even_the_internal_root(store: PageStore) -> None:
+    tree = ShardTree(store)
+    root = Handles(np.array([0]), [tree.root_handle[1]])
+    tree.visit_many(root, np.zeros(3, dtype=np.int64), ["a", "b", "c"])
+    tree.flush()  # the internal root's entry is written; the next child pulls it in again
+    tree.visit(tree.root_handle, "d")
+    tree.visit_many(root, np.zeros(1, dtype=np.int64), ["e"])
+    assert (tree.stats.nodes_created, tree.stats.nodes_updated) == (5, 0)

@@ -277,7 +277,7 @@ class ShardTree:
                 parent_slot = memtable.index.get(parent_key)
                 if parent_slot is None:
                     memtable.add_one(parent_key, parent_id, 0, 1)
-                    self.stats.nodes_updated += 1
+                    self.stats.nodes_updated += parent_id != ROOT_ID  # not the internal root
                 else:
                     memtable.counts[parent_slot] += 1
                 if once:
@@ -392,7 +392,9 @@ class ShardTree:
             np.zeros(len(absent), dtype=np.int64),
             counts[absent],
         )
-        self.stats.nodes_updated += len(absent)
+        self.stats.nodes_updated += int(
+            (distinct[absent] != ROOT_ID).sum()
+        )  # not the internal root
 
     def _stored_ids(self, parents: np.ndarray, names: list[str]) -> np.ndarray:
         """The node id each key ``(parents[i], names[i])`` has in the committed runs, -1
