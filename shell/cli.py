@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--store", required=True, metavar="DIR", help="the store folder")
     load.add_argument(
         "--max-rejected",
-        type=_count,
+        type=_whole_number(0),
         default=1000,
         metavar="N",
         help="fail (publishing nothing) when more than N records are rejected (default 1000)",
@@ -115,7 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
         sweep.add_argument(
             f"--{column}-col", default=default, help=f"column name (default {default})"
         )
-    sweep.add_argument("--shards", type=int, default=8, help="shards of a new store (default 8)")
+    sweep.add_argument(
+        "--shards", type=_whole_number(1), default=8, help="shards of a new store (default 8)"
+    )
     _add_master(sweep)
 
     info = commands.add_parser("info", help="show a store's versions, shards, nodes and last loads")
@@ -123,22 +125,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     gc = commands.add_parser("gc", help="delete old versions and files no kept version uses")
     gc.add_argument("store", metavar="DIR", help="the store folder")
-    gc.add_argument("--keep", type=int, default=5, help="versions to keep (default 5)")
+    gc.add_argument(
+        "--keep", type=_whole_number(1), default=5, help="versions to keep (default 5, at least 1)"
+    )
 
     check = commands.add_parser("check", help="verify every page of a store (exit 1 if damaged)")
     check.add_argument("store", metavar="DIR", help="the store folder")
     return parser
 
 
-def _count(text: str) -> int:
-    """A whole number >= 0, for argparse (its error names the option)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is below 0")
-    return value
+def _whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum`` (argparse's error names the option)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        return value
+
+    return parse
 
 
 def command_load(

@@ -94,3 +94,39 @@ def test_file_uri_store_works(spark: object, demo_dir: Path) -> None:
     rows = treestore.open(store_uri, spark=spark).query("root/+/M/+").to_list()  # type: ignore[arg-type]
     assert sorted(rows) == [("12345", "abc"), ("67890", "xyz"), ("67890", "zzz")]
     assert json.loads((demo_dir / "uri-store" / "store.json").read_text())["shards"] == 8
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["gc", "STORE", "--keep", "0"], "--keep: 0 is below 1"),
+        (["gc", "STORE", "--keep", "-3"], "--keep: -3 is below 1"),
+        (["gc", "STORE", "--keep", "two"], "--keep: 'two' is not a whole number"),
+        (
+            [
+                "sweep",
+                "--events",
+                "e",
+                "--intervals",
+                "i",
+                "--store",
+                "STORE",
+                "--name",
+                "n",
+                "--shards",
+                "0",
+            ],
+            "--shards: 0 is below 1",
+        ),
+    ],
+)
+def test_counts_below_their_minimum_are_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    store = tmp_path / "store"
+    with pytest.raises(SystemExit) as exited:
+        main([str(store) if a == "STORE" else a for a in argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not store.exists()
