@@ -70,7 +70,9 @@ class ElementSpec:
     ``value`` is a const's name, or a value element's default for a missing
     field; ``label`` (Hydra's ``name``) puts a const node of that name above the
     element's nodes; ``once`` visits a node only when it is created; ``count``
-    false leaves hits unchanged (data still updates).
+    false leaves hits unchanged (data still updates); ``pending_loads`` (job key
+    ``pending: {"loads": N}``, update-only elements) keeps a record whose node does
+    not exist yet and retries it in each of the next N loads.
     """
 
     kind: Literal["const", "value", "branch"]
@@ -84,6 +86,7 @@ class ElementSpec:
     count: bool = True
     label: str | None = None
     data: tuple[AttachmentSpec, ...] = ()
+    pending_loads: int = 0
 
     def walk(self) -> list[ElementSpec]:
         """This element and every element nested in its branches."""
@@ -263,7 +266,7 @@ class _Validator:
                 f"unknown element type {kind!r}" if "type" in doc else "the element has no 'type'",
                 hint="Use const, value or branch.",
             )
-        common = {"type", "create", "filter", "once", "count", "name", "data"}
+        common = {"type", "create", "filter", "once", "count", "name", "data", "pending"}
         extra = {"const": {"value"}, "value": {"key", "value"}, "branch": {"list"}}[kind]
         self.dict_at(doc, path, common | extra)
         where = f"{self.job.file}: " + ".".join(str(p) for p in path)
@@ -276,6 +279,7 @@ class _Validator:
             "filter": parse_bundle_filter(doc["filter"], (*path, "filter"), self.job)
             if "filter" in doc
             else None,
+            "pending_loads": self.pending(doc, path) if "pending" in doc else 0,
         }
         if kind == "const":
             value = doc.get("value")
@@ -302,6 +306,25 @@ class _Validator:
             )
         branches = tuple(self.element_list(b, (*path, "list", i)) for i, b in enumerate(lists))
         return ElementSpec("branch", where, branches=branches, **options)
+
+    def pending(self, doc: dict[str, Any], path: KeyPath) -> int:
+        """``pending: {"loads": N}``: how many later loads retry a record that found no node."""
+        where = (*path, "pending")
+        if doc.get("create", True) or doc.get("once", False) or doc.get("type") == "branch":
+            raise self.job.error(
+                where,
+                "'pending' is for update-only elements",
+                hint='Use it on a const or value element with "create": false (and no "once").',
+            )
+        body = self.dict_at(doc["pending"], where, {"loads"})
+        loads = body.get("loads")
+        if not isinstance(loads, int) or isinstance(loads, bool) or not 1 <= loads <= 1000:
+            raise self.job.error(
+                (*where, "loads") if "loads" in body else where,
+                "'loads' must be a whole number from 1 to 1000: how many later loads retry "
+                "a record whose node does not exist yet",
+            )
+        return loads
 
     def element_list(self, doc: Any, path: KeyPath) -> tuple[ElementSpec, ...]:
         if not isinstance(doc, list) or not doc:

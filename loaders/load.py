@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
@@ -35,7 +35,7 @@ from loaders.dedup import DHASH, DKEY, dedup_columns, prepare_index, publish_ind
 from loaders.filters import FilterCompiler, SymbolicRecord
 from loaders.job import JobSpec, SourceSpec
 from loaders.load_report import Phases, summarize
-from loaders.load_task import KEEP, ORDER, TASK_SCHEMA, TaskPlan, shard_task
+from loaders.load_task import KEEP, MARKER, ORDER, TASK_SCHEMA, TaskPlan, shard_task
 from loaders.progress import spark_progress
 from loaders.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.shard_frames import SHARD, partition_by_shard, shard_column
@@ -154,6 +154,33 @@ def _mapped(frame: DataFrame, job: JobSpec, builder: TreeBuilder) -> DataFrame:
     return frame.select(*columns)
 
 
+def _with_markers(
+    spark: SparkSession, mapped: DataFrame, trees: Mapping[int, ShardState]
+) -> DataFrame:
+    """``mapped`` and one marker row for each shard with pending records of earlier loads,
+    so that each of them has a task that retries them (:data:`MARKER`)."""
+    from pyspark.sql import functions as F
+
+    waiting = sorted(shard for shard, state in trees.items() if state.pending is not None)
+    if not waiting:
+        return mapped
+    markers = spark.range(len(waiting)).select(
+        *[
+            (
+                F.element_at(F.array(*[F.lit(s) for s in waiting]), F.col("id").cast("int") + 1)
+                if spec.name == SHARD
+                else F.lit(MARKER)
+                if spec.name == ORDER
+                else F.lit(None)
+            )
+            .cast(spec.dataType)
+            .alias(spec.name)
+            for spec in mapped.schema.fields
+        ]
+    )
+    return mapped.unionByName(markers)
+
+
 @dataclass
 class _FileScan:
     """The input files a load reads, and the changed ones it reports."""
@@ -253,7 +280,7 @@ def _load_locked(
             for index, files in sorted(scan.fresh.items())
         ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-    mapped = _mapped(union, job, builder)
+    mapped = _with_markers(spark, _mapped(union, job, builder), writer.base.trees)
     arranged = partition_by_shard(spark, mapped, job.shards).sortWithinPartitions(ORDER)
     dedup_sources = {i: s.name for i, s in enumerate(job.sources) if s.dedup_keys}
     plan = TaskPlan(

@@ -31,7 +31,9 @@ SOURCE_COUNTS = (
     "dropped",
     "applied",
     "missed_updates",
+    "pending",
 )
+PENDING_COUNTS = ("buffered", "applied", "expired", "waiting")
 
 
 class Phases:
@@ -80,6 +82,10 @@ def summarize(
     if rejected["files"]:
         rejected["folder"] = rejected["files"][0].rsplit("/", 1)[0]
         rejected["files"].sort()
+    pending = {
+        key: sum(s.get("pending", {}).get(key, 0) for s in shards.values())
+        for key in PENDING_COUNTS
+    }
     return {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(phases.started)),
         "seconds": round(time.time() - phases.started, 3),
@@ -89,6 +95,7 @@ def summarize(
         },
         "shards": dict(sorted(shards.items(), key=lambda item: int(item[0]))),
         "rejected": rejected,
+        "pending": pending,
         "phases": phases.seconds,
         "files": dict(files),
         "dedup": index_runs,
@@ -123,6 +130,7 @@ def format_load_report(report: dict[str, Any], store: str, shard_lines: int = 16
             f"{c['duplicates_of_earlier_loads']:,} of earlier loads, "
             f"{c['dropped']:,} dropped by filters, {c['applied']:,} applied, "
             f"{c['missed_updates']:,} update-only found no node"
+            + (f", {c['pending']:,} kept pending" if c.get("pending") else "")
         )
     shards = report["shards"]
     for shard, s in list(shards.items())[:shard_lines]:
@@ -141,6 +149,13 @@ def format_load_report(report: dict[str, Any], store: str, shard_lines: int = 16
         lines.append(
             f"  rejected: {_plural(rejected['count'], 'record')}, with file and line in "
             f"{store}/{rejected['folder']}/"
+        )
+    pending = report.get("pending", {})
+    if any(pending.values()):
+        lines.append(
+            f"  pending update-only records: {pending['buffered']:,} kept for later loads, "
+            f"{pending['applied']:,} of earlier loads applied, {pending['expired']:,} expired, "
+            f"{pending['waiting']:,} waiting"
         )
     for name, paths in report.get("changed_files", {}).items():
         lines.append(

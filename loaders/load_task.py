@@ -15,7 +15,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from loaders.dedup import EARLIER, WITHIN, BatchDedup
+from loaders.pending import read_pending, write_pending
 from loaders.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.shard_frames import SHARD
 from loaders.treebuild import ApplyStats, TreeBuilder
@@ -30,9 +31,12 @@ from treestore.failpoints import failpoint
 from treestore.pagestore import PageStore
 from treestore.tree import ShardState, ShardTree
 
-__all__ = ["KEEP", "ORDER", "TASK_SCHEMA", "TaskPlan", "shard_task"]
+__all__ = ["KEEP", "MARKER", "ORDER", "TASK_SCHEMA", "TaskPlan", "shard_task"]
 
 ORDER, KEEP = "__source_order", "__keep"
+MARKER = -1
+"""The source order of the one marker row a shard with pending records gets: the row makes
+sure the shard has a task even when no new record reaches it."""
 TASK_SCHEMA = "shard int, result string"
 _PENDING_LIMIT = 500_000
 """Records held before they are applied (bounds a task's memory)."""
@@ -115,7 +119,8 @@ class _ShardWork:
             self.pending.append(part.select([SHARD, *self.fields]))
             self.pending_rows += part.num_rows
 
-    def _tree(self, shard: int) -> ShardTree:
+    def tree(self, shard: int) -> ShardTree:
+        """The task's tree of ``shard`` (opened on first use)."""
         tree = self.trees.get(shard)
         if tree is None:
             tree = self.trees[shard] = ShardTree(
@@ -135,11 +140,12 @@ class _ShardWork:
         distinct = np.unique(shards).tolist()
         for shard in distinct:  # a task may hold several shards (Spark merges small partitions)
             part = table.filter(pa.array(shards == shard)) if len(distinct) > 1 else table
-            tree = self._tree(shard)
+            tree = self.tree(shard)
             stats = self.stats[shard]
-            missed = stats.missed_updates
+            missed, kept = stats.missed_updates, stats.pending_buffered
             self.plan.builder.apply_table(tree, part, None, stats)
             counts["missed_updates"] += stats.missed_updates - missed
+            counts["pending"] += stats.pending_buffered - kept
             counts["applied"] += part.num_rows
         self.pending, self.pending_rows = [], 0
 
@@ -147,9 +153,15 @@ class _ShardWork:
         """Write every tree's new runs; yield (shard, its report with its new state)."""
         self.apply_pending()
         for shard, tree in self.trees.items():
-            state = tree.commit()
-            failpoint("in-task")
             stats = self.stats[shard]
+            earlier = self.plan.states.get(shard)
+            if earlier is not None and earlier.pending is not None:
+                self.plan.builder.start_source(tree)  # after every source of this load
+                waiting = read_pending(self.pages, earlier.pending)
+                self.plan.builder.retry_pending(tree, waiting, stats)
+            name, records = write_pending(self.pages, shard, stats.pending)
+            state = replace(tree.commit(), pending=name, pending_records=records)
+            failpoint("in-task")
             yield (
                 shard,
                 {
@@ -161,6 +173,12 @@ class _ShardWork:
                     "nodes_updated": tree.stats.nodes_updated,
                     "bytes_written": tree.stats.bytes_written,
                     "compacted": tree.stats.compacted,
+                    "pending": {
+                        "buffered": stats.pending_buffered,
+                        "applied": stats.pending_applied,
+                        "expired": stats.pending_expired,
+                        "waiting": records,
+                    },
                 },
             )
 
@@ -208,6 +226,15 @@ def shard_task(
         dedup = BatchDedup(pages, plan.dedup_sources, plan.dedup_runs)
         clock = _Clock()
         for batch in clock.waiting(batches):
+            orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
+            if len(orders) and orders[0] == MARKER:  # a shard with pending records gets a task
+                markers = orders == MARKER
+                shards = batch.column(SHARD).to_numpy(zero_copy_only=False)[markers]
+                for shard in np.unique(shards).tolist():
+                    work.tree(shard)
+                batch = batch.filter(pa.array(~markers))
+                if not batch.num_rows:
+                    continue
             for entry in pc.value_counts(batch.column(FILE_COLUMN)).to_pylist():
                 per_file[entry["values"]] += entry["counts"]
             orders = batch.column(ORDER).to_numpy(zero_copy_only=False)

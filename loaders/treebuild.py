@@ -26,13 +26,14 @@ independent of it. (:meth:`TreeBuilder.start_source` marks where a source begins
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from loaders import pending
 from loaders.job import AttachmentSpec, ElementSpec
 from treestore.attachments import NotANumber, update_attachment
 from treestore.tree import Handles, ShardTree
@@ -47,6 +48,11 @@ class ApplyStats:
     records: int = 0
     missed_updates: int = 0
     bad_values: int = 0
+    pending_buffered: int = 0  # records kept for later loads (``pending`` elements)
+    pending_applied: int = 0  # records of earlier loads whose node now exists
+    pending_expired: int = 0  # records of earlier loads dropped: their loads ran out
+    pending: list[pa.Table] = field(default_factory=list)
+    """The records that wait for a later load (see :mod:`loaders.pending`)."""
 
 
 @dataclass
@@ -98,6 +104,8 @@ class _Batch:
         self.tree, self.table, self.stats = tree, table, stats
         self.missed = np.zeros(table.num_rows, dtype=bool)
         self._flags: dict[str, np.ndarray] = {}
+        self.retrying: str | None = None
+        """The pending element whose stored records this batch retries, if any."""
 
     def flags(self, name: str) -> np.ndarray:
         """A boolean column (an element filter's verdicts) as numpy, nulls false."""
@@ -127,6 +135,8 @@ class TreeBuilder:
         self.fields = [*self.key_fields, *self.filter_columns.values()]
         """The record layout :meth:`apply_batch` takes: key fields, then filter columns."""
         self.attachments = [a for found in walked for a in found.data]
+        self._resume = _resume_points(self.elements, ())
+        """For each pending element: the element and the element lists that follow it."""
 
     def record(self, values: dict[str, Any]) -> tuple[Any, ...]:
         """A record tuple from field values (missing ones are null); for tests and tools."""
@@ -233,6 +243,8 @@ class TreeBuilder:
         if not present.all():
             frontier = frontier.where(present)
             names = names.filter(pa.array(present))
+        if isinstance(names, pa.ChunkedArray):
+            names = names.combine_chunks()
         if not len(frontier):
             return frontier
         encoded = pc.dictionary_encode(names)
@@ -258,7 +270,10 @@ class TreeBuilder:
         outcome[reached_groups] = np.arange(len(children))
         reached = outcome[inverse]
         found = reached >= 0
-        if not once:
+        if element.pending_loads and not label:
+            lost = ~found
+            self._keep_pending(batch, element, frontier.where(lost), names.filter(pa.array(lost)))
+        elif not once:
             batch.missed[frontier.rows[~found]] = True
         if once:  # of the paths to a created node, only the first goes on, with weight 1
             keep = first[outcome >= 0]
@@ -272,6 +287,72 @@ class TreeBuilder:
         if element.data and not label:
             self._update_data(batch, element.data, result)
         return result
+
+    def _keep_pending(
+        self, batch: _Batch, element: ElementSpec, missed: _Frontier, names: pa.Array
+    ) -> None:
+        """Keep the paths that found no node at a pending element for later loads (a retried
+        record loses one of its loads; one with none left expires)."""
+        if not len(missed):
+            return
+        if batch.retrying == element.where:
+            left = batch.table.column(pending.LOADS_LEFT).to_numpy()[missed.rows] - 1
+            expired = left <= 0
+            batch.stats.pending_expired += int(missed.weights[expired].sum())
+        else:
+            left = np.full(len(missed), element.pending_loads, dtype=np.int64)
+            expired = np.zeros(len(missed), dtype=bool)
+            batch.stats.pending_buffered += int(missed.weights.sum())
+        kept = missed.where(~expired)
+        if not len(kept):
+            return
+        keys = [missed.handles.keys[i] for i in kept.nodes.tolist()]
+        table = batch.table.select(self.fields).take(pa.array(kept.rows))
+        extra = {
+            pending.ELEMENT: pa.array([element.where] * len(kept), pa.string()),
+            pending.PARENT: pa.array(missed.handles.ids[kept.nodes], pa.int64()),
+            pending.PARENT_OF: pa.array([k[0] for k in keys], pa.int64()),
+            pending.PARENT_NAME: pa.array([k[1] for k in keys], pa.string()),
+            pending.NAME: names.filter(pa.array(~expired)).cast(pa.string()),
+            pending.WEIGHT: pa.array(kept.weights, pa.int64()),
+            pending.LOADS_LEFT: pa.array(left[~expired], pa.int64()),
+        }
+        for name, column in extra.items():
+            table = table.append_column(name, column)
+        batch.stats.pending.append(table)
+
+    def retry_pending(self, tree: ShardTree, table: pa.Table, stats: ApplyStats) -> None:
+        """Retry the pending records of earlier loads (rows as :mod:`loaders.pending` stores
+        them) against ``tree``: those whose node exists now go on through the rest of the
+        tree; the others wait for the next load, or expire. Call it after every source of
+        the load, after :meth:`start_source`."""
+        elements = table.column(pending.ELEMENT)
+        for where in pc.unique(elements).to_pylist():
+            part = table.filter(pc.equal(elements, where))
+            weights = part.column(pending.WEIGHT).to_numpy()
+            resume = self._resume.get(where)
+            if resume is None or not set(self.fields) <= set(part.column_names):
+                stats.pending_expired += int(weights.sum())  # the job changed under them
+                continue
+            element, rest = resume
+            batch = _Batch(tree, part, stats)
+            batch.retrying = where
+            parents = part.column(pending.PARENT).to_numpy()
+            ids, first, nodes = np.unique(parents, return_index=True, return_inverse=True)
+            keys = list(
+                zip(
+                    part.column(pending.PARENT_OF).to_numpy()[first].tolist(),
+                    part.column(pending.PARENT_NAME).take(pa.array(first)).to_pylist(),
+                    strict=True,
+                )
+            )
+            frontier = _Frontier(np.arange(part.num_rows), nodes, weights, Handles(ids, keys))
+            names = part.column(pending.NAME).combine_chunks()
+            frontier = self._visit(batch, element, frontier, names)
+            stats.pending_applied += int(frontier.weights.sum())
+            for elements_after in rest:
+                frontier = self._apply_list(batch, elements_after, frontier)
+            stats.missed_updates += int(weights[batch.missed].sum())
 
     def _update_data(
         self, batch: _Batch, attachments: tuple[AttachmentSpec, ...], frontier: _Frontier
@@ -308,3 +389,18 @@ class TreeBuilder:
                     data[spec.name] = [spec.kind, state]
 
             batch.tree.update_data(frontier.handles[node], update)
+
+
+def _resume_points(
+    elements: Sequence[ElementSpec], after: tuple[Sequence[ElementSpec], ...]
+) -> dict[str, tuple[ElementSpec, tuple[Sequence[ElementSpec], ...]]]:
+    """Each pending element (by place) with the element lists that follow it: the rest of
+    its own list, then the rest of each enclosing list after its branch."""
+    points = {}
+    for i, element in enumerate(elements):
+        rest = (elements[i + 1 :], *after)
+        if element.pending_loads:
+            points[element.where] = (element, rest)
+        for branch in element.branches:
+            points.update(_resume_points(branch, rest))
+    return points

@@ -126,6 +126,24 @@ def _job_with(tmp_path: Path, text: str) -> Path:
             0,
             "'mod' must be a whole number",
         ),
+        (
+            lambda j: j["tree"]["root"][1]["list"][0][0].update(pending={"loads": 2}),
+            '"pending"',
+            0,
+            "'pending' is for update-only elements",
+        ),
+        (
+            lambda j: j["tree"]["root"][1]["list"][1][0].update(pending={"loads": 0}),
+            '"loads": 0',
+            0,
+            "'loads' must be a whole number from 1 to 1000",
+        ),
+        (
+            lambda j: j["tree"]["root"][1]["list"][1][0].update(pending={"days": 2}),
+            '"days"',
+            0,
+            "unknown key 'days'",
+        ),
     ],
 )
 def test_job_errors_point_at_the_value(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -173,3 +175,38 @@ def test_branches_that_reach_the_same_node_go_on_from_it_once() -> None:
         ("top", "b"): (1, 1),
         ("top", "b", "end"): (1, 0),
     }
+
+
+def test_pending_records_of_an_element_the_job_no_longer_has_expire() -> None:
+    """Records kept by a pending element are retried by place in the job; when the job no
+    longer has a pending element there, they expire (counted), and the tree is unchanged."""
+    import copy
+
+    from loaders import pending
+    from loaders.job import _Validator
+    from loaders.jobfile import JobText
+    from shell.demo import DEMO_JOB
+
+    def builder_of(job: dict[str, Any]) -> TreeBuilder:
+        return TreeBuilder(_Validator(JobText("job.json", "", job), Path(".")).job_spec().tree)
+
+    job = copy.deepcopy(DEMO_JOB)
+    job["tree"]["root"][1]["list"][1][0]["pending"] = {"loads": 3}
+    with_pending = builder_of(job)
+    tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
+    with_pending.start_source(tree)
+    early = _record(with_pending, "MAPPING", UID="9", PUID="p")
+    with_pending.apply_batch(tree, [early, early], [2, 1], stats)
+    assert (stats.pending_buffered, stats.missed_updates) == (3, 0)
+    waiting = pa.concat_tables(stats.pending)
+    assert waiting.column(pending.WEIGHT).to_pylist() == [2, 1]  # each row keeps its weight
+    assert waiting.column(pending.LOADS_LEFT).to_pylist() == [3, 3]
+
+    tree = ShardTree(tree.store, tree.commit())
+    later = ApplyStats()
+    builder_of(DEMO_JOB).retry_pending(tree, waiting, later)
+    assert (later.pending_applied, later.pending_expired, later.pending) == (0, 3, [])
+    retried = ApplyStats()
+    with_pending.retry_pending(tree, waiting, retried)  # the same job: it waits one load less
+    assert retried.pending_expired == 0
+    assert pa.concat_tables(retried.pending).column(pending.LOADS_LEFT).to_pylist() == [2, 2]

@@ -100,8 +100,12 @@ class Manifest:
             raise StoreError(f"{where} is not a valid manifest ({exc}).") from exc
 
     def runs(self) -> set[str]:
-        """Every run this version references."""
-        return {run for state in self.trees.values() for run in state.runs}
+        """Every run (and pending-records file, without its extension) this version
+        references."""
+        found = {run for state in self.trees.values() for run in state.runs}
+        for state in self.trees.values():
+            found |= {name.rsplit(".", 1)[0] for name in state.files()}
+        return found
 
 
 def _manifest_name(version: int) -> str:

@@ -119,20 +119,39 @@ class ShardState:
     next_id: int = 1
     nodes: int = 0
     bytes: int = 0
+    pending: str | None = None
+    """The file of the shard's pending records (update-only records waiting for their node,
+    see :mod:`loaders.pending`), if any."""
+    pending_records: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The manifest form."""
-        return {
+        doc: dict[str, Any] = {
             "runs": list(self.runs),
             "next_id": self.next_id,
             "nodes": self.nodes,
             "bytes": self.bytes,
         }
+        if self.pending is not None:
+            doc["pending"] = {"file": self.pending, "records": self.pending_records}
+        return doc
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> ShardState:
         """Read the manifest form."""
-        return cls(tuple(doc["runs"]), int(doc["next_id"]), int(doc["nodes"]), int(doc["bytes"]))
+        pending = doc.get("pending") or {}
+        return cls(
+            tuple(doc["runs"]),
+            int(doc["next_id"]),
+            int(doc["nodes"]),
+            int(doc["bytes"]),
+            pending.get("file"),
+            int(pending.get("records", 0)),
+        )
+
+    def files(self) -> set[str]:
+        """Every file of this state but the runs' own: the pending records' file."""
+        return {self.pending} if self.pending is not None else set()
 
 
 @dataclass

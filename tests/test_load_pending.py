@@ -1,0 +1,133 @@
+"""Pending update-only records: kept when their node is missing, applied when it appears."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from loaders import load_job, run_load
+from loaders.load_report import format_load_report
+from treestore.sharding import shard_of
+from treestore.store import collect_garbage, open_version
+
+JOB = {
+    "shards": 2,
+    "source": [
+        {
+            "name": "attributes",
+            "path": "a/",
+            "format": "csv",
+            "shard_by": "U",
+            "inject_source_name": "ATTR",
+        },
+        {
+            "name": "mapping",
+            "path": "m/",
+            "format": "csv",
+            "shard_by": "U",
+            "inject_source_name": "MAPPING",
+        },
+    ],
+    "tree": {
+        "root": [
+            {"type": "const", "value": "root"},
+            {
+                "type": "branch",
+                "list": [
+                    [
+                        {
+                            "type": "value",
+                            "key": "U",
+                            "filter": {
+                                "op": "field",
+                                "from": "ATTR",
+                                "filter": {"op": "empty", "not": True},
+                            },
+                        }
+                    ],
+                    [
+                        {
+                            "type": "value",
+                            "key": "U",
+                            "create": False,
+                            "pending": {"loads": 2},
+                            "filter": {
+                                "op": "field",
+                                "from": "MAPPING",
+                                "filter": {"op": "empty", "not": True},
+                            },
+                        },
+                        {"type": "const", "value": "M"},
+                        {"type": "value", "key": "P"},
+                    ],
+                ],
+            },
+            {"type": "const", "value": "seen"},
+        ]
+    },
+}
+
+
+def _uids() -> tuple[str, str, str]:
+    """Two UIDs on different shards (the second's shard gets no record in later loads),
+    and a third on the first one's shard."""
+    first = next(f"u{i}" for i in range(100) if shard_of(f"u{i}", 2) == 0)
+    second = next(f"u{i}" for i in range(100) if shard_of(f"u{i}", 2) == 1)
+    third = next(f"u{i}" for i in range(100) if shard_of(f"u{i}", 2) == 0 and f"u{i}" != first)
+    return first, second, third
+
+
+def _load(spark: Any, folder: Path, name: str, source: str, rows: list[str]) -> dict[str, Any]:
+    (folder / source).mkdir(exist_ok=True)
+    (folder / source / f"{name}.csv").write_text("\n".join(rows) + "\n")
+    result = run_load(spark, load_job(folder / "job.json"), folder / "store", log=lambda _l: None)
+    return result.report
+
+
+def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
+    spark: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "job.json").write_text(json.dumps(JOB))
+    (tmp_path / "a").mkdir()
+    known, late, other = _uids()
+    (tmp_path / "a" / "first.csv").write_text(f"U\n{other}\n")
+    first = _load(spark, tmp_path, "first", "m", ["U,P", f"{known},p1", f"{late},p2"])
+    assert first["pending"] == {"buffered": 2, "applied": 0, "expired": 0, "waiting": 2}
+    assert first["sources"]["mapping"]["pending"] == 2
+    assert first["sources"]["mapping"]["missed_updates"] == 0
+    assert any("2 kept for later loads" in line for line in format_load_report(first, "s"))
+
+    second = _load(spark, tmp_path, "second", "a", ["U", known])  # only shard 0 gets records
+    assert second["pending"] == {"buffered": 0, "applied": 1, "expired": 0, "waiting": 1}
+    paths: dict[tuple[str, ...], int] = {}
+    for shard in (0, 1):  # a path's hits summed over the shards
+        for path, node in open_version(tmp_path / "store").tree(shard).walk():
+            paths[path] = paths.get(path, 0) + node.hits
+    assert paths[("root", known)] == 2  # its attribute record, then the mapping record
+    assert paths[("root", known, "M", "p1")] == 1
+    assert paths[("root", known, "M", "p1", "seen")] == 1  # the rest of the tree ran too
+    assert paths[("root",)] == 4  # the waiting record is not counted again above its element
+    assert ("root", late) not in paths
+
+    third = _load(spark, tmp_path, "third", "a", ["U", other])
+    assert third["pending"] == {"buffered": 0, "applied": 0, "expired": 1, "waiting": 0}
+    version = open_version(tmp_path / "store")
+    assert all(state.pending is None for state in version.manifest.trees.values())
+    collect_garbage(tmp_path / "store", keep=1)
+    assert not list((tmp_path / "store" / "trees").rglob("*-pending.arrow"))
+
+
+def test_without_pending_an_early_record_is_dropped_and_counted(spark: Any, tmp_path: Path) -> None:
+    job = json.loads(json.dumps(JOB))
+    del job["tree"]["root"][1]["list"][1][0]["pending"]
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    (tmp_path / "a").mkdir()
+    known, _late, _other = _uids()
+    first = _load(spark, tmp_path, "first", "m", ["U,P", f"{known},p1"])
+    assert first["sources"]["mapping"]["missed_updates"] == 1
+    assert first["pending"]["waiting"] == 0
+    second = _load(spark, tmp_path, "second", "a", ["U", known])
+    assert second["pending"]["applied"] == 0
+    tree = open_version(tmp_path / "store").tree(0)
+    assert ("root", known, "M", "p1") not in dict(tree.walk())
