@@ -87,6 +87,8 @@ class ElementSpec:
     label: str | None = None
     data: tuple[AttachmentSpec, ...] = ()
     pending_loads: int = 0
+    place: str = ""
+    """Where the element is in the tree, whatever the job file's name: ``tree.root.1...``."""
 
     def walk(self) -> list[ElementSpec]:
         """This element and every element nested in its branches."""
@@ -280,6 +282,7 @@ class _Validator:
             if "filter" in doc
             else None,
             "pending_loads": self.pending(doc, path) if "pending" in doc else 0,
+            "place": ".".join(str(p) for p in path),
         }
         if kind == "const":
             value = doc.get("value")

@@ -161,7 +161,7 @@ def _with_markers(
     so that each of them has a task that retries them (:data:`MARKER`)."""
     from pyspark.sql import functions as F
 
-    waiting = sorted(shard for shard, state in trees.items() if state.pending is not None)
+    waiting = sorted(shard for shard, state in trees.items() if state.pending)
     if not waiting:
         return mapped
     markers = spark.range(len(waiting)).select(

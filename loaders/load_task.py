@@ -155,12 +155,14 @@ class _ShardWork:
         for shard, tree in self.trees.items():
             stats = self.stats[shard]
             earlier = self.plan.states.get(shard)
-            if earlier is not None and earlier.pending is not None:
-                self.plan.builder.start_source(tree)  # after every source of this load
-                waiting = read_pending(self.pages, earlier.pending)
-                self.plan.builder.retry_pending(tree, waiting, stats)
-            name, records = write_pending(self.pages, shard, stats.pending)
-            state = replace(tree.commit(), pending=name, pending_records=records)
+            builder = self.plan.builder
+            if earlier is not None and earlier.pending:
+                builder.start_source(tree)  # after every source of this load
+                for name in earlier.pending:
+                    waiting, fingerprint = read_pending(self.pages, name)
+                    builder.retry_pending(tree, waiting, fingerprint, stats)
+            names, records = write_pending(self.pages, shard, stats.pending, builder.fingerprint)
+            state = replace(tree.commit(), pending=names, pending_records=records)
             failpoint("in-task")
             yield (
                 shard,

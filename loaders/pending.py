@@ -10,11 +10,15 @@ after its node; one still without its node after N loads expires and is counted.
 This is a watermark counted in loads, in the spirit of a streaming join's state,
 which waits for the other side until its watermark passes.
 
-Per shard, the waiting records are one Arrow IPC file in the store, named in the
-shard's state (``ShardState.pending``) so that it is published, kept and collected
-with the version that holds it. Each row is a record's fields (those the tree
-reads) and where its path stopped: the element, the parent node (id and key), the
-name it looked for, its weight and the loads it has left.
+Per shard, the waiting records are Arrow IPC files in the store (one per schema: a
+field read as a list in one load may be text in another), named in the shard's state
+(``ShardState.pending``) so that they are published, kept and collected with the
+version that holds them. Each row is a record's fields (those the tree reads) and
+where its path stopped: the element (its place in the tree, and whether the path
+stopped at the node the element's ``name`` puts above it), the parent node (id and
+key), the name it looked for, its weight and the loads it has left. Each file also
+records a fingerprint of the job's tree: records kept under another tree expire
+rather than being retried against elements that may mean something else now.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from __future__ import annotations
 import uuid
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from treestore.pagestore import PageStore
 
 __all__ = [
     "ELEMENT",
+    "LABEL",
     "LOADS_LEFT",
     "NAME",
     "PARENT",
@@ -37,30 +43,44 @@ __all__ = [
     "write_pending",
 ]
 
-ELEMENT = "__pending_element"  # the element's place in the job file (``ElementSpec.where``)
+ELEMENT = "__pending_element"  # the element's place in the tree (``ElementSpec.place``)
 PARENT = "__pending_parent"  # the parent node's id
 PARENT_OF = "__pending_parent_of"  # the parent node's key: its own parent's id ...
 PARENT_NAME = "__pending_parent_name"  # ... and its name
 NAME = "__pending_name"  # the child name the element looked for
 WEIGHT = "__pending_weight"  # how many identical records the row stands for
 LOADS_LEFT = "__pending_loads"  # how many more loads retry it
+LABEL = " (name)"
+"""Appended to ``ELEMENT`` when the path stopped at the node the element's ``name`` puts
+above its own nodes."""
+_FINGERPRINT = b"treestore.tree"
 
 
-def read_pending(pages: PageStore, name: str) -> pa.Table:
-    """The pending records stored in ``name``."""
-    return pa.ipc.open_stream(pa.BufferReader(pages.read(name))).read_all()
+def read_pending(pages: PageStore, name: str) -> tuple[pa.Table, str]:
+    """The pending records stored in ``name``, and the fingerprint of the tree that kept
+    them."""
+    table = pa.ipc.open_stream(pa.BufferReader(pages.read(name))).read_all()
+    metadata = table.schema.metadata or {}
+    return table, metadata.get(_FINGERPRINT, b"").decode()
 
 
-def write_pending(pages: PageStore, shard: int, tables: list[pa.Table]) -> tuple[str | None, int]:
-    """Store the shard's waiting records (tables of one schema) as a new file; return its
-    name (``None`` when nothing waits) and the number of rows."""
-    tables = [t for t in tables if t.num_rows]
-    if not tables:
-        return None, 0
-    table = pa.concat_tables(tables, promote_options="permissive")
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    name = f"trees/shard-{shard:04d}/{uuid.uuid4().hex[:12]}-pending.arrow"
-    pages.write(name, sink.getvalue().to_pybytes())
-    return name, table.num_rows
+def write_pending(
+    pages: PageStore, shard: int, tables: list[pa.Table], fingerprint: str
+) -> tuple[tuple[str, ...], int]:
+    """Store the shard's waiting records as new files, one per schema; return their names
+    and the number of records (summed weights)."""
+    by_schema: dict[pa.Schema, list[pa.Table]] = {}
+    for table in tables:
+        if table.num_rows:
+            by_schema.setdefault(table.schema, []).append(table)
+    names, records = [], 0
+    for parts in by_schema.values():
+        table = pa.concat_tables(parts).replace_schema_metadata({_FINGERPRINT: fingerprint})
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        name = f"trees/shard-{shard:04d}/{uuid.uuid4().hex[:12]}-pending.arrow"
+        pages.write(name, sink.getvalue().to_pybytes())
+        names.append(name)
+        records += int(pc.sum(table.column(WEIGHT)).as_py() or 0)
+    return tuple(names), records

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import xxhash
 
 from loaders import pending
 from loaders.job import AttachmentSpec, ElementSpec
@@ -136,7 +137,12 @@ class TreeBuilder:
         """The record layout :meth:`apply_batch` takes: key fields, then filter columns."""
         self.attachments = [a for found in walked for a in found.data]
         self._resume = _resume_points(self.elements, ())
-        """For each pending element: the element and the element lists that follow it."""
+        """For each pending element (by place): the element and the lists that follow it."""
+        plain = repr(self.elements)
+        for found in walked:  # the same tree read from another path to the job file
+            plain = plain.replace(repr(found.where), repr(found.place))
+        self.fingerprint = xxhash.xxh64_hexdigest(plain.encode())
+        """Identifies the tree's elements (kept with pending records)."""
 
     def record(self, values: dict[str, Any]) -> tuple[Any, ...]:
         """A record tuple from field values (missing ones are null); for tests and tools."""
@@ -209,6 +215,10 @@ class TreeBuilder:
         if element.label is not None and len(frontier):
             names = pa.array(np.full(len(frontier), element.label, dtype=object), pa.string())
             frontier = self._visit(batch, element, frontier, names, label=True)
+        return self._apply_own(batch, element, frontier)
+
+    def _apply_own(self, batch: _Batch, element: ElementSpec, frontier: _Frontier) -> _Frontier:
+        """The element's own nodes (after its filter and its ``name`` node)."""
         if element.kind == "branch":
             parts = [self._apply_list(batch, branch, frontier) for branch in element.branches]
             return _concat(parts)
@@ -270,9 +280,11 @@ class TreeBuilder:
         outcome[reached_groups] = np.arange(len(children))
         reached = outcome[inverse]
         found = reached >= 0
-        if element.pending_loads and not label:
+        if element.pending_loads:
             lost = ~found
-            self._keep_pending(batch, element, frontier.where(lost), names.filter(pa.array(lost)))
+            self._keep_pending(
+                batch, element, frontier.where(lost), names.filter(pa.array(lost)), label
+            )
         elif not once:
             batch.missed[frontier.rows[~found]] = True
         if once:  # of the paths to a created node, only the first goes on, with weight 1
@@ -289,13 +301,19 @@ class TreeBuilder:
         return result
 
     def _keep_pending(
-        self, batch: _Batch, element: ElementSpec, missed: _Frontier, names: pa.Array
+        self,
+        batch: _Batch,
+        element: ElementSpec,
+        missed: _Frontier,
+        names: pa.Array,
+        label: bool,
     ) -> None:
-        """Keep the paths that found no node at a pending element for later loads (a retried
-        record loses one of its loads; one with none left expires)."""
+        """Keep the paths that found no node at a pending element (or at the node its
+        ``name`` puts above them) for later loads (a retried record loses one of its loads;
+        one with none left expires)."""
         if not len(missed):
             return
-        if batch.retrying == element.where:
+        if batch.retrying == element.place:
             left = batch.table.column(pending.LOADS_LEFT).to_numpy()[missed.rows] - 1
             expired = left <= 0
             batch.stats.pending_expired += int(missed.weights[expired].sum())
@@ -309,7 +327,9 @@ class TreeBuilder:
         keys = [missed.handles.keys[i] for i in kept.nodes.tolist()]
         table = batch.table.select(self.fields).take(pa.array(kept.rows))
         extra = {
-            pending.ELEMENT: pa.array([element.where] * len(kept), pa.string()),
+            pending.ELEMENT: pa.array(
+                [element.place + (pending.LABEL if label else "")] * len(kept), pa.string()
+            ),
             pending.PARENT: pa.array(missed.handles.ids[kept.nodes], pa.int64()),
             pending.PARENT_OF: pa.array([k[0] for k in keys], pa.int64()),
             pending.PARENT_NAME: pa.array([k[1] for k in keys], pa.string()),
@@ -321,22 +341,26 @@ class TreeBuilder:
             table = table.append_column(name, column)
         batch.stats.pending.append(table)
 
-    def retry_pending(self, tree: ShardTree, table: pa.Table, stats: ApplyStats) -> None:
+    def retry_pending(
+        self, tree: ShardTree, table: pa.Table, fingerprint: str, stats: ApplyStats
+    ) -> None:
         """Retry the pending records of earlier loads (rows as :mod:`loaders.pending` stores
-        them) against ``tree``: those whose node exists now go on through the rest of the
-        tree; the others wait for the next load, or expire. Call it after every source of
-        the load, after :meth:`start_source`."""
+        them, kept under the tree whose :attr:`fingerprint` is given) against ``tree``: those
+        whose node exists now go on through the rest of the tree; the others wait for the
+        next load, or expire. Call it after every source of the load, after
+        :meth:`start_source`."""
         elements = table.column(pending.ELEMENT)
         for where in pc.unique(elements).to_pylist():
             part = table.filter(pc.equal(elements, where))
             weights = part.column(pending.WEIGHT).to_numpy()
-            resume = self._resume.get(where)
-            if resume is None or not set(self.fields) <= set(part.column_names):
-                stats.pending_expired += int(weights.sum())  # the job changed under them
+            at_label = where.endswith(pending.LABEL)
+            resume = self._resume.get(where.removesuffix(pending.LABEL) if at_label else where)
+            if resume is None or fingerprint != self.fingerprint:
+                stats.pending_expired += int(weights.sum())  # the job's tree changed
                 continue
             element, rest = resume
             batch = _Batch(tree, part, stats)
-            batch.retrying = where
+            batch.retrying = element.place
             parents = part.column(pending.PARENT).to_numpy()
             ids, first, nodes = np.unique(parents, return_index=True, return_inverse=True)
             keys = list(
@@ -348,7 +372,9 @@ class TreeBuilder:
             )
             frontier = _Frontier(np.arange(part.num_rows), nodes, weights, Handles(ids, keys))
             names = part.column(pending.NAME).combine_chunks()
-            frontier = self._visit(batch, element, frontier, names)
+            frontier = self._visit(batch, element, frontier, names, label=at_label)
+            if at_label:
+                frontier = self._apply_own(batch, element, frontier)
             stats.pending_applied += int(frontier.weights.sum())
             for elements_after in rest:
                 frontier = self._apply_list(batch, elements_after, frontier)
@@ -400,7 +426,7 @@ def _resume_points(
     for i, element in enumerate(elements):
         rest = (elements[i + 1 :], *after)
         if element.pending_loads:
-            points[element.where] = (element, rest)
+            points[element.place] = (element, rest)
         for branch in element.branches:
             points.update(_resume_points(branch, rest))
     return points

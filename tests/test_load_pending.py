@@ -9,7 +9,7 @@ from typing import Any
 from loaders import load_job, run_load
 from loaders.load_report import format_load_report
 from treestore.sharding import shard_of
-from treestore.store import collect_garbage, open_version
+from treestore.store import check_store, collect_garbage, open_version
 
 JOB = {
     "shards": 2,
@@ -97,6 +97,14 @@ def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
     assert first["sources"]["mapping"]["pending"] == 2
     assert first["sources"]["mapping"]["missed_updates"] == 0
     assert any("2 kept for later loads" in line for line in format_load_report(first, "s"))
+    files = [f for s in open_version(tmp_path / "store").manifest.trees.values() for f in s.pending]
+    assert len(files) == 2  # one per shard
+    damaged = tmp_path / "store" / files[0]
+    kept = damaged.read_bytes()
+    damaged.write_bytes(kept[: len(kept) // 2])
+    assert any(files[0] in problem for problem in check_store(tmp_path / "store"))
+    damaged.write_bytes(kept)
+    assert check_store(tmp_path / "store") == []
 
     second = _load(spark, tmp_path, "second", "a", ["U", known])  # only shard 0 gets records
     assert second["pending"] == {"buffered": 0, "applied": 1, "expired": 0, "waiting": 1}
@@ -113,7 +121,7 @@ def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
     third = _load(spark, tmp_path, "third", "a", ["U", other])
     assert third["pending"] == {"buffered": 0, "applied": 0, "expired": 1, "waiting": 0}
     version = open_version(tmp_path / "store")
-    assert all(state.pending is None for state in version.manifest.trees.values())
+    assert all(not state.pending for state in version.manifest.trees.values())
     collect_garbage(tmp_path / "store", keep=1)
     assert not list((tmp_path / "store" / "trees").rglob("*-pending.arrow"))
 
@@ -131,3 +139,38 @@ def test_without_pending_an_early_record_is_dropped_and_counted(spark: Any, tmp_
     assert second["pending"]["applied"] == 0
     tree = open_version(tmp_path / "store").tree(0)
     assert ("root", known, "M", "p1") not in dict(tree.walk())
+
+
+def test_waiting_records_survive_a_name_node_a_list_field_and_another_job_path(
+    spark: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Records kept where the element's ``name`` node is missing; a field that is text in
+    one load and a list in the next (two files of waiting records); the job file named by
+    another path when they are retried."""
+    job = json.loads(json.dumps(JOB))
+    job["shards"] = 1
+    job["source"][1]["format"] = "json"
+    del job["tree"]["root"][2]
+    attribute, mapping = job["tree"]["root"][1]["list"]
+    attribute[0]["name"] = mapping[0]["name"] = "uids"
+    del mapping[1]
+    mapping[1]["name"] = "puids"
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    (tmp_path / "a").mkdir()
+    first = _load(spark, tmp_path, "first", "m", [json.dumps({"U": "u1", "P": "p1"})])
+    second = _load(spark, tmp_path, "second", "m", [json.dumps({"U": "u2", "P": ["p2", "p3"]})])
+    assert (first["pending"]["buffered"], second["pending"]["waiting"]) == (1, 2)
+    assert len(open_version(tmp_path / "store").manifest.trees[0].pending) == 2  # two schemas
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a" / "third.csv").write_text("U\nu1\nu2\n")
+    third = run_load(spark, load_job("job.json"), "store", log=lambda _l: None).report
+    assert third["pending"] == {"buffered": 0, "applied": 2, "expired": 0, "waiting": 0}
+    hits = {p: n.hits for p, n in open_version(tmp_path / "store").tree(0).walk()}
+    assert hits[("root",)] == 4  # each record once: the retried ones are not counted again
+    assert hits[("root", "uids")] == 4  # the two attribute records and the two retried ones
+    assert hits[("root", "uids", "u1", "puids", "p1")] == 1
+    assert (
+        hits[("root", "uids", "u2", "puids", "p2")]
+        == hits[("root", "uids", "u2", "puids", "p3")]
+        == 1
+    )

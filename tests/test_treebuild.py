@@ -204,9 +204,9 @@ def test_pending_records_of_an_element_the_job_no_longer_has_expire() -> None:
 
     tree = ShardTree(tree.store, tree.commit())
     later = ApplyStats()
-    builder_of(DEMO_JOB).retry_pending(tree, waiting, later)
+    builder_of(DEMO_JOB).retry_pending(tree, waiting, with_pending.fingerprint, later)
     assert (later.pending_applied, later.pending_expired, later.pending) == (0, 3, [])
     retried = ApplyStats()
-    with_pending.retry_pending(tree, waiting, retried)  # the same job: it waits one load less
+    with_pending.retry_pending(tree, waiting, with_pending.fingerprint, retried)  # one load less
     assert retried.pending_expired == 0
     assert pa.concat_tables(retried.pending).column(pending.LOADS_LEFT).to_pylist() == [2, 2]

@@ -368,6 +368,17 @@ def collect_garbage(
     return removed
 
 
+def _check_pending_file(store: PageStore, name: str) -> str | None:
+    """Why the pending-records file ``name`` (an Arrow IPC stream) cannot be read, or None."""
+    import pyarrow as pa
+
+    try:
+        pa.ipc.open_stream(pa.BufferReader(store.read(name))).read_all()
+    except (OSError, pa.ArrowException) as exc:
+        return f"the pending records {store.location}/{name} cannot be read ({exc})"
+    return None
+
+
 def check_store(location: str | os.PathLike[str] | PageStore) -> list[str]:
     """Verify every page of every kept version; return the problems found (empty: all good)."""
     store = page_store_for(location)
@@ -389,4 +400,9 @@ def check_store(location: str | os.PathLike[str] | PageStore) -> list[str]:
                     ShardTree(store, ShardState((run,)), shard=shard).check()
                 except (CorruptPageError, StoreError) as exc:
                     problems.append(str(exc))
+            for name in sorted(state.files() - checked):
+                checked.add(name)
+                problem = _check_pending_file(store, name)
+                if problem:
+                    problems.append(f"Shard {shard}: {problem}")
     return problems + check_dedup_index(store)

@@ -119,9 +119,9 @@ class ShardState:
     next_id: int = 1
     nodes: int = 0
     bytes: int = 0
-    pending: str | None = None
-    """The file of the shard's pending records (update-only records waiting for their node,
-    see :mod:`loaders.pending`), if any."""
+    pending: tuple[str, ...] = ()
+    """The files of the shard's pending records (update-only records waiting for their
+    node, see :mod:`loaders.pending`)."""
     pending_records: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -132,8 +132,8 @@ class ShardState:
             "nodes": self.nodes,
             "bytes": self.bytes,
         }
-        if self.pending is not None:
-            doc["pending"] = {"file": self.pending, "records": self.pending_records}
+        if self.pending:
+            doc["pending"] = {"files": list(self.pending), "records": self.pending_records}
         return doc
 
     @classmethod
@@ -145,13 +145,13 @@ class ShardState:
             int(doc["next_id"]),
             int(doc["nodes"]),
             int(doc["bytes"]),
-            pending.get("file"),
+            tuple(pending.get("files", ())),
             int(pending.get("records", 0)),
         )
 
     def files(self) -> set[str]:
-        """Every file of this state but the runs' own: the pending records' file."""
-        return {self.pending} if self.pending is not None else set()
+        """Every file of this state but the runs' own: the pending records' files."""
+        return set(self.pending)
 
 
 @dataclass
