@@ -210,3 +210,67 @@ def test_pending_records_of_an_element_the_job_no_longer_has_expire() -> None:
     with_pending.retry_pending(tree, waiting, with_pending.fingerprint, retried)  # one load less
     assert retried.pending_expired == 0
     assert pa.concat_tables(retried.pending).column(pending.LOADS_LEFT).to_pylist() == [2, 2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["u1", "u2", "u3"]),
+            st.lists(st.sampled_from(["1", "2"]), min_size=1, max_size=2),
+            st.lists(st.sampled_from(["p", "q"]), min_size=1, max_size=2),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_records_that_waited_give_the_tree_of_records_that_came_after_their_node(
+    records: list[tuple[str, list[str], list[str]]], labels: bool, after_branch: bool
+) -> None:
+    """Mappings loaded before their UIDs (kept pending, retried in the next load) give the
+    same tree, hits and child counts as the same mappings loaded after their UIDs."""
+    import copy
+
+    from loaders.job import _Validator
+    from loaders.jobfile import JobText
+    from shell.demo import DEMO_JOB
+
+    job = copy.deepcopy(DEMO_JOB)
+    attribute, mapping = job["tree"]["root"][1]["list"]
+    mapping[0]["pending"] = {"loads": 2}
+    if labels:
+        attribute[0]["name"] = mapping[0]["name"] = "uids"
+        mapping[2]["name"] = "puids"
+    if after_branch:
+        job["tree"]["root"].append({"type": "const", "value": "end"})
+    builder = TreeBuilder(_Validator(JobText("job.json", "", job), Path(".")).job_spec().tree)
+    attributes = [_record(builder, "ATTR", UID=u, ATTRIBUTE_IDS=ids) for u, ids, _ in records]
+    mappings = [
+        _record(builder, "MAPPING", UID=u, PUID=puid) for u, _, puids in records for puid in puids
+    ]
+
+    def load(tree: ShardTree, batch: list[tuple[object, ...]], retry: bool) -> ShardTree:
+        stats = ApplyStats()
+        builder.start_source(tree)
+        builder.apply_batch(tree, batch, [1] * len(batch), stats)
+        if retry:
+            builder.start_source(tree)
+            for table in waiting:
+                builder.retry_pending(tree, table, builder.fingerprint, stats)
+        waiting[:] = stats.pending
+        return ShardTree(tree.store, tree.commit())
+
+    waiting: list[pa.Table] = []
+    early = load(ShardTree(MemoryPageStore()), mappings, retry=False)
+    assert sum(t.num_rows for t in waiting) == len(mappings)  # no UID yet: all wait
+    early = load(early, attributes, retry=True)
+    assert not waiting  # all applied
+    late = load(ShardTree(MemoryPageStore()), attributes, retry=False)
+    late = load(late, mappings, retry=False)
+
+    def shape(tree: ShardTree) -> dict[tuple[str, ...], tuple[int, int]]:
+        return {path: (n.hits, n.node_count) for path, n in tree.walk()}
+
+    assert shape(early) == shape(late)
