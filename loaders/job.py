@@ -63,6 +63,10 @@ class AttachmentSpec:
         return dict(self.options)
 
 
+def _whole(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
 @dataclass(frozen=True)
 class ElementSpec:
     """One element of ``tree.root``: ``const``, ``value`` or ``branch``.
@@ -70,9 +74,11 @@ class ElementSpec:
     ``value`` is a const's name, or a value element's default for a missing
     field; ``label`` (Hydra's ``name``) puts a const node of that name above the
     element's nodes; ``once`` visits a node only when it is created; ``count``
-    false leaves hits unchanged (data still updates); ``pending_loads`` (job key
-    ``pending: {"loads": N}``, update-only elements) keeps a record whose node does
-    not exist yet and retries it in each of the next N loads.
+    false leaves hits unchanged (data still updates); ``pending`` (update-only
+    elements, job key ``pending: {"loads": N, "time": FIELD, "delay": D}``) keeps a
+    record whose node does not exist yet and retries it in later loads: in at most
+    ``pending_loads`` of them (0: no limit), and while its time is not below the
+    shard's watermark (the largest ``pending_time`` seen, minus ``pending_delay``).
     """
 
     kind: Literal["const", "value", "branch"]
@@ -87,8 +93,15 @@ class ElementSpec:
     label: str | None = None
     data: tuple[AttachmentSpec, ...] = ()
     pending_loads: int = 0
+    pending_time: str | None = None
+    pending_delay: int = 0
     place: str = ""
     """Where the element is in the tree, whatever the job file's name: ``tree.root.1...``."""
+
+    @property
+    def pending(self) -> bool:
+        """Whether records that find no node wait for later loads (``pending`` is set)."""
+        return bool(self.pending_loads or self.pending_time)
 
     def walk(self) -> list[ElementSpec]:
         """This element and every element nested in its branches."""
@@ -141,6 +154,8 @@ class JobSpec:
             if element.key:
                 names.add(element.key)
             names.update(a.key for a in element.data if a.key)
+            if element.pending_time:
+                names.add(element.pending_time)
         return names
 
 
@@ -281,7 +296,7 @@ class _Validator:
             "filter": parse_bundle_filter(doc["filter"], (*path, "filter"), self.job)
             if "filter" in doc
             else None,
-            "pending_loads": self.pending(doc, path) if "pending" in doc else 0,
+            **(self.pending(doc, path) if "pending" in doc else {}),
             "place": ".".join(str(p) for p in path),
         }
         if kind == "const":
@@ -310,8 +325,9 @@ class _Validator:
         branches = tuple(self.element_list(b, (*path, "list", i)) for i, b in enumerate(lists))
         return ElementSpec("branch", where, branches=branches, **options)
 
-    def pending(self, doc: dict[str, Any], path: KeyPath) -> int:
-        """``pending: {"loads": N}``: how many later loads retry a record that found no node."""
+    def pending(self, doc: dict[str, Any], path: KeyPath) -> dict[str, Any]:
+        """``pending: {"loads": N, "time": FIELD, "delay": D}``: how long a record that found
+        no node waits for it (in loads, or until the watermark of its time passes it)."""
         where = (*path, "pending")
         if doc.get("create", True) or doc.get("once", False) or doc.get("type") == "branch":
             raise self.job.error(
@@ -319,15 +335,31 @@ class _Validator:
                 "'pending' is for update-only elements",
                 hint='Use it on a const or value element with "create": false (and no "once").',
             )
-        body = self.dict_at(doc["pending"], where, {"loads"})
-        loads = body.get("loads")
-        if not isinstance(loads, int) or isinstance(loads, bool) or not 1 <= loads <= 1000:
+        body = self.dict_at(doc["pending"], where, {"loads", "time", "delay"})
+        if "loads" not in body and "time" not in body:
             raise self.job.error(
-                (*where, "loads") if "loads" in body else where,
+                where,
+                "'pending' needs 'loads' (how many later loads retry a record), or 'time' and "
+                "'delay' (a watermark on a time field), or both",
+            )
+        loads = body.get("loads", 0)
+        if "loads" in body and not _whole(loads, 1, 1000):
+            raise self.job.error(
+                (*where, "loads"),
                 "'loads' must be a whole number from 1 to 1000: how many later loads retry "
                 "a record whose node does not exist yet",
             )
-        return loads
+        time_field = self.text(body, "time", where)
+        delay = body.get("delay", 0)
+        if time_field is not None and ("delay" not in body or not _whole(delay, 0, 1 << 62)):
+            raise self.job.error(
+                (*where, "delay") if "delay" in body else where,
+                "a 'time' needs a 'delay': a whole number of the time field's units (records "
+                "older than the newest time seen minus the delay expire)",
+            )
+        if time_field is None and "delay" in body:
+            raise self.job.error((*where, "delay"), "a 'delay' needs a 'time' field")
+        return {"pending_loads": loads, "pending_time": time_field, "pending_delay": delay}
 
     def element_list(self, doc: Any, path: KeyPath) -> tuple[ElementSpec, ...]:
         if not isinstance(doc, list) or not doc:
@@ -376,6 +408,18 @@ class _Validator:
                 ("tree",) if tree is not None else (), "the job needs 'tree': {'root': [...]}"
             )
         elements = self.element_list(tree["root"], ("tree", "root"))
+        timed = [e for element in elements for e in element.walk() if e.pending_time]
+        for other in timed[1:]:
+            if other.pending_time != timed[0].pending_time:
+                raise self.job.error(
+                    (
+                        *(int(p) if p.isdigit() else p for p in other.place.split(".")),
+                        "pending",
+                        "time",
+                    ),
+                    f"every pending element of a job waits on one time field; this one names "
+                    f"{other.pending_time!r}, another {timed[0].pending_time!r}",
+                )
         return JobSpec(self.job.file, shards, specs, map_spec, elements, shard_hash)
 
 

@@ -89,7 +89,8 @@ def _source_frame(
 
 
 def _attachment_checks(builder: TreeBuilder, record: SymbolicRecord) -> list[tuple[Column, str]]:
-    """Rejects for values a ``sum`` or ``time`` attachment cannot take."""
+    """Rejects for values a ``sum`` or ``time`` attachment, or a pending element's time,
+    cannot take."""
     from pyspark.sql import functions as F
 
     checks = []
@@ -105,6 +106,14 @@ def _attachment_checks(builder: TreeBuilder, record: SymbolicRecord) -> list[tup
         test = F.exists(value, bad) if spec.key in record.arrays else bad(value)
         what = "a number" if spec.kind == "sum" else "a whole number"
         checks.append((test, f"data {spec.name!r} ({spec.kind}): {spec.key!r} is not {what}"))
+    if builder.pending_time is not None:
+        value = record.get(builder.pending_time)
+
+        def late(x: Column) -> Column:
+            return (x != "") & x.try_cast("long").isNull()
+
+        test = F.exists(value, late) if builder.pending_time in record.arrays else late(value)
+        checks.append((test, f"pending time: {builder.pending_time!r} is not a whole number"))
     return checks
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from loaders.dedup import EARLIER, WITHIN, BatchDedup
-from loaders.pending import read_pending, write_pending
+from loaders.pending import WEIGHT, latest_time, past_watermark, read_pending, write_pending
 from loaders.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.shard_frames import SHARD
 from loaders.treebuild import ApplyStats, TreeBuilder
@@ -143,11 +143,27 @@ class _ShardWork:
             tree = self.tree(shard)
             stats = self.stats[shard]
             missed, kept = stats.missed_updates, stats.pending_buffered
+            if self.plan.builder.pending_time is not None:
+                stats.latest_time = _later(
+                    stats.latest_time, latest_time(part.column(self.plan.builder.pending_time))
+                )
             self.plan.builder.apply_table(tree, part, None, stats)
             counts["missed_updates"] += stats.missed_updates - missed
             counts["pending"] += stats.pending_buffered - kept
             counts["applied"] += part.num_rows
         self.pending, self.pending_rows = [], 0
+
+    def _expire_late(self, stats: ApplyStats, latest: int) -> None:
+        """Drop the waiting records that the watermark (``latest`` minus their element's
+        delay) has passed; they are counted as expired."""
+        builder = self.plan.builder
+        assert builder.pending_time is not None
+        kept = []
+        for table in stats.pending:
+            late = past_watermark(table, builder.pending_time, builder.pending_delays, latest)
+            stats.pending_expired += int(table.column(WEIGHT).to_numpy()[late].sum())
+            kept.append(table.filter(pa.array(~late)))
+        stats.pending = kept
 
     def commit(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Write every tree's new runs; yield (shard, its report with its new state)."""
@@ -161,8 +177,13 @@ class _ShardWork:
                 for name in earlier.pending:
                     waiting, fingerprint = read_pending(self.pages, name)
                     builder.retry_pending(tree, waiting, fingerprint, stats)
+            latest = _later(earlier.pending_time if earlier else None, stats.latest_time)
+            if builder.pending_time is not None and latest is not None:
+                self._expire_late(stats, latest)
             names, records = write_pending(self.pages, shard, stats.pending, builder.fingerprint)
-            state = replace(tree.commit(), pending=names, pending_records=records)
+            state = replace(
+                tree.commit(), pending=names, pending_records=records, pending_time=latest
+            )
             failpoint("in-task")
             yield (
                 shard,
@@ -183,6 +204,10 @@ class _ShardWork:
                     },
                 },
             )
+
+
+def _later(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 class _Clock:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import uuid
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -39,6 +40,8 @@ __all__ = [
     "PARENT_NAME",
     "PARENT_OF",
     "WEIGHT",
+    "latest_time",
+    "past_watermark",
     "read_pending",
     "write_pending",
 ]
@@ -84,3 +87,37 @@ def write_pending(
         names.append(name)
         records += int(pc.sum(table.column(WEIGHT)).as_py() or 0)
     return tuple(names), records
+
+
+def latest_time(column: pa.ChunkedArray | pa.Array) -> int | None:
+    """The largest whole number in a text (or list of text) column; empty and null values
+    are left out (the load rejected the records whose value is not a whole number)."""
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_list(values.type):
+        values = pc.list_flatten(values)
+    found = pc.max(_numbers(values)).as_py()
+    return None if found is None else int(found)
+
+
+def past_watermark(table: pa.Table, field: str, delays: dict[str, int], latest: int) -> np.ndarray:
+    """Which waiting records are older than their element's watermark (``latest`` minus the
+    element's delay) and so expire; records without a time never do, nor do those of
+    elements that wait only a number of loads."""
+    values = table.column(field).combine_chunks()
+    if pa.types.is_list(values.type):  # a list of times: its largest counts
+        flat = _numbers(pc.list_flatten(values))
+        times = np.full(len(values), np.nan)
+        owners = pc.list_parent_indices(values).to_numpy()
+        known = flat.is_valid().to_numpy(zero_copy_only=False)
+        np.fmax.at(times, owners[known], flat.to_numpy(zero_copy_only=False)[known].astype(float))
+    else:
+        times = _numbers(values).to_numpy(zero_copy_only=False).astype(float)
+    marks_of = {place: latest - delay for place, delay in delays.items()}
+    places = table.column(ELEMENT).to_pylist()
+    marks = np.array([marks_of.get(p.removesuffix(LABEL), -np.inf) for p in places], dtype=float)
+    return times < marks  # NaN (no time) compares false
+
+
+def _numbers(values: pa.Array) -> pa.Array:
+    """Text holding whole numbers as int64 (empty text as null)."""
+    return pc.cast(pc.if_else(pc.equal(values, ""), None, values), pa.int64())

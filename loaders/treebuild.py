@@ -42,6 +42,10 @@ from treestore.tree import Handles, ShardTree
 __all__ = ["ApplyStats", "TreeBuilder"]
 
 
+_NO_LIMIT = 1 << 40
+"""The loads left of a record whose element waits only on the watermark of its time."""
+
+
 @dataclass
 class ApplyStats:
     """What applying records to one tree did (nodes created are counted by the tree)."""
@@ -54,6 +58,7 @@ class ApplyStats:
     pending_expired: int = 0  # records of earlier loads dropped: their loads ran out
     pending: list[pa.Table] = field(default_factory=list)
     """The records that wait for a later load (see :mod:`loaders.pending`)."""
+    latest_time: int | None = None  # the largest time seen in the pending elements' field
 
 
 @dataclass
@@ -132,6 +137,12 @@ class TreeBuilder:
         }
         keys = {found.key for found in walked if found.key is not None}
         keys |= {a.key for found in walked for a in found.data if a.key is not None}
+        timed = [found for found in walked if found.pending_time is not None]
+        self.pending_time = timed[0].pending_time if timed else None
+        """The time field pending records wait on (one per job), if any."""
+        self.pending_delays = {found.place: found.pending_delay for found in timed}
+        """Each time-waiting pending element's delay, by place."""
+        keys |= {self.pending_time} if self.pending_time else set()
         self.key_fields = sorted(keys)
         self.fields = [*self.key_fields, *self.filter_columns.values()]
         """The record layout :meth:`apply_batch` takes: key fields, then filter columns."""
@@ -280,7 +291,7 @@ class TreeBuilder:
         outcome[reached_groups] = np.arange(len(children))
         reached = outcome[inverse]
         found = reached >= 0
-        if element.pending_loads:
+        if element.pending:
             lost = ~found
             self._keep_pending(
                 batch, element, frontier.where(lost), names.filter(pa.array(lost)), label
@@ -318,7 +329,7 @@ class TreeBuilder:
             expired = left <= 0
             batch.stats.pending_expired += int(missed.weights[expired].sum())
         else:
-            left = np.full(len(missed), element.pending_loads, dtype=np.int64)
+            left = np.full(len(missed), element.pending_loads or _NO_LIMIT, dtype=np.int64)
             expired = np.zeros(len(missed), dtype=bool)
             batch.stats.pending_buffered += int(missed.weights.sum())
         kept = missed.where(~expired)
@@ -425,7 +436,7 @@ def _resume_points(
     points = {}
     for i, element in enumerate(elements):
         rest = (elements[i + 1 :], *after)
-        if element.pending_loads:
+        if element.pending:
             points[element.place] = (element, rest)
         for branch in element.branches:
             points.update(_resume_points(branch, rest))

@@ -144,6 +144,43 @@ def _job_with(tmp_path: Path, text: str) -> Path:
             0,
             "unknown key 'days'",
         ),
+        (
+            lambda j: j["tree"]["root"][1]["list"][1][0].update(pending={"time": "TIME"}),
+            '"pending"',
+            0,
+            "a 'time' needs a 'delay'",
+        ),
+        (
+            lambda j: j["tree"]["root"][1]["list"][1][0].update(pending={}),
+            '"pending"',
+            0,
+            "'pending' needs 'loads'",
+        ),
+        (
+            lambda j: j["tree"]["root"][1]["list"][1][0].update(pending={"loads": 1, "delay": 5}),
+            '"delay"',
+            0,
+            "a 'delay' needs a 'time' field",
+        ),
+        (
+            lambda j: (
+                j["tree"]["root"][1]["list"][1].extend(
+                    [
+                        {"type": "const", "value": "x", "create": False, "pending": {"loads": 1}},
+                        {
+                            "type": "const",
+                            "value": "y",
+                            "create": False,
+                            "pending": {"time": "T2", "delay": 1},
+                        },
+                    ]
+                )
+                or j["tree"]["root"][1]["list"][1][0].update(pending={"time": "TIME", "delay": 1})
+            ),
+            '"T2"',
+            0,
+            "waits on one time field",
+        ),
     ],
 )
 def test_job_errors_point_at_the_value(

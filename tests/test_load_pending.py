@@ -174,3 +174,28 @@ def test_waiting_records_survive_a_name_node_a_list_field_and_another_job_path(
         == hits[("root", "uids", "u2", "puids", "p3")]
         == 1
     )
+
+
+def test_waiting_records_expire_when_the_watermark_of_their_time_passes(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``pending: {"time": "T", "delay": 1000}``: a record older than the newest time its
+    shard has seen minus 1000 expires (at once when it arrives late); a bad time is
+    rejected with its line."""
+    job = json.loads(json.dumps(JOB))
+    job["shards"] = 1
+    job["tree"]["root"][1]["list"][1][0]["pending"] = {"time": "T", "delay": 1000}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    (tmp_path / "a").mkdir()
+    first = _load(
+        spark, tmp_path, "first", "m", ["U,P,T", "u1,p1,100", "u2,p2,5000", "u3,p3,4500", "u4,p4,x"]
+    )
+    # watermark 5000 - 1000: u1 (100) is late at once; u2 and u3 wait; u4's time is rejected
+    assert first["pending"] == {"buffered": 3, "applied": 0, "expired": 1, "waiting": 2}
+    assert first["rejected"]["count"] == 1
+    assert open_version(tmp_path / "store").manifest.trees[0].pending_time == 5000
+    second = _load(spark, tmp_path, "second", "a", ["U,T", "u2,9000"])
+    # u2 finds its node; the watermark moves to 8000 and u3 (4500) expires
+    assert second["pending"] == {"buffered": 0, "applied": 1, "expired": 1, "waiting": 0}
+    hits = {p: n.hits for p, n in open_version(tmp_path / "store").tree(0).walk()}
+    assert hits[("root", "u2", "M", "p2")] == 1 and ("root", "u3") not in hits

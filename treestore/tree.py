@@ -123,6 +123,9 @@ class ShardState:
     """The files of the shard's pending records (update-only records waiting for their
     node, see :mod:`loaders.pending`)."""
     pending_records: int = 0
+    pending_time: int | None = None
+    """The largest time the shard's loads have seen in the field pending records wait on
+    (their watermark is this minus the element's delay)."""
 
     def to_json(self) -> dict[str, Any]:
         """The manifest form."""
@@ -132,8 +135,12 @@ class ShardState:
             "nodes": self.nodes,
             "bytes": self.bytes,
         }
-        if self.pending:
-            doc["pending"] = {"files": list(self.pending), "records": self.pending_records}
+        if self.pending or self.pending_time is not None:
+            doc["pending"] = {
+                "files": list(self.pending),
+                "records": self.pending_records,
+                "time": self.pending_time,
+            }
         return doc
 
     @classmethod
@@ -147,6 +154,7 @@ class ShardState:
             int(doc["bytes"]),
             tuple(pending.get("files", ())),
             int(pending.get("records", 0)),
+            pending.get("time"),
         )
 
     def files(self) -> set[str]:
