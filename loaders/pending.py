@@ -7,8 +7,10 @@ the end of each of the next N loads, after every source of the load was applied 
 a node any source of a later load creates is found). A retried record whose node now
 exists goes on from that element through the rest of the tree, as if it had arrived
 after its node; one still without its node after N loads expires and is counted.
-This is a watermark counted in loads, in the spirit of a streaming join's state,
-which waits for the other side until its watermark passes.
+With ``"time": FIELD, "delay": D`` records also wait on an event-time watermark, as
+a streaming join's state waits for the other side: the newest FIELD value the
+shard's loads have seen (kept in ``ShardState.pending_time``) minus D; a waiting
+record whose FIELD is below it expires, at once when it arrives that late.
 
 Per shard, the waiting records are Arrow IPC files in the store (one per schema: a
 field read as a list in one load may be text in another), named in the shard's state
