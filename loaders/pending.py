@@ -104,20 +104,25 @@ def latest_time(column: pa.ChunkedArray | pa.Array) -> int | None:
 def past_watermark(table: pa.Table, field: str, delays: dict[str, int], latest: int) -> np.ndarray:
     """Which waiting records are older than their element's watermark (``latest`` minus the
     element's delay) and so expire; records without a time never do, nor do those of
-    elements that wait only a number of loads."""
+    elements that wait only a number of loads. Compared as int64, exactly."""
     values = table.column(field).combine_chunks()
     if pa.types.is_list(values.type):  # a list of times: its largest counts
         flat = _numbers(pc.list_flatten(values))
-        times = np.full(len(values), np.nan)
-        owners = pc.list_parent_indices(values).to_numpy()
         known = flat.is_valid().to_numpy(zero_copy_only=False)
-        np.fmax.at(times, owners[known], flat.to_numpy(zero_copy_only=False)[known].astype(float))
+        owners = pc.list_parent_indices(values).to_numpy()[known]
+        times = np.full(len(values), np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(times, owners, pc.drop_null(flat).to_numpy())
+        timed = np.zeros(len(values), dtype=bool)
+        timed[owners] = True
     else:
-        times = _numbers(values).to_numpy(zero_copy_only=False).astype(float)
+        numbers = _numbers(values)
+        timed = numbers.is_valid().to_numpy(zero_copy_only=False)
+        times = pc.fill_null(numbers, 0).to_numpy()
     marks_of = {place: latest - delay for place, delay in delays.items()}
-    places = table.column(ELEMENT).to_pylist()
-    marks = np.array([marks_of.get(p.removesuffix(LABEL), -np.inf) for p in places], dtype=float)
-    return times < marks  # NaN (no time) compares false
+    places = [p.removesuffix(LABEL) for p in table.column(ELEMENT).to_pylist()]
+    watched = np.fromiter((p in marks_of for p in places), dtype=bool, count=len(places))
+    marks = np.fromiter((marks_of.get(p, 0) for p in places), dtype=np.int64, count=len(places))
+    return timed & watched & (times < marks)
 
 
 def _numbers(values: pa.Array) -> pa.Array:
