@@ -109,8 +109,8 @@ def _attachment_checks(builder: TreeBuilder, record: SymbolicRecord) -> list[tup
     if builder.pending_time is not None:
         value = record.get(builder.pending_time)
 
-        def late(x: Column) -> Column:
-            return (x != "") & x.try_cast("long").isNull()
+        def late(x: Column) -> Column:  # what the task parses: an optional minus and digits
+            return (x != "") & (~x.rlike("^-?[0-9]+$") | x.try_cast("long").isNull())
 
         test = F.exists(value, late) if builder.pending_time in record.arrays else late(value)
         checks.append((test, f"pending time: {builder.pending_time!r} is not a whole number"))

@@ -153,14 +153,17 @@ class _ShardWork:
             counts["applied"] += part.num_rows
         self.pending, self.pending_rows = [], 0
 
-    def _expire_late(self, stats: ApplyStats, latest: int) -> None:
+    def _expire_late(self, stats: ApplyStats, latest: int | None) -> None:
         """Drop the waiting records that the watermark (``latest`` minus their element's
-        delay) has passed; they are counted as expired."""
+        delay) has passed, and those of elements that wait only on it which have no time;
+        they are counted as expired."""
         builder = self.plan.builder
         assert builder.pending_time is not None
         kept = []
         for table in stats.pending:
-            late = past_watermark(table, builder.pending_time, builder.pending_delays, latest)
+            late = past_watermark(
+                table, builder.pending_time, builder.pending_delays, latest, builder.time_only
+            )
             stats.pending_expired += int(table.column(WEIGHT).to_numpy()[late].sum())
             kept.append(table.filter(pa.array(~late)))
         stats.pending = kept
@@ -172,17 +175,26 @@ class _ShardWork:
             stats = self.stats[shard]
             earlier = self.plan.states.get(shard)
             builder = self.plan.builder
-            if earlier is not None and earlier.pending:
-                builder.start_source(tree)  # after every source of this load
-                for name in earlier.pending:
-                    waiting, fingerprint = read_pending(self.pages, name)
-                    builder.retry_pending(tree, waiting, fingerprint, stats)
-            latest = _later(earlier.pending_time if earlier else None, stats.latest_time)
-            if builder.pending_time is not None and latest is not None:
+            fresh, stats.pending = stats.pending, []
+            builder.start_source(tree)  # after every source of this load
+            for name in earlier.pending if earlier is not None else ():
+                waiting, fingerprint = read_pending(self.pages, name)
+                builder.retry_pending(tree, waiting, fingerprint, stats)
+            for table in fresh:  # kept in this load: a later source may have made the node
+                builder.retry_pending(tree, table, builder.fingerprint, stats, costs_load=False)
+            same_tree = earlier is not None and earlier.pending_tree == builder.fingerprint
+            latest = _later(
+                earlier.pending_time if earlier and same_tree else None, stats.latest_time
+            )
+            if builder.pending_time is not None:
                 self._expire_late(stats, latest)
             names, records = write_pending(self.pages, shard, stats.pending, builder.fingerprint)
             state = replace(
-                tree.commit(), pending=names, pending_records=records, pending_time=latest
+                tree.commit(),
+                pending=names,
+                pending_records=records,
+                pending_time=latest,
+                pending_tree=builder.fingerprint if latest is not None else None,
             )
             failpoint("in-task")
             yield (

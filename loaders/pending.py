@@ -101,10 +101,17 @@ def latest_time(column: pa.ChunkedArray | pa.Array) -> int | None:
     return None if found is None else int(found)
 
 
-def past_watermark(table: pa.Table, field: str, delays: dict[str, int], latest: int) -> np.ndarray:
-    """Which waiting records are older than their element's watermark (``latest`` minus the
-    element's delay) and so expire; records without a time never do, nor do those of
-    elements that wait only a number of loads. Compared as int64, exactly."""
+def past_watermark(
+    table: pa.Table,
+    field: str,
+    delays: dict[str, int],
+    latest: int | None,
+    time_only: set[str] | frozenset[str] = frozenset(),
+) -> np.ndarray:
+    """Which waiting records expire: those older than their element's watermark (``latest``
+    minus the element's delay), and those without a time whose element waits only on the
+    watermark (``time_only``; they could wait for ever). Records of elements that wait only
+    a number of loads never do. Compared as int64, exactly."""
     values = table.column(field).combine_chunks()
     if pa.types.is_list(values.type):  # a list of times: its largest counts
         flat = _numbers(pc.list_flatten(values))
@@ -118,11 +125,17 @@ def past_watermark(table: pa.Table, field: str, delays: dict[str, int], latest: 
         numbers = _numbers(values)
         timed = numbers.is_valid().to_numpy(zero_copy_only=False)
         times = pc.fill_null(numbers, 0).to_numpy()
-    marks_of = {place: latest - delay for place, delay in delays.items()}
+    lowest = int(np.iinfo(np.int64).min)
+    marks_of = (
+        {place: max(lowest, latest - delay) for place, delay in delays.items()}
+        if latest is not None
+        else {}
+    )
     places = [p.removesuffix(LABEL) for p in table.column(ELEMENT).to_pylist()]
     watched = np.fromiter((p in marks_of for p in places), dtype=bool, count=len(places))
     marks = np.fromiter((marks_of.get(p, 0) for p in places), dtype=np.int64, count=len(places))
-    return timed & watched & (times < marks)
+    only = np.fromiter((p in time_only for p in places), dtype=bool, count=len(places))
+    return (timed & watched & (times < marks)) | (~timed & only)
 
 
 def _numbers(values: pa.Array) -> pa.Array:

@@ -25,6 +25,8 @@ independent of it. (:meth:`TreeBuilder.start_source` marks where a source begins
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,8 +56,8 @@ class ApplyStats:
     missed_updates: int = 0
     bad_values: int = 0
     pending_buffered: int = 0  # records kept for later loads (``pending`` elements)
-    pending_applied: int = 0  # records of earlier loads whose node now exists
-    pending_expired: int = 0  # records of earlier loads dropped: their loads ran out
+    pending_applied: int = 0  # waiting records whose node now exists
+    pending_expired: int = 0  # waiting records dropped: loads ran out, or past the watermark
     pending: list[pa.Table] = field(default_factory=list)
     """The records that wait for a later load (see :mod:`loaders.pending`)."""
     latest_time: int | None = None  # the largest time seen in the pending elements' field
@@ -112,6 +114,8 @@ class _Batch:
         self._flags: dict[str, np.ndarray] = {}
         self.retrying: str | None = None
         """The pending element whose stored records this batch retries, if any."""
+        self.costs_load = True
+        """Whether a retried record that still finds no node loses one of its loads."""
 
     def flags(self, name: str) -> np.ndarray:
         """A boolean column (an element filter's verdicts) as numpy, nulls false."""
@@ -149,11 +153,12 @@ class TreeBuilder:
         self.attachments = [a for found in walked for a in found.data]
         self._resume = _resume_points(self.elements, ())
         """For each pending element (by place): the element and the lists that follow it."""
-        plain = repr(self.elements)
-        for found in walked:  # the same tree read from another path to the job file
-            plain = plain.replace(repr(found.where), repr(found.place))
+        plain = json.dumps([_canonical(e) for e in self.elements], sort_keys=True)
         self.fingerprint = xxhash.xxh64_hexdigest(plain.encode())
-        """Identifies the tree's elements (kept with pending records)."""
+        """Identifies the tree's elements (kept with pending records): their settings that
+        differ from the defaults, by place, whatever path names the job file."""
+        self.time_only = {found.place for found in timed if not found.pending_loads}
+        """Pending elements that wait only on the watermark."""
 
     def record(self, values: dict[str, Any]) -> tuple[Any, ...]:
         """A record tuple from field values (missing ones are null); for tests and tools."""
@@ -325,7 +330,8 @@ class TreeBuilder:
         if not len(missed):
             return
         if batch.retrying == element.place:
-            left = batch.table.column(pending.LOADS_LEFT).to_numpy()[missed.rows] - 1
+            left = batch.table.column(pending.LOADS_LEFT).to_numpy()[missed.rows]
+            left = left - 1 if batch.costs_load else left
             expired = left <= 0
             batch.stats.pending_expired += int(missed.weights[expired].sum())
         else:
@@ -353,13 +359,19 @@ class TreeBuilder:
         batch.stats.pending.append(table)
 
     def retry_pending(
-        self, tree: ShardTree, table: pa.Table, fingerprint: str, stats: ApplyStats
+        self,
+        tree: ShardTree,
+        table: pa.Table,
+        fingerprint: str,
+        stats: ApplyStats,
+        costs_load: bool = True,
     ) -> None:
         """Retry the pending records of earlier loads (rows as :mod:`loaders.pending` stores
         them, kept under the tree whose :attr:`fingerprint` is given) against ``tree``: those
         whose node exists now go on through the rest of the tree; the others wait for the
         next load, or expire. Call it after every source of the load, after
-        :meth:`start_source`."""
+        :meth:`start_source`. ``costs_load`` false: records kept in this very load, retried
+        at its end, keep their loads."""
         elements = table.column(pending.ELEMENT)
         for where in pc.unique(elements).to_pylist():
             part = table.filter(pc.equal(elements, where))
@@ -372,6 +384,7 @@ class TreeBuilder:
             element, rest = resume
             batch = _Batch(tree, part, stats)
             batch.retrying = element.place
+            batch.costs_load = costs_load
             parents = part.column(pending.PARENT).to_numpy()
             ids, first, nodes = np.unique(parents, return_index=True, return_inverse=True)
             keys = list(
@@ -441,3 +454,21 @@ def _resume_points(
         for branch in element.branches:
             points.update(_resume_points(branch, rest))
     return points
+
+
+def _canonical(value: Any) -> Any:
+    """A job's tree settings as plain data: dataclass fields that differ from their defaults
+    (so that a new, defaulted setting does not change old fingerprints), the element's
+    file-specific ``where`` left out."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            spec.name: _canonical(getattr(value, spec.name))
+            for spec in dataclasses.fields(value)
+            if spec.name != "where"
+            and (spec.default is dataclasses.MISSING or getattr(value, spec.name) != spec.default)
+        }
+    if isinstance(value, tuple | list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    return value if isinstance(value, str | int | float | bool) or value is None else repr(value)

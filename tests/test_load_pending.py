@@ -199,3 +199,27 @@ def test_waiting_records_expire_when_the_watermark_of_their_time_passes(
     assert second["pending"] == {"buffered": 0, "applied": 1, "expired": 1, "waiting": 0}
     hits = {p: n.hits for p, n in open_version(tmp_path / "store").tree(0).walk()}
     assert hits[("root", "u2", "M", "p2")] == 1 and ("root", "u3") not in hits
+
+
+def test_a_node_made_later_in_the_same_load_takes_its_record_and_a_new_tree_resets_the_watermark(
+    spark: Any, tmp_path: Path
+) -> None:
+    job = json.loads(json.dumps(JOB))
+    job["shards"] = 1
+    job["source"].reverse()  # mappings first: their UIDs come from a later source
+    job["tree"]["root"][1]["list"][1][0]["pending"] = {"time": "T", "delay": 1000}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "first.csv").write_text("U,T\nu1,1000\n")
+    first = _load(spark, tmp_path, "first", "m", ["U,P,T", "u1,p1,1000"])
+    assert first["pending"] == {"buffered": 1, "applied": 1, "expired": 0, "waiting": 0}
+    assert ("root", "u1", "M", "p1") in dict(open_version(tmp_path / "store").tree(0).walk())
+
+    job["tree"]["root"][1]["list"][1][0]["pending"] = {"time": "T", "delay": 5}
+    (tmp_path / "job.json").write_text(json.dumps(job))  # another tree: a new watermark
+    second = _load(spark, tmp_path, "second", "m", ["U,P,T", "u2,p2,50", "u3,p3,", "u4,p4,+5"])
+    # u2 waits (watermark 50 - 5, not 1000 - 5); u3 has no time and could wait for ever: it
+    # expires; u4's time is not an optional minus and digits: rejected
+    assert second["pending"] == {"buffered": 2, "applied": 0, "expired": 1, "waiting": 1}
+    assert second["rejected"]["count"] == 1
+    assert open_version(tmp_path / "store").manifest.trees[0].pending_time == 50

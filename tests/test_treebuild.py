@@ -274,3 +274,25 @@ def test_records_that_waited_give_the_tree_of_records_that_came_after_their_node
         return {path: (n.hits, n.node_count) for path, n in tree.walk()}
 
     assert shape(early) == shape(late)
+
+
+def test_the_tree_fingerprint_follows_settings_not_the_job_files_path() -> None:
+    import copy
+
+    from loaders.job import _Validator
+    from loaders.jobfile import JobText
+    from shell.demo import DEMO_JOB
+
+    def fingerprint(job: dict[str, Any], file: str = "job.json") -> str:
+        spec = _Validator(JobText(file, "", job), Path(".")).job_spec()
+        return TreeBuilder(spec.tree).fingerprint
+
+    job = copy.deepcopy(DEMO_JOB)
+    job["tree"]["root"][1]["list"][1][0]["pending"] = {"loads": 2}
+    assert fingerprint(job) == fingerprint(job, "/somewhere/else/job.json")
+    slower = copy.deepcopy(job)
+    slower["tree"]["root"][1]["list"][1][0]["pending"] = {"loads": 3}
+    assert fingerprint(slower) != fingerprint(job)
+    explicit = copy.deepcopy(job)
+    explicit["tree"]["root"][1]["list"][0][1]["count"] = True  # a default, said out loud
+    assert fingerprint(explicit) == fingerprint(job)

@@ -126,6 +126,9 @@ class ShardState:
     pending_time: int | None = None
     """The largest time the shard's loads have seen in the field pending records wait on
     (their watermark is this minus the element's delay)."""
+    pending_tree: str | None = None
+    """The fingerprint of the job's tree ``pending_time`` was seen under (another tree
+    starts a new watermark)."""
 
     def to_json(self) -> dict[str, Any]:
         """The manifest form."""
@@ -140,6 +143,7 @@ class ShardState:
                 "files": list(self.pending),
                 "records": self.pending_records,
                 "time": self.pending_time,
+                "tree": self.pending_tree,
             }
         return doc
 
@@ -155,6 +159,7 @@ class ShardState:
             tuple(pending.get("files", ())),
             int(pending.get("records", 0)),
             pending.get("time"),
+            pending.get("tree"),
         )
 
     def files(self) -> set[str]:
