@@ -217,9 +217,14 @@ def command_info(store: str, out: TextIO) -> None:
         if state is None:
             print(f"  shard {shard}: empty", file=out)
         else:
+            waiting = (
+                f", {state.pending_records:,} pending update-only record(s) waiting"
+                if state.pending
+                else ""
+            )
             print(
                 f"  shard {shard}: {state.nodes:,} nodes, {state.bytes:,} bytes, "
-                f"{len(state.runs)} run(s)",
+                f"{len(state.runs)} run(s){waiting}",
                 file=out,
             )
     _print_dedup_index(version.pages, manifest.version, out)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 from loaders import load_job, run_load
 from loaders.load_report import format_load_report
+from shell.cli import command_info
 from treestore.sharding import shard_of
 from treestore.store import check_store, collect_garbage, open_version
 
@@ -94,6 +96,9 @@ def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
     (tmp_path / "a" / "first.csv").write_text(f"U\n{other}\n")
     first = _load(spark, tmp_path, "first", "m", ["U,P", f"{known},p1", f"{late},p2"])
     assert first["pending"] == {"buffered": 2, "applied": 0, "expired": 0, "waiting": 2}
+    shown = io.StringIO()
+    command_info(str(tmp_path / "store"), shown)
+    assert shown.getvalue().count("1 pending update-only record(s) waiting") == 2  # per shard
     assert first["sources"]["mapping"]["pending"] == 2
     assert first["sources"]["mapping"]["missed_updates"] == 0
     assert any("2 kept for later loads" in line for line in format_load_report(first, "s"))
