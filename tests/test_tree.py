@@ -16,7 +16,7 @@ from treestore import runs
 from treestore.errors import CorruptPageError
 from treestore.memtable import Memtable
 from treestore.pagestore import FilePageStore, MemoryPageStore, PageStore
-from treestore.tree import Handles, ShardTree, build_tree
+from treestore.tree import Handle, Handles, ShardTree, build_tree
 
 NAMES = ["b", "a", "\uff61", "\U0001f600", "B", "é", "aa", "a\x00"]
 
@@ -287,26 +287,31 @@ def test_visit_many_is_visit_one_by_one(
             parents.append(handle)
         names = [name for (_top, name), _hits in pairs]
         hits = [h for _key, h in pairs]
-        if number == 0:
-            handles = Handles(
-                np.array([h[0] for h in parents], dtype=np.int64), [h[1] for h in parents]
-            )
-            ids, keys = tree.visit_many(
-                handles, np.arange(len(pairs)), names, create, np.array(hits), once
-            )
-            results.append(
-                [(i, k) if i >= 0 else None for i, k in zip(ids.tolist(), keys, strict=True)]
-            )
-        else:
-            results.append(
-                [
-                    tree.visit(p, n, create, h, once)
-                    for p, n, h in zip(parents, names, hits, strict=True)
-                ]
-            )
+        results.append(_visits(tree, number == 0, parents, names, hits, create, once))
     assert results[0] == results[1]
     assert _memtable_entries(trees[0]) == _memtable_entries(trees[1])
     assert (trees[0].next_id, trees[0].stats) == (trees[1].next_id, trees[1].stats)
+
+
+def _visits(
+    tree: ShardTree,
+    bulk: bool,
+    parents: list[Handle],
+    names: list[str],
+    hits: list[int],
+    create: bool,
+    once: bool,
+) -> list[Handle | None]:
+    """The children ``names[i]`` of ``parents[i]`` visited in one bulk call or one by one."""
+    if not bulk:
+        return [
+            tree.visit(p, n, create, h, once) for p, n, h in zip(parents, names, hits, strict=True)
+        ]
+    handles = Handles(np.array([h[0] for h in parents], dtype=np.int64), [h[1] for h in parents])
+    ids, keys = tree.visit_many(
+        handles, np.arange(len(parents)), names, create, np.array(hits), once
+    )
+    return [(i, k) if i >= 0 else None for i, k in zip(ids.tolist(), keys, strict=True)]
 
 
 def _memtable_entries(tree: ShardTree) -> list[tuple[object, ...]]:
@@ -433,23 +438,7 @@ def test_visit_many_with_parents_among_its_keys_and_flushes(
     results = []
     for number, tree in enumerate(trees):
         tree.memtable_limit = limit
-        if number == 0:
-            parents = Handles(
-                np.array([h[0] for h in handles], dtype=np.int64), [h[1] for h in handles]
-            )
-            ids, keys = tree.visit_many(
-                parents, np.arange(len(handles)), names, create, np.array(hits), once
-            )
-            results.append(
-                [(i, k) if i >= 0 else None for i, k in zip(ids.tolist(), keys, strict=True)]
-            )
-        else:
-            results.append(
-                [
-                    tree.visit(p, n, create, h, once)
-                    for p, n, h in zip(handles, names, hits, strict=True)
-                ]
-            )
+        results.append(_visits(tree, number == 0, handles, names, hits, create, once))
     assert results[0] == results[1]
     if limit > len(handles) * 2:  # no flush on either side: the memtables are the same
         assert _memtable_entries(trees[0]) == _memtable_entries(trees[1])
