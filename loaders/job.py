@@ -95,8 +95,13 @@ class ElementSpec:
     pending_loads: int = 0
     pending_time: str | None = None
     pending_delay: int = 0
-    place: str = ""
-    """Where the element is in the tree, whatever the job file's name: ``tree.root.1...``."""
+    path: KeyPath = ()
+    """Where the element is in the job file: ``("tree", "root", 1, ...)``."""
+
+    @property
+    def place(self) -> str:
+        """Where the element is in the tree, whatever the job file's name: ``tree.root.1...``."""
+        return ".".join(str(p) for p in self.path)
 
     @property
     def pending(self) -> bool:
@@ -258,7 +263,7 @@ class _Validator:
             options: dict[str, Any] = {}
             if kind == "key.top":
                 size = body.get("size")
-                if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                if not _whole(size, 1, 1 << 62):
                     raise self.job.error(
                         (*where, "size") if "size" in body else where,
                         "a key.top needs a 'size': how many keys it keeps (at least 1)",
@@ -297,7 +302,7 @@ class _Validator:
             if "filter" in doc
             else None,
             **(self.pending(doc, path) if "pending" in doc else {}),
-            "place": ".".join(str(p) for p in path),
+            "path": path,
         }
         if kind == "const":
             value = doc.get("value")
@@ -376,7 +381,7 @@ class _Validator:
                 hint=f"The one shard hash is {HASH_NAME!r} (see the README's Sharding).",
             )
         shards = doc.get("shards", 8)
-        if not isinstance(shards, int) or isinstance(shards, bool) or not 1 <= shards <= 65536:
+        if not _whole(shards, 1, 65536):
             raise self.job.error(("shards",), "'shards' must be a whole number from 1 to 65536")
         sources = doc.get("source")
         if isinstance(sources, dict):
@@ -412,11 +417,7 @@ class _Validator:
         for other in timed[1:]:
             if other.pending_time != timed[0].pending_time:
                 raise self.job.error(
-                    (
-                        *(int(p) if p.isdigit() else p for p in other.place.split(".")),
-                        "pending",
-                        "time",
-                    ),
+                    (*other.path, "pending", "time"),
                     f"every pending element of a job waits on one time field; this one names "
                     f"{other.pending_time!r}, another {timed[0].pending_time!r}",
                 )

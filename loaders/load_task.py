@@ -272,11 +272,11 @@ def shard_task(
                 for shard in np.unique(shards).tolist():
                     work.tree(shard)
                 batch = batch.filter(pa.array(~markers))
+                orders = orders[~markers]
                 if not batch.num_rows:
                     continue
             for entry in pc.value_counts(batch.column(FILE_COLUMN)).to_pylist():
                 per_file[entry["values"]] += entry["counts"]
-            orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
             _per_source(per_source, "read", orders)
             bad = batch.column(REJECT).is_valid().to_numpy(zero_copy_only=False)
             if bad.any():

@@ -3,8 +3,9 @@
 A ``create: false`` element with ``pending: {"loads": N}`` does not drop a record
 whose node does not exist (Hydra's behaviour, and ours without ``pending``): the
 record's path, from that element on, is kept with the shard's tree and retried at
-the end of each of the next N loads, after every source of the load was applied (so
-a node any source of a later load creates is found). A retried record whose node now
+the end of its own load and of each of the next N loads, after every source of the
+load was applied (so a node any source of the load creates is found, whatever the
+order of sources). A retried record whose node now
 exists goes on from that element through the rest of the tree, as if it had arrived
 after its node; one still without its node after N loads expires and is counted.
 With ``"time": FIELD, "delay": D`` records also wait on an event-time watermark, as
@@ -64,7 +65,7 @@ _FINGERPRINT = b"treestore.tree"
 def read_pending(pages: PageStore, name: str) -> tuple[pa.Table, str]:
     """The pending records stored in ``name``, and the fingerprint of the tree that kept
     them."""
-    table = pa.ipc.open_stream(pa.BufferReader(pages.read(name))).read_all()
+    table = pages.read_table(name)
     metadata = table.schema.metadata or {}
     return table, metadata.get(_FINGERPRINT, b"").decode()
 
@@ -81,11 +82,8 @@ def write_pending(
     names, records = [], 0
     for parts in by_schema.values():
         table = pa.concat_tables(parts).replace_schema_metadata({_FINGERPRINT: fingerprint})
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
         name = f"trees/shard-{shard:04d}/{uuid.uuid4().hex[:12]}-pending.arrow"
-        pages.write(name, sink.getvalue().to_pybytes())
+        pages.write_table(name, table)
         names.append(name)
         records += int(pc.sum(table.column(WEIGHT)).as_py() or 0)
     return tuple(names), records

@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+import pyarrow as pa
+
 from treestore.errors import StoreError
 
 __all__ = ["FilePageStore", "MemoryPageStore", "PageStore", "page_store_for"]
@@ -48,6 +50,18 @@ class PageStore(ABC):
     @abstractmethod
     def write(self, name: str, data: bytes) -> None:
         """Create or replace blob ``name`` atomically."""
+
+    def read_table(self, name: str) -> pa.Table:
+        """The blob ``name`` read as an Arrow IPC stream (``pyarrow.ArrowException`` if it is
+        not one)."""
+        return pa.ipc.open_stream(pa.BufferReader(self.read(name))).read_all()
+
+    def write_table(self, name: str, table: pa.Table) -> None:
+        """Write ``table`` as the Arrow IPC stream ``name``, atomically."""
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as stream:
+            stream.write_table(table)
+        self.write(name, sink.getvalue().to_pybytes())
 
     @contextmanager
     def writer(self, name: str) -> Iterator[BinaryIO]:
@@ -151,6 +165,18 @@ class FilePageStore(PageStore):
             raise StoreError(f"{self._path(name)} does not exist.") from None
         except OSError as exc:
             raise StoreError(f"{self._path(name)} cannot be read: {exc}") from exc
+
+    def read_table(self, name: str) -> pa.Table:
+        """The blob ``name`` read as an Arrow IPC stream (``pyarrow.ArrowException`` if it is
+        not one)."""
+        return pa.ipc.open_stream(pa.BufferReader(self.read(name))).read_all()
+
+    def write_table(self, name: str, table: pa.Table) -> None:
+        """Write ``table`` as the Arrow IPC stream ``name``, atomically."""
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as stream:
+            stream.write_table(table)
+        self.write(name, sink.getvalue().to_pybytes())
 
     @contextmanager
     def writer(self, name: str) -> Iterator[BinaryIO]:

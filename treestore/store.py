@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
 from treestore.dedup_index import check_dedup_index, unused_dedup_runs
 from treestore.errors import CorruptPageError, StoreError
 from treestore.pagestore import PageStore, page_store_for
@@ -370,10 +372,8 @@ def collect_garbage(
 
 def _check_pending_file(store: PageStore, name: str) -> str | None:
     """Why the pending-records file ``name`` (an Arrow IPC stream) cannot be read, or None."""
-    import pyarrow as pa
-
     try:
-        pa.ipc.open_stream(pa.BufferReader(store.read(name))).read_all()
+        store.read_table(name)
     except (OSError, pa.ArrowException) as exc:
         return f"the pending records {store.location}/{name} cannot be read ({exc})"
     return None
