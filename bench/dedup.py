@@ -30,12 +30,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from loaders.dedup import index_files
-from loaders.job import JobSpec, MapSpec, SourceSpec
-from loaders.sources import InputFile
-from treestore.dedup_index import DedupManifest, publish_dedup_manifest
+from loaders.job.model import JobSpec, MapSpec, SourceSpec
+from loaders.load.dedup_step import index_files
+from loaders.load.inputs import InputFile
 from treestore.spark import get_session
-from treestore.store import StoreWriter
+from treestore.store.dedup_index import DedupManifest, publish_dedup_manifest
+from treestore.store.versions import StoreWriter
 
 SHARDS = 16
 BATCH = 500_000

@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 from loaders import load_job, run_load  # noqa: E402
 from shell.demo import DEMO_OPS, DEMO_PATH  # noqa: E402
 from treestore.spark import get_session  # noqa: E402
-from treestore.store import open_version  # noqa: E402
+from treestore.store.versions import open_version  # noqa: E402
 
 
 def write_inputs(folder: Path, nodes: int) -> str:

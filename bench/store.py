@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from treestore import runs
-from treestore.pagestore import FilePageStore
-from treestore.tree import ShardState, ShardTree
+from treestore.storage import runs
+from treestore.storage.pagestore import FilePageStore
+from treestore.storage.tree import ShardState, ShardTree
 
 NODES_PER_UID = 7.5  # UID, A, ~3 attribute ids, M, ~1.5 PUIDs
 

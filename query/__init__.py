@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from query.ast import Bound, Element, Path, Property
-from query.parser import parse_path
-from query.pathexec import run_path
-from query.plan import OpsPlan, compile_ops
+from query.ops.compiler import OpsPlan, compile_ops
+from query.syntax.ast import Bound, Element, Path, Property
+from query.syntax.path_parser import parse_path
+from query.walk.row_walker import run_path
 
 __all__ = [
     "Bound",

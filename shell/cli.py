@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 from treestore.errors import TreestoreError
 
 if TYPE_CHECKING:
-    from treestore.pagestore import PageStore
+    from treestore.storage.pagestore import PageStore
 
 __all__ = ["main"]
 
@@ -159,7 +159,7 @@ def command_load(
 ) -> int | None:
     """``treestore load``: returns the published version, or None if nothing was new."""
     from loaders import load_job, run_load
-    from loaders.load_report import format_load_report
+    from loaders.load.report import format_load_report
     from treestore.spark import get_session
 
     job = load_job(job_file)
@@ -187,8 +187,8 @@ def command_query(
     out: TextIO,
 ) -> int:
     """``treestore query``: print the rows; returns how many were printed."""
-    from query.formats import write_rows
-    from query.runner import open_store
+    from query.driver.runner import open_store
+    from shell.formats import write_rows
     from treestore.spark import get_session
 
     handle = open_store(store, session_factory=lambda: get_session(master))
@@ -198,7 +198,7 @@ def command_query(
 
 def command_info(store: str, out: TextIO) -> None:
     """``treestore info``: versions, shards, nodes and bytes per shard, recent loads."""
-    from treestore.store import open_version, published_versions
+    from treestore.store.versions import open_version, published_versions
 
     version = open_version(store)
     manifest = version.manifest
@@ -239,8 +239,8 @@ def command_info(store: str, out: TextIO) -> None:
 
 def _print_dedup_index(pages: PageStore, version: int, out: TextIO) -> None:
     """The dedup index's sources, runs and the version it covers, for ``treestore info``."""
-    from treestore.dedup_index import read_dedup_manifest
     from treestore.errors import StoreError
+    from treestore.store.dedup_index import read_dedup_manifest
 
     try:
         index = read_dedup_manifest(pages)
@@ -262,7 +262,7 @@ def _print_dedup_index(pages: PageStore, version: int, out: TextIO) -> None:
 
 def command_sweep(args: argparse.Namespace, out: TextIO) -> None:
     """``treestore sweep``: run the interval sweep and keep its results in the store."""
-    from loaders.sweep_job import run_sweep
+    from loaders.sweep.command import run_sweep
     from treestore.spark import get_session
 
     columns = {c: getattr(args, f"{c}_col") for c in ("id", "time", "start", "end", "value")}
@@ -285,8 +285,8 @@ def command_sweep(args: argparse.Namespace, out: TextIO) -> None:
 
 def command_gc(store: str, keep: int, out: TextIO) -> None:
     """``treestore gc``: drop versions beyond ``keep`` and the files only they used."""
-    from treestore.pagestore import page_store_for
-    from treestore.store import collect_garbage, store_lock
+    from treestore.storage.pagestore import page_store_for
+    from treestore.store.versions import collect_garbage, store_lock
 
     pages = page_store_for(store)
     with store_lock(pages, "treestore gc"):
@@ -299,7 +299,7 @@ def command_gc(store: str, keep: int, out: TextIO) -> None:
 
 def command_check(store: str, out: TextIO) -> int:
     """``treestore check``: verify every page of every kept version; returns the problem count."""
-    from treestore.store import check_store
+    from treestore.store.versions import check_store
 
     problems = check_store(store)
     for problem in problems:
@@ -329,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "query":
             command_query(args.store, args.path, args.rops, args.ops, args.format, args.master, out)
         elif args.command == "shell":
-            from shell.app import run_shell
+            from shell.repl.app import run_shell
             from treestore.spark import get_session
 
             return run_shell(args.store, lambda: get_session(args.master), args.execute)

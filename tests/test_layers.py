@@ -38,7 +38,9 @@ def test_no_module_imports_an_upper_layer(package: str) -> None:
         assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
-@pytest.mark.parametrize("package", ["treestore", "query", "query.ops", "loaders", "shell"])
+@pytest.mark.parametrize(
+    "package", ["treestore", "query", "query.ops", "loaders", "loaders.sweep", "shell"]
+)
 def test_dunder_all_lists_real_public_names(package: str) -> None:
     module = importlib.import_module(package)
     for name in module.__all__:

@@ -35,7 +35,7 @@ from treestore.errors import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from query.runner import QueryStore
+    from query.driver.runner import QueryStore
 
 __all__ = [
     "CorruptPageError",
@@ -59,7 +59,7 @@ def open(path: str | os.PathLike[str], spark: SparkSession | None = None) -> Que
     Queries run on ``spark``; without one, the process's SparkSession is used,
     created on the first query with treestore's settings.
     """
-    from query.runner import open_store
+    from query.driver.runner import open_store
     from treestore.spark import get_session
 
     return open_store(os.fspath(path), spark, session_factory=get_session)

@@ -1,0 +1,104 @@
+"""Input files: finding a source's files and reading them into a DataFrame.
+
+Every field is read as text (lists of text for JSON/Parquet lists), so the
+map filters and the tree see the same values whatever the format. Each record
+also carries ``__file`` (the file's number) and ``__line`` (its line number).
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from loaders.job.model import SourceSpec
+from loaders.load.readers import FILE_COLUMN, ReadPlan, read_files, sample_list_fields
+from treestore.errors import LoadError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["FILE_COLUMN", "InputFile", "list_fields", "list_input_files", "read_source"]
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file as found on disk."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def at(cls, path: Path) -> InputFile:
+        """Describe the file at ``path``."""
+        stat = path.stat()
+        return cls(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+def _visible(path: Path, root: Path) -> bool:
+    parts = path.relative_to(root).parts
+    return not any(part.startswith((".", "_")) for part in parts)
+
+
+def list_input_files(source: SourceSpec) -> list[InputFile]:
+    """The files of ``source``: the file, the visible files under the folder, or the glob's."""
+    if any(c in source.path for c in _GLOB_CHARS):
+        matches = sorted(Path(p) for p in glob.glob(source.path, recursive=True))
+        return [InputFile.at(p) for p in matches if p.is_file()]
+    root = Path(source.path)
+    if root.is_file():
+        return [InputFile.at(root)]
+    if root.is_dir():
+        found = sorted(p for p in root.rglob("*") if p.is_file() and _visible(p, root))
+        return [InputFile.at(p) for p in found]
+    raise LoadError(
+        f"Source {source.name!r}: {source.path} does not exist. "
+        "Give a file, a folder or a glob in the job's 'path'."
+    )
+
+
+def list_fields(
+    source: SourceSpec, files: list[InputFile], fields: Iterable[str]
+) -> frozenset[str]:
+    """Which of ``fields`` hold lists in ``source`` (sampled from its first files)."""
+    return sample_list_fields(source.format, [f.path for f in files], fields)
+
+
+def read_source(
+    spark: SparkSession,
+    source: SourceSpec,
+    files: list[InputFile],
+    fields: Iterable[str],
+    lists: frozenset[str] | None = None,
+    numbers: dict[str, int] | None = None,
+) -> DataFrame:
+    """Read ``files`` of ``source`` in Spark tasks, keeping ``fields`` (text) and line numbers.
+
+    Each file is read whole by one task (see :mod:`loaders.load.readers`); the rows
+    carry ``__file``, ``__line``, ``__reject`` and ``__text``. ``lists`` names
+    the fields read as lists of text (default: those sampled as lists);
+    ``numbers`` gives each file's number for ``__file`` (default: its place in ``files``).
+    """
+    wanted = tuple(sorted({f for f in fields if f and f != source.inject_source_name}))
+    if lists is None:
+        lists = list_fields(source, files, wanted)
+    plan = ReadPlan(source.format, source.header, source.columns, wanted, lists & set(wanted))
+    # Biggest files first, dealt round-robin over the tasks, so tasks get similar work.
+    numbers = numbers or {f.path: i for i, f in enumerate(files)}
+    by_size = [(numbers[f.path], f.path) for f in sorted(files, key=lambda f: -f.size)]
+    tasks = max(1, min(len(by_size), spark.sparkContext.defaultParallelism * 2))
+    dealt = [by_size[i::tasks] for i in range(tasks)]
+
+    def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for task in batch.column(0).to_pylist():
+                yield from read_files(plan, dealt[task])
+
+    return spark.range(0, tasks, 1, tasks).mapInArrow(read, plan.spark_schema())

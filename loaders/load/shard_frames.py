@@ -1,0 +1,56 @@
+"""Spark expressions that put records on their shards, shared by loads and index rebuilds."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING
+
+from loaders.job.model import SourceSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["SHARD", "partition_by_shard", "shard_column"]
+
+SHARD = "__shard"
+_PART = "__part"
+
+
+def shard_column(frame: DataFrame, source: SourceSpec, shards: int) -> Column:
+    """The record's shard: ``pmod(xxhash64(CAST(shard_by AS STRING)), shards)``."""
+    from pyspark.sql import functions as F
+
+    if not source.shard_by or shards <= 1:
+        return F.lit(0)
+    key = F.col(f"`{source.shard_by}`") if source.shard_by in frame.columns else F.lit(None)
+    return F.pmod(F.xxhash64(key.cast("string")), F.lit(shards)).cast("int")
+
+
+@cache
+def _partition_keys(spark: SparkSession, shards: int) -> list[int]:
+    """For each shard s, a value whose hash partition among ``shards`` partitions is s.
+
+    ``repartition(n, col)`` sends a row to ``pmod(hash(col), n)``; keying rows by
+    these values makes partition number == shard number.
+    """
+    from pyspark.sql import functions as F
+
+    probe = spark.range(0, 64 * shards).select(
+        "id", F.pmod(F.hash("id"), F.lit(shards)).alias("partition")
+    )
+    first: dict[int, int] = {}
+    for row in probe.collect():
+        first.setdefault(row["partition"], row["id"])
+    missing = [s for s in range(shards) if s not in first]
+    if missing:  # practically impossible with 64 candidates per shard
+        raise RuntimeError(f"no partition key found for shards {missing}")
+    return [first[s] for s in range(shards)]
+
+
+def partition_by_shard(spark: SparkSession, frame: DataFrame, shards: int) -> DataFrame:
+    """``frame`` (with a ``__shard`` column) repartitioned so that partition number == shard."""
+    from pyspark.sql import functions as F
+
+    keys = _partition_keys(spark, shards)
+    part = F.element_at(F.array(*[F.lit(k) for k in keys]), F.col(SHARD) + 1)
+    return frame.withColumn(_PART, part).repartition(shards, _PART).drop(_PART)

@@ -1,0 +1,322 @@
+"""What each Spark task of a load runs over its shard's records.
+
+Per Arrow batch, vectorized: count records per file and per source, set rejected
+records aside (written to the store's ``rejected/`` folder with file and line),
+classify dedup duplicates, and apply the map's verdict. The surviving records
+are applied to the shard's tree in batches (see :mod:`loaders.tree.builder`), in
+source order: a source's records are applied only after every record of the
+sources before it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from loaders.load.dedup_step import EARLIER, WITHIN, BatchDedup
+from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
+from loaders.load.shard_frames import SHARD
+from loaders.tree.builder import ApplyStats, TreeBuilder
+from loaders.tree.pending import WEIGHT, latest_time, past_watermark, read_pending, write_pending
+from treestore.failpoints import failpoint
+from treestore.storage.pagestore import PageStore
+from treestore.storage.tree import ShardState, ShardTree
+
+__all__ = ["KEEP", "MARKER", "ORDER", "TASK_SCHEMA", "TaskPlan", "shard_task"]
+
+ORDER, KEEP = "__source_order", "__keep"
+MARKER = -1
+"""The source order of the one marker row a shard with pending records gets: the row makes
+sure the shard has a task even when no new record reaches it."""
+TASK_SCHEMA = "shard int, result string"
+_PENDING_LIMIT = 500_000
+"""Records held before they are applied (bounds a task's memory)."""
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """What every load task needs to know (pickled to the executors)."""
+
+    builder: TreeBuilder
+    source_names: tuple[str, ...]
+    dedup_sources: dict[int, str]
+    dedup_runs: dict[str, dict[int, tuple[str, ...]]]
+    states: dict[int, ShardState]
+    files: tuple[str, ...]  # the input files, by their number in ``__file``
+    rejected_folder: str
+    max_rejected: int
+
+
+class _Rejected:
+    """A task's rejected records: all counted, the first ``limit`` kept and written."""
+
+    def __init__(self, pages: PageStore, plan: TaskPlan) -> None:
+        self.pages, self.plan = pages, plan
+        self.rows: list[str] = []
+        self.count = 0
+
+    def add(self, batch: pa.RecordBatch, fields: list[str]) -> None:
+        self.count += batch.num_rows
+        room = self.plan.max_rejected + 1 - len(self.rows)
+        if room <= 0:
+            return
+        kept = batch.slice(0, room).to_pydict()
+        for i in range(len(kept[REJECT])):
+            row: dict[str, Any] = {
+                "source": self.plan.source_names[kept[ORDER][i]],
+                "file": self.plan.files[kept[FILE_COLUMN][i]],
+                "line": kept[LINE][i],
+                "reason": kept[REJECT][i],
+            }
+            if kept[TEXT][i] is not None:
+                row["text"] = kept[TEXT][i]
+            else:
+                row["record"] = {name: kept[name][i] for name in fields}
+            self.rows.append(json.dumps(row, ensure_ascii=False))
+
+    def write(self) -> str | None:
+        if not self.rows:
+            return None
+        name = f"{self.plan.rejected_folder}/part-{uuid.uuid4().hex[:12]}.jsonl"
+        self.pages.write(name, ("\n".join(self.rows) + "\n").encode())
+        return name
+
+
+class _ShardWork:
+    """The trees of the task's shards and the records waiting to be applied to them."""
+
+    def __init__(self, pages: PageStore, plan: TaskPlan, per_source: list[Counter[str]]) -> None:
+        self.pages, self.plan, self.per_source = pages, plan, per_source
+        self.trees: dict[int, ShardTree] = {}
+        self.stats: dict[int, ApplyStats] = {}
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
+        self.pending_order = -1
+        self.fields = plan.builder.fields
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Queue the records of ``batch`` (already filtered, sorted by source order)."""
+        if batch.num_rows == 0:
+            return
+        orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
+        for order in np.unique(orders):  # ascending: the batch is sorted by source order
+            part = batch.filter(pa.array(orders == order)) if orders[0] != orders[-1] else batch
+            if order != self.pending_order or self.pending_rows > _PENDING_LIMIT:
+                self.apply_pending()
+            if order != self.pending_order:
+                self.pending_order = int(order)
+                for tree in self.trees.values():
+                    self.plan.builder.start_source(tree)
+            self.pending.append(part.select([SHARD, *self.fields]))
+            self.pending_rows += part.num_rows
+
+    def tree(self, shard: int) -> ShardTree:
+        """The task's tree of ``shard`` (opened on first use)."""
+        tree = self.trees.get(shard)
+        if tree is None:
+            tree = self.trees[shard] = ShardTree(
+                self.pages, self.plan.states.get(shard), shard=shard
+            )
+            self.plan.builder.start_source(tree)
+            self.stats[shard] = ApplyStats()
+        return tree
+
+    def apply_pending(self) -> None:
+        """Apply the queued records of one source, shard by shard."""
+        if not self.pending:
+            return
+        counts = self.per_source[self.pending_order]
+        table = pa.Table.from_batches(self.pending)
+        shards = table.column(SHARD).to_numpy()
+        distinct = np.unique(shards).tolist()
+        for shard in distinct:  # a task may hold several shards (Spark merges small partitions)
+            part = table.filter(pa.array(shards == shard)) if len(distinct) > 1 else table
+            tree = self.tree(shard)
+            stats = self.stats[shard]
+            missed, kept = stats.missed_updates, stats.pending_buffered
+            if self.plan.builder.pending_time is not None:
+                stats.latest_time = _later(
+                    stats.latest_time, latest_time(part.column(self.plan.builder.pending_time))
+                )
+            self.plan.builder.apply_table(tree, part, None, stats)
+            counts["missed_updates"] += stats.missed_updates - missed
+            counts["pending"] += stats.pending_buffered - kept
+            counts["applied"] += part.num_rows
+        self.pending, self.pending_rows = [], 0
+
+    def _expire_late(self, stats: ApplyStats, latest: int | None) -> None:
+        """Drop the waiting records that the watermark (``latest`` minus their element's
+        delay) has passed, and those of elements that wait only on it which have no time;
+        they are counted as expired."""
+        builder = self.plan.builder
+        assert builder.pending_time is not None
+        kept = []
+        for table in stats.pending:
+            late = past_watermark(
+                table, builder.pending_time, builder.pending_delays, latest, builder.time_only
+            )
+            stats.pending_expired += int(table.column(WEIGHT).to_numpy()[late].sum())
+            kept.append(table.filter(pa.array(~late)))
+        stats.pending = kept
+
+    def commit(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Write every tree's new runs; yield (shard, its report with its new state)."""
+        self.apply_pending()
+        for shard, tree in self.trees.items():
+            stats = self.stats[shard]
+            earlier = self.plan.states.get(shard)
+            builder = self.plan.builder
+            fresh, stats.pending = stats.pending, []
+            builder.start_source(tree)  # after every source of this load
+            for name in earlier.pending if earlier is not None else ():
+                waiting, fingerprint = read_pending(self.pages, name)
+                builder.retry_pending(tree, waiting, fingerprint, stats)
+            for table in fresh:  # kept in this load: a later source may have made the node
+                builder.retry_pending(tree, table, builder.fingerprint, stats, costs_load=False)
+            same_tree = earlier is not None and earlier.pending_tree == builder.fingerprint
+            latest = _later(
+                earlier.pending_time if earlier and same_tree else None, stats.latest_time
+            )
+            if builder.pending_time is not None:
+                self._expire_late(stats, latest)
+            names, records = write_pending(self.pages, shard, stats.pending, builder.fingerprint)
+            state = replace(
+                tree.commit(),
+                pending=names,
+                pending_records=records,
+                pending_time=latest,
+                pending_tree=builder.fingerprint if latest is not None else None,
+            )
+            failpoint("in-task")
+            yield (
+                shard,
+                {
+                    "state": state.to_json(),
+                    "records": stats.records,
+                    "missed_updates": stats.missed_updates,
+                    "bad_values": stats.bad_values,
+                    "nodes_created": tree.stats.nodes_created,
+                    "nodes_updated": tree.stats.nodes_updated,
+                    "bytes_written": tree.stats.bytes_written,
+                    "compacted": tree.stats.compacted,
+                    "pending": {
+                        "buffered": stats.pending_buffered,
+                        "applied": stats.pending_applied,
+                        "expired": stats.pending_expired,
+                        "waiting": records,
+                    },
+                },
+            )
+
+
+def _later(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+class _Clock:
+    """Where a task's time goes: waiting for input (Spark's read, shuffle, sort) or its own work."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {"input": 0.0}
+        self.mark = time.perf_counter()
+
+    def waiting(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        iterator = iter(batches)
+        while True:
+            self.lap("records")
+            batch = next(iterator, None)
+            self.lap("input")
+            if batch is None:
+                return
+            yield batch
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self.mark, 3)
+        self.mark = now
+
+
+def _per_source(counts: list[Counter[str]], key: str, orders: np.ndarray) -> None:
+    if len(orders):
+        for order, n in enumerate(np.bincount(orders, minlength=len(counts)).tolist()):
+            if n:
+                counts[order][key] += n
+
+
+def shard_task(
+    pages: PageStore, plan: TaskPlan
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs over its shard's records (``mapInArrow``)."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        per_file: Counter[int] = Counter()
+        per_source: list[Counter[str]] = [Counter() for _ in plan.source_names]
+        rejected = _Rejected(pages, plan)
+        work = _ShardWork(pages, plan, per_source)
+        dedup = BatchDedup(pages, plan.dedup_sources, plan.dedup_runs)
+        clock = _Clock()
+        for batch in clock.waiting(batches):
+            orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
+            if len(orders) and orders[0] == MARKER:  # a shard with pending records gets a task
+                markers = orders == MARKER
+                shards = batch.column(SHARD).to_numpy(zero_copy_only=False)[markers]
+                for shard in np.unique(shards).tolist():
+                    work.tree(shard)
+                batch = batch.filter(pa.array(~markers))
+                orders = orders[~markers]
+                if not batch.num_rows:
+                    continue
+            for entry in pc.value_counts(batch.column(FILE_COLUMN)).to_pylist():
+                per_file[entry["values"]] += entry["counts"]
+            _per_source(per_source, "read", orders)
+            bad = batch.column(REJECT).is_valid().to_numpy(zero_copy_only=False)
+            if bad.any():
+                _per_source(per_source, "rejected", orders[bad])
+                rejected.add(batch.filter(pa.array(bad)), plan.builder.key_fields)
+                batch = batch.filter(pa.array(~bad))
+                orders = orders[~bad]
+            within, earlier = dedup.classify(batch, orders)
+            _per_source(per_source, WITHIN, orders[within])
+            _per_source(per_source, EARLIER, orders[earlier])
+            fresh = ~(within | earlier)
+            keep = batch.column(KEEP).to_numpy(zero_copy_only=False).astype(bool)
+            _per_source(per_source, "kept", orders[fresh])
+            _per_source(per_source, "dropped", orders[fresh & ~keep])
+            work.add(batch.filter(pa.array(fresh & keep)))
+        clock.lap("records")
+        work.apply_pending()
+        clock.lap("apply")
+        shards, results = [], []
+        for shard, report in work.commit():
+            shards.append(shard)
+            clock.lap("write")
+            report["task_seconds"] = clock.seconds
+            results.append(json.dumps(report))
+        shards.append(-1)  # one row for the whole task's counts, index runs and rejects
+        results.append(
+            json.dumps(
+                {
+                    "files": {plan.files[n]: count for n, count in per_file.items()},
+                    "sources": {
+                        name: counts
+                        for name, counts in zip(plan.source_names, per_source, strict=True)
+                    },
+                    "dedup": dedup.commit(),
+                    "rejected": {"count": rejected.count, "file": rejected.write()},
+                }
+            )
+        )
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(shards, pa.int32()), pa.array(results, pa.string())], ["shard", "result"]
+        )
+
+    return run

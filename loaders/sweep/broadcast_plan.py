@@ -1,0 +1,193 @@
+"""The sweep's broadcast plan for ``sum`` and ``count``: no shuffle, no sort of the events.
+
+The valid intervals are collected to the driver as Arrow, indexed there
+(:class:`loaders.sweep.cover_index.CoverIndex`: per id, the running totals of the
+``b+`` and ``b-`` rows sorted by time) and broadcast. The events are not moved:
+each Spark task looks up the batches of its own input partition with
+vectorized binary searches, so a hot id costs no single task more than its
+share of the events. :func:`loaders.sweep.interval_sweep.interval_sweep` picks this plan when
+the valid intervals number at most ``broadcast_limit`` (the index costs about
+33 bytes per interval in every Python worker).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from loaders.sweep.columns import arrow_type, interval_bounds, time_as_long
+from loaders.sweep.cover_index import CoverIndex
+
+if TYPE_CHECKING:
+    from pyspark import Broadcast
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+
+__all__ = ["PLANS", "BroadcastCounts", "broadcast_refusal", "broadcast_sweep"]
+
+ID, TIME, START, END, VALUE = "__id", "__time", "__start", "__end", "__value"
+
+
+LOOKUP_ROWS = 1 << 18
+"""Events looked up at once: denser sorted needles make each binary search cheaper
+(about 0.14 µs an event at 256k rows against 0.28 µs at 64k, for 2M intervals)."""
+
+
+def _grouped(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """The batches regrouped into batches of at least ``rows`` rows (the last may be smaller)."""
+    pending: list[pa.RecordBatch] = []
+    size = 0
+    for batch in batches:
+        pending.append(batch)
+        size += batch.num_rows
+        if size >= rows:
+            yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
+            pending, size = [], 0
+    if size:
+        yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
+
+
+def _lookup_task(
+    index: Broadcast[CoverIndex], event_columns: list[str], value_type: pa.DataType
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Each event batch with its value looked up in the broadcast index."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        cover = index.value
+        for batch in _grouped(batches, LOOKUP_ROWS):
+            times = batch.column(TIME).to_numpy(zero_copy_only=False)
+            values = cover.lookup(batch.column(ID), times)
+            yield pa.RecordBatch.from_arrays(
+                [*(batch.column(c) for c in event_columns), pa.array(values, type=value_type)],
+                [*event_columns, "value"],
+            )
+
+    return run
+
+
+PLANS = ("auto", "broadcast", "range")
+
+
+def broadcast_refusal(
+    events: DataFrame, intervals: DataFrame, id_col: str, vectorized: bool
+) -> str:
+    """Why the broadcast plan cannot run these inputs ('' when it can)."""
+    from pyspark.sql.types import IntegralType
+
+    if not vectorized:
+        return "only sum and count have a broadcast plan"
+    event_type = events.schema[id_col].dataType
+    interval_type = intervals.schema[id_col].dataType
+    same = event_type == interval_type
+    if not same and not (
+        isinstance(event_type, IntegralType) and isinstance(interval_type, IntegralType)
+    ):
+        kinds = f"{event_type.simpleString()} and {interval_type.simpleString()}"
+        return f"the ids differ in type ({kinds})"
+    return ""
+
+
+@dataclass
+class BroadcastCounts:
+    """What the broadcast plan counted, and the size of its index (0 if it did not run)."""
+
+    events: int = 0
+    skipped_events: int = 0
+    intervals: int = 0
+    skipped_intervals: int = 0
+    index_bytes: int = 0
+
+
+def _count(frame: DataFrame, ok: Column) -> tuple[int, int]:
+    """The rows, and those that are not ``ok`` (one light job)."""
+    from pyspark.sql import functions as F
+
+    row = frame.select(
+        F.count(F.lit(1)), F.sum((~F.coalesce(ok, F.lit(False))).cast("long"))
+    ).first()
+    assert row is not None
+    return int(row[0]), int(row[1] or 0)
+
+
+def broadcast_sweep(
+    spark: SparkSession,
+    events: DataFrame,
+    intervals: DataFrame,
+    columns: dict[str, str],
+    *,
+    closed: str,
+    count: bool,
+    out_type: DataType,
+    limit: int | None = None,
+) -> tuple[DataFrame | None, BroadcastCounts]:
+    """Sum or count the intervals covering each event; return the result and what was counted.
+
+    The intervals are counted first; with more than ``limit`` valid ones the
+    result is None (the caller takes the range plan). The events are counted
+    by a job that runs beside the rest, in a thread of the driver.
+
+    Args:
+        spark: the session.
+        events: the events (every column is kept in the result).
+        intervals: the intervals.
+        columns: names of ``id``, ``time``, ``start``, ``end`` and ``value``.
+        closed: which ends of an interval are inside it.
+        count: count the intervals instead of summing their values.
+        out_type: the Spark type of the result's ``value``.
+        limit: the most valid intervals to index (None: no limit).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegralType, StructField, StructType
+
+    id_name = columns["id"]
+    event_id = interval_id = F.col(f"`{id_name}`")
+    if events.schema[id_name].dataType != intervals.schema[id_name].dataType:
+        event_id, interval_id = event_id.cast("long"), interval_id.cast("long")
+    event_time = time_as_long(events, columns["time"])
+    start, end, valid = interval_bounds(intervals, columns, closed)
+    value = F.lit(0) if count else F.col(f"`{columns['value']}`").cast(out_type)
+    kept = intervals.where(valid).select(
+        interval_id.alias(ID), start.alias(START), end.alias(END), value.alias(VALUE)
+    )
+    event_ok = event_id.isNotNull() & event_time.isNotNull()
+    located = events.where(event_ok).select(
+        *[F.col(f"`{c}`") for c in events.columns], event_id.alias(ID), event_time.alias(TIME)
+    )
+    time_types = {kept.schema[START].dataType, located.schema[TIME].dataType}
+    if any(not isinstance(t, IntegralType) for t in time_types):
+        kept = kept.withColumns(
+            {START: F.col(START).cast("double"), END: F.col(END).cast("double")}
+        )
+        located = located.withColumn(TIME, F.col(TIME).cast("double"))
+    with ThreadPoolExecutor(1) as pool:
+        event_counts = pool.submit(_count, events, event_ok)
+        counts = BroadcastCounts()
+        counts.intervals, counts.skipped_intervals = _count(intervals, valid)
+        if limit is not None and counts.intervals - counts.skipped_intervals > limit:
+            counts.events, counts.skipped_events = event_counts.result()
+            return None, counts
+        table = kept.toArrow()
+        values = None
+        if not count:
+            filled = pc.fill_null(table.column(VALUE), 0).combine_chunks()
+            values = filled.to_numpy(zero_copy_only=False)
+        index = CoverIndex.build(
+            table.column(ID).combine_chunks(),
+            np.asarray(table.column(START).to_numpy()),
+            np.asarray(table.column(END).to_numpy()),
+            values,
+            closed,
+        )
+        del table
+        shared = spark.sparkContext.broadcast(index)
+        counts.events, counts.skipped_events = event_counts.result()
+        counts.index_bytes = index.nbytes
+    schema = StructType([*events.schema.fields, StructField("value", out_type)])
+    task = _lookup_task(shared, events.columns, arrow_type(out_type, events))
+    return located.mapInArrow(task, schema), counts

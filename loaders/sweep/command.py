@@ -1,0 +1,157 @@
+"""``treestore sweep``: read events and intervals, sweep them, keep the results in a store.
+
+The results are written as Parquet under ``STORE/sweeps/NAME/`` (and to
+``--out`` if asked), then loaded into the store's trees like any source, as
+``NAME / id / time / value``: a path ``NAME/+/+/+`` lists every event's id,
+time and value (one row per element for ``set`` and ``list``; an event with a
+null ``min``/``max`` has no value node), and ``:+hits`` on the time counts the
+events at that id and time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loaders.job.model import ElementSpec, JobSpec, MapSpec, SourceSpec
+from loaders.load.driver import run_load
+from loaders.sweep.interval_sweep import SweepReport, interval_sweep
+from treestore.errors import LoadError, StoreError
+from treestore.spark import spark_errors
+from treestore.storage.pagestore import page_store_for
+from treestore.store.versions import StoreWriter, open_version
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["read_table", "run_sweep"]
+
+_FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+
+def read_table(spark: SparkSession, path: str, fmt: str | None = None) -> DataFrame:
+    """Read a csv/tsv (with a header), json-lines or parquet file or folder."""
+    location = Path(path)
+    if not location.exists():
+        raise LoadError(f"{path} does not exist: give a csv, tsv, json or parquet file or folder.")
+    kind = fmt or _FORMATS.get(location.suffix.lower())
+    if kind is None and location.is_dir():
+        suffixes = {
+            p.suffix.lower()
+            for p in location.iterdir()
+            if p.is_file() and not p.name.startswith((".", "_"))
+        }
+        kinds = {_FORMATS[s] for s in suffixes if s in _FORMATS}
+        kind = kinds.pop() if len(kinds) == 1 else None
+    if kind is None:
+        raise LoadError(
+            f"Cannot tell the format of {path}: "
+            "name it .csv, .tsv, .json or .parquet, or pass --format."
+        )
+    reader = spark.read
+    with spark_errors(LoadError, f"Reading {path}"):
+        if kind in ("csv", "tsv"):
+            return reader.csv(
+                str(location), header=True, inferSchema=True, sep="\t" if kind == "tsv" else ","
+            )
+        if kind == "json":
+            return reader.json(str(location))
+        return reader.parquet(str(location))
+
+
+def _timed(frame: DataFrame, columns: list[str], time_format: str | None) -> DataFrame:
+    """Parse string time columns as timestamps (with ``time_format`` if given)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    for name in columns:
+        if name in frame.columns and isinstance(frame.schema[name].dataType, StringType):
+            parsed = (
+                F.to_timestamp(F.col(name), time_format)
+                if time_format
+                else F.col(name).cast("timestamp")
+            )
+            frame = frame.withColumn(name, parsed)
+    return frame
+
+
+def _results_job(name: str, folder: Path, id_col: str, time_col: str, shards: int) -> JobSpec:
+    where = f"sweep {name}"
+    tree = (
+        ElementSpec("const", f"{where}: name", value=name),
+        ElementSpec("value", f"{where}: id", key=id_col),
+        ElementSpec("value", f"{where}: time", key=time_col),
+        ElementSpec("value", f"{where}: value", key="value"),
+    )
+    source = SourceSpec(name=f"sweep-{name}", path=str(folder), format="parquet", shard_by=id_col)
+    return JobSpec(where, shards, (source,), MapSpec(), tree)
+
+
+def run_sweep(
+    spark: SparkSession,
+    events_path: str,
+    intervals_path: str,
+    store: str,
+    name: str,
+    *,
+    agg: str = "sum",
+    closed: str = "both",
+    plan: str = "auto",
+    columns: dict[str, str] | None = None,
+    time_format: str | None = None,
+    out: str | None = None,
+    shards: int = 8,
+    log: Callable[[str], None] = print,
+) -> SweepReport:
+    """Sweep the two files and keep the results in ``store`` under the top node ``name``."""
+    names = {
+        "id": "id",
+        "time": "time",
+        "start": "start",
+        "end": "end",
+        "value": "points",
+        **(columns or {}),
+    }
+    pages = page_store_for(store)
+    if pages.list(f"sweeps/{name}"):
+        raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
+    if not name or "/" in name:
+        raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
+    if pages.local_path("store.json") is None:
+        raise LoadError("treestore sweep keeps its results in a local store folder.")
+    if pages.exists("store.json"):
+        shards = open_version(pages).shards
+    StoreWriter(pages, shards)  # creates the store if it is new, so the results can live in it
+    events = _timed(read_table(spark, events_path), [names["time"]], time_format)
+    intervals = _timed(
+        read_table(spark, intervals_path), [names["start"], names["end"]], time_format
+    )
+    report = SweepReport()
+    with spark_errors(LoadError, "The sweep"):
+        results = interval_sweep(
+            spark,
+            events,
+            intervals,
+            agg,
+            closed,
+            plan=plan,
+            id_col=names["id"],
+            time_col=names["time"],
+            start_col=names["start"],
+            end_col=names["end"],
+            value_col=names["value"],
+            report=report,
+        )
+        if out:
+            results.write.mode("overwrite").parquet(out)
+            results = spark.read.parquet(out)
+        folder = Path(pages.location) / "sweeps" / name
+        results.write.mode("errorifexists").parquet(str(folder))
+    spark.catalog.clearCache()  # the swept rows were cached for the writes above
+    for line in report.lines():
+        log(line)
+    job = _results_job(name, folder, names["id"], names["time"], shards)
+    result = run_load(spark, job, store, log=log)
+    log(f"results kept in {store} as version {result.version}: query '{name}/+/+/+'")
+    return report

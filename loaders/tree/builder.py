@@ -1,0 +1,474 @@
+"""Applying records to a shard's tree, with Hydra's path-element semantics, in batches.
+
+Each element applies under every node the previous element produced; each
+node a record visits gets hits += 1 (``count: false``: no hit); an array value
+fans out into one child per element; a null or empty value, or a failing
+element filter, stops that path; a value element whose field is missing uses
+its ``value`` as default; ``name`` puts a const node of that name above the
+element's nodes; ``create: false`` only visits children that exist (the path
+stops otherwise, and the record is counted as an update that found no node);
+``once`` visits a node only when it is created (the record that creates it goes
+on below it, the others stop); ``data`` attachments are updated on every node
+the element visits (see :mod:`treestore.attachments`).
+
+A batch of records (Arrow columns) is applied element by element: the live
+paths of all records are arrays (record, node, weight), the names an element
+gives them are grouped by (node, name) with numpy, and each distinct child is
+visited once per batch with the summed weight. Per-row Python is left only in
+data attachments.
+
+An update-only element (``create: false``) sees the nodes of earlier sources
+and earlier loads, not nodes created by the source being applied: records of
+one source reach a shard in no fixed order, and this keeps the result
+independent of it. (:meth:`TreeBuilder.start_source` marks where a source begins.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from loaders.job.model import AttachmentSpec, ElementSpec
+from loaders.tree import pending
+from treestore.attachments import NotANumber, update_attachment
+from treestore.storage.tree import Handles, ShardTree
+
+__all__ = ["ApplyStats", "TreeBuilder"]
+
+
+_NO_LIMIT = 1 << 40
+"""The loads left of a record whose element waits only on the watermark of its time."""
+
+
+@dataclass
+class ApplyStats:
+    """What applying records to one tree did (nodes created are counted by the tree)."""
+
+    records: int = 0
+    missed_updates: int = 0
+    bad_values: int = 0
+    pending_buffered: int = 0  # records kept for later loads (``pending`` elements)
+    pending_applied: int = 0  # waiting records whose node now exists
+    pending_expired: int = 0  # waiting records dropped: loads ran out, or past the watermark
+    pending: list[pa.Table] = field(default_factory=list)
+    """The records that wait for a later load (see :mod:`loaders.tree.pending`)."""
+    latest_time: int | None = None  # the largest time seen in the pending elements' field
+
+
+@dataclass
+class _Frontier:
+    """The live paths of a batch: for each, its record, the node it is at, and its weight.
+
+    ``nodes`` index :attr:`handles`, the (distinct) nodes this level produced.
+    """
+
+    rows: np.ndarray
+    nodes: np.ndarray
+    weights: np.ndarray
+    handles: Handles
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def where(self, mask: np.ndarray) -> _Frontier:
+        return _Frontier(self.rows[mask], self.nodes[mask], self.weights[mask], self.handles)
+
+    def take(self, positions: np.ndarray) -> _Frontier:
+        return _Frontier(
+            self.rows[positions], self.nodes[positions], self.weights[positions], self.handles
+        )
+
+
+def _concat(parts: list[_Frontier]) -> _Frontier:
+    """Frontiers of sibling branches as one (their nodes as one list, each node once)."""
+    ids = np.concatenate([p.handles.ids for p in parts])
+    keys = [key for part in parts for key in part.handles.keys]
+    offsets = np.cumsum([0, *(len(p.handles) for p in parts)])
+    nodes = np.concatenate([p.nodes + offset for p, offset in zip(parts, offsets, strict=False)])
+    distinct, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    if len(distinct) < len(ids):  # branches that reach the same node
+        keys = [keys[i] for i in first.tolist()]
+        ids, nodes = distinct, inverse[nodes]
+    return _Frontier(
+        np.concatenate([p.rows for p in parts]),
+        nodes,
+        np.concatenate([p.weights for p in parts]),
+        Handles(ids, keys),
+    )
+
+
+class _Batch:
+    """One batch being applied: its columns, and which records missed a node."""
+
+    def __init__(self, tree: ShardTree, table: pa.Table, stats: ApplyStats) -> None:
+        self.tree, self.table, self.stats = tree, table, stats
+        self.missed = np.zeros(table.num_rows, dtype=bool)
+        self._flags: dict[str, np.ndarray] = {}
+        self.retrying: str | None = None
+        """The pending element whose stored records this batch retries, if any."""
+        self.costs_load = True
+        """Whether a retried record that still finds no node loses one of its loads."""
+
+    def flags(self, name: str) -> np.ndarray:
+        """A boolean column (an element filter's verdicts) as numpy, nulls false."""
+        found = self._flags.get(name)
+        if found is None:
+            column = pc.fill_null(self.table.column(name), False)
+            found = self._flags[name] = column.to_numpy(zero_copy_only=False).astype(bool)
+        return found
+
+
+class TreeBuilder:
+    """Applies records (tuples of :attr:`fields` values) to a tree's root."""
+
+    def __init__(self, elements: Sequence[ElementSpec]) -> None:
+        self.elements = tuple(elements)
+        # Element filters are computed in Spark, one boolean column per filtered
+        # element, named in walk order; elements are told apart by their place
+        # in the job file (``where``), which survives pickling to the tasks.
+        walked = [found for element in self.elements for found in element.walk()]
+        self.filters = [found for found in walked if found.filter is not None]
+        self.filter_columns = {
+            found.where: f"__element_filter_{i}" for i, found in enumerate(self.filters)
+        }
+        keys = {found.key for found in walked if found.key is not None}
+        keys |= {a.key for found in walked for a in found.data if a.key is not None}
+        timed = [found for found in walked if found.pending_time is not None]
+        self.pending_time = timed[0].pending_time if timed else None
+        """The time field pending records wait on (one per job), if any."""
+        self.pending_delays = {found.place: found.pending_delay for found in timed}
+        """Each time-waiting pending element's delay, by place."""
+        keys |= {self.pending_time} if self.pending_time else set()
+        self.key_fields = sorted(keys)
+        self.fields = [*self.key_fields, *self.filter_columns.values()]
+        """The record layout :meth:`apply_batch` takes: key fields, then filter columns."""
+        self.attachments = [a for found in walked for a in found.data]
+        self._resume = _resume_points(self.elements, ())
+        """For each pending element (by place): the element and the lists that follow it."""
+        plain = json.dumps([_canonical(e) for e in self.elements], sort_keys=True)
+        self.fingerprint = xxhash.xxh64_hexdigest(plain.encode())
+        """Identifies the tree's elements (kept with pending records): their settings that
+        differ from the defaults, by place, whatever path names the job file."""
+        self.time_only = {found.place for found in timed if not found.pending_loads}
+        """Pending elements that wait only on the watermark."""
+
+    def record(self, values: dict[str, Any]) -> tuple[Any, ...]:
+        """A record tuple from field values (missing ones are null); for tests and tools."""
+        return tuple(values.get(name) for name in self.fields)
+
+    def start_source(self, tree: ShardTree) -> None:
+        """Mark the start of a new source: update-only elements skip nodes made after this."""
+        tree.update_floor = tree.next_id
+
+    def apply_batch(
+        self,
+        tree: ShardTree,
+        records: Sequence[Sequence[Any]],
+        weights: Sequence[int],
+        stats: ApplyStats,
+    ) -> None:
+        """Apply record tuples (each standing for ``weights[i]`` identical ones) to ``tree``."""
+        columns = {}
+        for i, name in enumerate(self.fields):
+            values = [r[i] for r in records]
+            if name in self.filter_columns.values():
+                columns[name] = pa.array(values, pa.bool_())
+            elif any(isinstance(v, list | tuple) for v in values):
+                columns[name] = pa.array(
+                    [
+                        list(v) if isinstance(v, list | tuple) else [v] if v is not None else None
+                        for v in values
+                    ],
+                    pa.list_(pa.string()),
+                )
+            else:
+                columns[name] = pa.array(values, pa.string())
+        table = pa.table(columns) if columns else pa.table({"_": pa.nulls(len(records))})
+        self.apply_table(tree, table, np.asarray(weights, dtype=np.int64), stats)
+
+    def apply_table(
+        self, tree: ShardTree, table: pa.Table, weights: np.ndarray | None, stats: ApplyStats
+    ) -> None:
+        """Apply the records of ``table`` (columns :attr:`fields`) to ``tree``.
+
+        ``weights`` says how many identical records each row stands for (default 1).
+        """
+        size = table.num_rows
+        if weights is None:
+            weights = np.ones(size, dtype=np.int64)
+        batch = _Batch(tree, table, stats)
+        start = _Frontier(
+            np.arange(size, dtype=np.int64),
+            np.zeros(size, dtype=np.int64),
+            weights,
+            Handles(np.array([tree.root_handle[0]], dtype=np.int64), [tree.root_handle[1]]),
+        )
+        self._apply_list(batch, self.elements, start)
+        stats.records += int(weights.sum())
+        stats.missed_updates += int(weights[batch.missed].sum())
+
+    def _apply_list(
+        self, batch: _Batch, elements: Sequence[ElementSpec], frontier: _Frontier
+    ) -> _Frontier:
+        for element in elements:
+            if not len(frontier):
+                break
+            frontier = self._apply_one(batch, element, frontier)
+        return frontier
+
+    def _apply_one(self, batch: _Batch, element: ElementSpec, frontier: _Frontier) -> _Frontier:
+        filter_column = self.filter_columns.get(element.where)
+        if filter_column is not None:
+            frontier = frontier.where(batch.flags(filter_column)[frontier.rows])
+        if element.label is not None and len(frontier):
+            names = pa.array(np.full(len(frontier), element.label, dtype=object), pa.string())
+            frontier = self._visit(batch, element, frontier, names, label=True)
+        return self._apply_own(batch, element, frontier)
+
+    def _apply_own(self, batch: _Batch, element: ElementSpec, frontier: _Frontier) -> _Frontier:
+        """The element's own nodes (after its filter and its ``name`` node)."""
+        if element.kind == "branch":
+            parts = [self._apply_list(batch, branch, frontier) for branch in element.branches]
+            return _concat(parts)
+        if element.kind == "const":
+            assert element.value is not None
+            names = pa.array(np.full(len(frontier), element.value, dtype=object), pa.string())
+            return self._visit(batch, element, frontier, names)
+        values = batch.table.column(element.key or "").take(pa.array(frontier.rows))
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if pa.types.is_list(values.type):
+            if element.value is not None:  # a null or empty list takes the default
+                missing = pc.fill_null(pc.equal(pc.list_value_length(values), 0), True)
+                values = pc.if_else(missing, pa.scalar([element.value], values.type), values)
+            positions = pc.list_parent_indices(values).to_numpy()
+            frontier = frontier.take(positions)
+            values = pc.list_flatten(values)
+        elif element.value is not None:
+            values = pc.fill_null(values, element.value)
+        return self._visit(batch, element, frontier, values)
+
+    def _visit(
+        self,
+        batch: _Batch,
+        element: ElementSpec,
+        frontier: _Frontier,
+        names: pa.Array,
+        label: bool = False,
+    ) -> _Frontier:
+        """Visit each distinct (node, name) once, for all the paths that lead to it."""
+        present = pc.fill_null(pc.not_equal(names, ""), False).to_numpy(zero_copy_only=False)
+        if not present.all():
+            frontier = frontier.where(present)
+            names = names.filter(pa.array(present))
+        if isinstance(names, pa.ChunkedArray):
+            names = names.combine_chunks()
+        if not len(frontier):
+            return frontier
+        encoded = pc.dictionary_encode(names)
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        words = encoded.dictionary.to_pylist()
+        pairs = frontier.nodes * len(words) + codes
+        groups, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
+        totals = np.bincount(inverse, weights=frontier.weights).astype(np.int64)
+        once = element.once and not label
+        parent_of, word_of = np.divmod(groups, len(words))
+        ids, keys = batch.tree.visit_many(
+            frontier.handles,
+            parent_of,
+            [words[w] for w in word_of.tolist()],
+            element.create,
+            totals if element.count else np.zeros(len(groups), np.int64),
+            once,
+        )
+        reached_groups = ids >= 0
+        reached_keys = [keys[i] for i in np.flatnonzero(reached_groups).tolist()]
+        children = Handles(ids[reached_groups], reached_keys)
+        outcome = np.full(len(groups), -1, dtype=np.int64)
+        outcome[reached_groups] = np.arange(len(children))
+        reached = outcome[inverse]
+        found = reached >= 0
+        if element.pending:
+            lost = ~found
+            self._keep_pending(
+                batch, element, frontier.where(lost), names.filter(pa.array(lost)), label
+            )
+        elif not once:
+            batch.missed[frontier.rows[~found]] = True
+        if once:  # of the paths to a created node, only the first goes on, with weight 1
+            keep = first[outcome >= 0]
+            result = _Frontier(
+                frontier.rows[keep], reached[keep], np.ones(len(keep), np.int64), children
+            )
+        else:
+            result = _Frontier(
+                frontier.rows[found], reached[found], frontier.weights[found], children
+            )
+        if element.data and not label:
+            self._update_data(batch, element.data, result)
+        return result
+
+    def _keep_pending(
+        self,
+        batch: _Batch,
+        element: ElementSpec,
+        missed: _Frontier,
+        names: pa.Array,
+        label: bool,
+    ) -> None:
+        """Keep the paths that found no node at a pending element (or at the node its
+        ``name`` puts above them) for later loads (a retried record loses one of its loads;
+        one with none left expires)."""
+        if not len(missed):
+            return
+        if batch.retrying == element.place:
+            left = batch.table.column(pending.LOADS_LEFT).to_numpy()[missed.rows]
+            left = left - 1 if batch.costs_load else left
+            expired = left <= 0
+            batch.stats.pending_expired += int(missed.weights[expired].sum())
+        else:
+            left = np.full(len(missed), element.pending_loads or _NO_LIMIT, dtype=np.int64)
+            expired = np.zeros(len(missed), dtype=bool)
+            batch.stats.pending_buffered += int(missed.weights.sum())
+        kept = missed.where(~expired)
+        if not len(kept):
+            return
+        keys = [missed.handles.keys[i] for i in kept.nodes.tolist()]
+        table = batch.table.select(self.fields).take(pa.array(kept.rows))
+        extra = {
+            pending.ELEMENT: pa.array(
+                [element.place + (pending.LABEL if label else "")] * len(kept), pa.string()
+            ),
+            pending.PARENT: pa.array(missed.handles.ids[kept.nodes], pa.int64()),
+            pending.PARENT_OF: pa.array([k[0] for k in keys], pa.int64()),
+            pending.PARENT_NAME: pa.array([k[1] for k in keys], pa.string()),
+            pending.NAME: names.filter(pa.array(~expired)).cast(pa.string()),
+            pending.WEIGHT: pa.array(kept.weights, pa.int64()),
+            pending.LOADS_LEFT: pa.array(left[~expired], pa.int64()),
+        }
+        for name, column in extra.items():
+            table = table.append_column(name, column)
+        batch.stats.pending.append(table)
+
+    def retry_pending(
+        self,
+        tree: ShardTree,
+        table: pa.Table,
+        fingerprint: str,
+        stats: ApplyStats,
+        costs_load: bool = True,
+    ) -> None:
+        """Retry the pending records of earlier loads (rows as :mod:`loaders.tree.pending` stores
+        them, kept under the tree whose :attr:`fingerprint` is given) against ``tree``: those
+        whose node exists now go on through the rest of the tree; the others wait for the
+        next load, or expire. Call it after every source of the load, after
+        :meth:`start_source`. ``costs_load`` false: records kept in this very load, retried
+        at its end, keep their loads."""
+        elements = table.column(pending.ELEMENT)
+        for where in pc.unique(elements).to_pylist():
+            part = table.filter(pc.equal(elements, where))
+            weights = part.column(pending.WEIGHT).to_numpy()
+            at_label = where.endswith(pending.LABEL)
+            resume = self._resume.get(where.removesuffix(pending.LABEL) if at_label else where)
+            if resume is None or fingerprint != self.fingerprint:
+                stats.pending_expired += int(weights.sum())  # the job's tree changed
+                continue
+            element, rest = resume
+            batch = _Batch(tree, part, stats)
+            batch.retrying = element.place
+            batch.costs_load = costs_load
+            parents = part.column(pending.PARENT).to_numpy()
+            ids, first, nodes = np.unique(parents, return_index=True, return_inverse=True)
+            keys = list(
+                zip(
+                    part.column(pending.PARENT_OF).to_numpy()[first].tolist(),
+                    part.column(pending.PARENT_NAME).take(pa.array(first)).to_pylist(),
+                    strict=True,
+                )
+            )
+            frontier = _Frontier(np.arange(part.num_rows), nodes, weights, Handles(ids, keys))
+            names = part.column(pending.NAME).combine_chunks()
+            frontier = self._visit(batch, element, frontier, names, label=at_label)
+            if at_label:
+                frontier = self._apply_own(batch, element, frontier)
+            stats.pending_applied += int(frontier.weights.sum())
+            for elements_after in rest:
+                frontier = self._apply_list(batch, elements_after, frontier)
+            stats.missed_updates += int(weights[batch.missed].sum())
+
+    def _update_data(
+        self, batch: _Batch, attachments: tuple[AttachmentSpec, ...], frontier: _Frontier
+    ) -> None:
+        """Update the attachments of every node of ``frontier`` with its paths' records."""
+        members: dict[int, list[int]] = {}
+        for position, node in enumerate(frontier.nodes.tolist()):
+            members.setdefault(node, []).append(position)
+        rows = pa.array(frontier.rows)
+        values = {
+            spec.key: batch.table.column(spec.key).take(rows).to_pylist()
+            for spec in attachments
+            if spec.key is not None
+        }
+        weights = frontier.weights.tolist()
+        for node, positions in members.items():
+
+            def update(data: dict[str, Any], positions: list[int] = positions) -> None:
+                for spec in attachments:
+                    column = values.get(spec.key) if spec.key is not None else None
+                    settings, stored = spec.settings, data.get(spec.name)
+                    state = stored[1] if stored is not None else None
+                    for p in positions:
+                        value = column[p] if column is not None else None
+                        found = (
+                            list(value)
+                            if isinstance(value, list | tuple)
+                            else ([] if value is None or value == "" else [value])
+                        )
+                        try:
+                            state = update_attachment(spec.kind, state, found, weights[p], settings)
+                        except NotANumber:
+                            batch.stats.bad_values += weights[p]
+                    data[spec.name] = [spec.kind, state]
+
+            batch.tree.update_data(frontier.handles[node], update)
+
+
+def _resume_points(
+    elements: Sequence[ElementSpec], after: tuple[Sequence[ElementSpec], ...]
+) -> dict[str, tuple[ElementSpec, tuple[Sequence[ElementSpec], ...]]]:
+    """Each pending element (by place) with the element lists that follow it: the rest of
+    its own list, then the rest of each enclosing list after its branch."""
+    points = {}
+    for i, element in enumerate(elements):
+        rest = (elements[i + 1 :], *after)
+        if element.pending:
+            points[element.place] = (element, rest)
+        for branch in element.branches:
+            points.update(_resume_points(branch, rest))
+    return points
+
+
+def _canonical(value: Any) -> Any:
+    """A job's tree settings as plain data: dataclass fields that differ from their defaults
+    (so that a new, defaulted setting does not change old fingerprints), the element's
+    file-specific ``where`` left out."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            spec.name: _canonical(getattr(value, spec.name))
+            for spec in dataclasses.fields(value)
+            if spec.name != "where"
+            and (spec.default is dataclasses.MISSING or getattr(value, spec.name) != spec.default)
+        }
+    if isinstance(value, tuple | list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    return value if isinstance(value, str | int | float | bool) or value is None else repr(value)

@@ -1,0 +1,141 @@
+"""Pending records: update-only records that arrived before their node, kept for later loads.
+
+A ``create: false`` element with ``pending: {"loads": N}`` does not drop a record
+whose node does not exist (Hydra's behaviour, and ours without ``pending``): the
+record's path, from that element on, is kept with the shard's tree and retried at
+the end of its own load and of each of the next N loads, after every source of the
+load was applied (so a node any source of the load creates is found, whatever the
+order of sources). A retried record whose node now
+exists goes on from that element through the rest of the tree, as if it had arrived
+after its node; one still without its node after N loads expires and is counted.
+With ``"time": FIELD, "delay": D`` records also wait on an event-time watermark, as
+a streaming join's state waits for the other side: the newest FIELD value the
+shard's loads have seen (kept in ``ShardState.pending_time``) minus D; a waiting
+record whose FIELD is below it expires, at once when it arrives that late.
+
+Per shard, the waiting records are Arrow IPC files in the store (one per schema: a
+field read as a list in one load may be text in another), named in the shard's state
+(``ShardState.pending``) so that they are published, kept and collected with the
+version that holds them. Each row is a record's fields (those the tree reads) and
+where its path stopped: the element (its place in the tree, and whether the path
+stopped at the node the element's ``name`` puts above it), the parent node (id and
+key), the name it looked for, its weight and the loads it has left. Each file also
+records a fingerprint of the job's tree: records kept under another tree expire
+rather than being retried against elements that may mean something else now.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from treestore.storage.pagestore import PageStore
+
+__all__ = [
+    "ELEMENT",
+    "LABEL",
+    "LOADS_LEFT",
+    "NAME",
+    "PARENT",
+    "PARENT_NAME",
+    "PARENT_OF",
+    "WEIGHT",
+    "latest_time",
+    "past_watermark",
+    "read_pending",
+    "write_pending",
+]
+
+ELEMENT = "__pending_element"  # the element's place in the tree (``ElementSpec.place``)
+PARENT = "__pending_parent"  # the parent node's id
+PARENT_OF = "__pending_parent_of"  # the parent node's key: its own parent's id ...
+PARENT_NAME = "__pending_parent_name"  # ... and its name
+NAME = "__pending_name"  # the child name the element looked for
+WEIGHT = "__pending_weight"  # how many identical records the row stands for
+LOADS_LEFT = "__pending_loads"  # how many more loads retry it
+LABEL = " (name)"
+"""Appended to ``ELEMENT`` when the path stopped at the node the element's ``name`` puts
+above its own nodes."""
+_FINGERPRINT = b"treestore.storage.tree"
+
+
+def read_pending(pages: PageStore, name: str) -> tuple[pa.Table, str]:
+    """The pending records stored in ``name``, and the fingerprint of the tree that kept
+    them."""
+    table = pages.read_table(name)
+    metadata = table.schema.metadata or {}
+    return table, metadata.get(_FINGERPRINT, b"").decode()
+
+
+def write_pending(
+    pages: PageStore, shard: int, tables: list[pa.Table], fingerprint: str
+) -> tuple[tuple[str, ...], int]:
+    """Store the shard's waiting records as new files, one per schema; return their names
+    and the number of records (summed weights)."""
+    by_schema: dict[pa.Schema, list[pa.Table]] = {}
+    for table in tables:
+        if table.num_rows:
+            by_schema.setdefault(table.schema, []).append(table)
+    names, records = [], 0
+    for parts in by_schema.values():
+        table = pa.concat_tables(parts).replace_schema_metadata({_FINGERPRINT: fingerprint})
+        name = f"trees/shard-{shard:04d}/{uuid.uuid4().hex[:12]}-pending.arrow"
+        pages.write_table(name, table)
+        names.append(name)
+        records += int(pc.sum(table.column(WEIGHT)).as_py() or 0)
+    return tuple(names), records
+
+
+def latest_time(column: pa.ChunkedArray | pa.Array) -> int | None:
+    """The largest whole number in a text (or list of text) column; empty and null values
+    are left out (the load rejected the records whose value is not a whole number)."""
+    values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_list(values.type):
+        values = pc.list_flatten(values)
+    found = pc.max(_numbers(values)).as_py()
+    return None if found is None else int(found)
+
+
+def past_watermark(
+    table: pa.Table,
+    field: str,
+    delays: dict[str, int],
+    latest: int | None,
+    time_only: set[str] | frozenset[str] = frozenset(),
+) -> np.ndarray:
+    """Which waiting records expire: those older than their element's watermark (``latest``
+    minus the element's delay), and those without a time whose element waits only on the
+    watermark (``time_only``; they could wait for ever). Records of elements that wait only
+    a number of loads never do. Compared as int64, exactly."""
+    values = table.column(field).combine_chunks()
+    if pa.types.is_list(values.type):  # a list of times: its largest counts
+        flat = _numbers(pc.list_flatten(values))
+        known = flat.is_valid().to_numpy(zero_copy_only=False)
+        owners = pc.list_parent_indices(values).to_numpy()[known]
+        times = np.full(len(values), np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(times, owners, pc.drop_null(flat).to_numpy())
+        timed = np.zeros(len(values), dtype=bool)
+        timed[owners] = True
+    else:
+        numbers = _numbers(values)
+        timed = numbers.is_valid().to_numpy(zero_copy_only=False)
+        times = pc.fill_null(numbers, 0).to_numpy()
+    lowest = int(np.iinfo(np.int64).min)
+    marks_of = (
+        {place: max(lowest, latest - delay) for place, delay in delays.items()}
+        if latest is not None
+        else {}
+    )
+    places = [p.removesuffix(LABEL) for p in table.column(ELEMENT).to_pylist()]
+    watched = np.fromiter((p in marks_of for p in places), dtype=bool, count=len(places))
+    marks = np.fromiter((marks_of.get(p, 0) for p in places), dtype=np.int64, count=len(places))
+    only = np.fromiter((p in time_only for p in places), dtype=bool, count=len(places))
+    return (timed & watched & (times < marks)) | (~timed & only)
+
+
+def _numbers(values: pa.Array) -> pa.Array:
+    """Text holding whole numbers as int64 (empty text as null)."""
+    return pc.cast(pc.if_else(pc.equal(values, ""), None, values), pa.int64())

@@ -1,0 +1,164 @@
+"""A query's result: rows as Python tuples, or Arrow batches as they arrive.
+
+Rows reach the driver in *pieces*: an Arrow record batch (typed columns, from
+a scan that ran on columns) or a list of row tuples. Iterating gives tuples;
+:meth:`Rows.batches` gives Arrow batches without making a Python object per
+value where the shards sent Arrow, which is the fast way to consume a big scan.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeAlias
+
+import pyarrow as pa
+
+from query.ops import Value
+from query.ops.compiler import OpsPlan
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Piece", "Rows"]
+
+Piece: TypeAlias = "pa.RecordBatch | list[tuple[Value, ...]]"
+"""What the driver receives at a time: typed columns, or rows."""
+_BATCH_ROWS = 65536
+
+
+def _piece_rows(piece: Piece) -> Iterator[tuple[Value, ...]]:
+    if isinstance(piece, pa.RecordBatch):
+        return zip(*(c.to_pylist() for c in piece.columns), strict=True)
+    return iter(piece)
+
+
+def _rows_of(pieces: Iterator[Piece]) -> Iterator[tuple[Value, ...]]:
+    """The pieces' rows (no Python frame per row: a loop over rows runs in C)."""
+    return itertools.chain.from_iterable(map(_piece_rows, pieces))
+
+
+def _column_of(values: Sequence[Value]) -> pa.Array:
+    """Python values as one typed column: int64 when all are whole numbers, float64 when
+    all are numbers, else text."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pa.array(values, pa.int64())
+    if present and all(isinstance(v, int | float) for v in present):
+        return pa.array(values, pa.float64())
+    return pa.array([None if v is None else str(v) for v in values], pa.string())
+
+
+def _batch_of(rows: Sequence[tuple[Value, ...]]) -> pa.RecordBatch:
+    width = max((len(r) for r in rows), default=0)
+    columns = [_column_of([r[i] if i < len(r) else None for r in rows]) for i in range(width)]
+    return pa.RecordBatch.from_arrays(columns, [f"c{i}" for i in range(width)])
+
+
+def _unified(parts: list[pa.Array]) -> pa.ChunkedArray:
+    """One column from the batches' pieces of it, typed as :func:`_column_of` would."""
+    types = {part.type for part in parts if part.null_count < len(part)}
+    if types and types <= {pa.int64()}:
+        target = pa.int64()
+    elif types and types <= {pa.int64(), pa.float64()}:
+        target = pa.float64()
+    elif types <= {pa.string()}:
+        target = pa.string()
+    else:
+        return pa.chunked_array([_column_of(part.to_pylist()) for part in parts], pa.string())
+    return pa.chunked_array([part.cast(target) for part in parts], target)
+
+
+class Rows:
+    """The lazy result of a query: iterate it for tuples, or convert it whole.
+
+    Nothing runs until the rows are first asked for; rows then arrive as the
+    shards' tasks send them. A ``Rows`` can be read once, as tuples or as
+    batches. :meth:`close` (or leaving a ``with`` block, or dropping it)
+    before the end cancels the Spark job still running.
+    """
+
+    def __init__(
+        self,
+        produce: Callable[[], Iterator[Piece]],
+        driver: OpsPlan | None = None,
+        labels: tuple[str, ...] | None = None,
+    ) -> None:
+        self._produce = produce
+        self._driver = driver or OpsPlan()
+        self.labels = labels
+        self._source: Iterator[Piece] | None = None
+        self._iterator: Iterator[tuple[Value, ...]] | None = None
+
+    def _pieces(self) -> Iterator[Piece]:
+        if self._source is None:
+            self._source = self._produce()
+        return self._source
+
+    def _rows(self) -> Iterator[tuple[Value, ...]]:
+        if self._iterator is None:
+            rows = _rows_of(self._pieces())
+            self._iterator = self._driver.run(rows) if self._driver else rows
+        return self._iterator
+
+    def __iter__(self) -> Iterator[tuple[Value, ...]]:
+        return self._rows()
+
+    def __next__(self) -> tuple[Value, ...]:
+        return next(self._rows())
+
+    def __enter__(self) -> Rows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop: cancel the query's Spark job if it is still running."""
+        for stream in (self._iterator, self._source):
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The remaining rows as Arrow record batches, as they arrive.
+
+        Columns the shards computed as columns keep their types (names are
+        ``string``, hits and node counts ``int64``); rows from row ops or
+        driver ops are typed per batch as :meth:`to_arrow` describes. A batch
+        may be narrower than the widest row: short rows.
+        """
+        if self._driver or self._iterator is not None:
+            while rows := list(itertools.islice(self, _BATCH_ROWS)):
+                yield _batch_of(rows)
+            return
+        for piece in self._pieces():
+            yield piece if isinstance(piece, pa.RecordBatch) else _batch_of(piece)
+
+    def to_list(self) -> list[tuple[Value, ...]]:
+        """Every remaining row, as a list of tuples."""
+        return list(self)
+
+    def to_arrow(self) -> pa.Table:
+        """The rows as an Arrow table with columns ``c0``, ``c1``, ... (or the path's ``{labels}``)
+
+        A column whose values are all whole numbers is ``int64``, all numbers
+        ``float64``, otherwise ``string`` (numbers written as text); short rows
+        leave nulls.
+        """
+        batches = [b for b in self.batches() if b.num_rows]
+        width = max((b.num_columns for b in batches), default=0)
+        columns = [
+            _unified([b.column(i) if i < b.num_columns else pa.nulls(b.num_rows) for b in batches])
+            for i in range(width)
+        ]
+        names = [f"c{i}" for i in range(width)]
+        if self.labels is not None and len(self.labels) == width:
+            names = list(self.labels)
+        if not batches:
+            return pa.table([pa.array([], pa.string()) for _ in names], names=names)
+        return pa.table(columns, names=names)
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The rows as a pandas DataFrame (see :meth:`to_arrow` for the column types)."""
+        return self.to_arrow().to_pandas()

@@ -1,0 +1,339 @@
+"""Running a query over a store: the path and rops in Spark tasks, one per shard;
+the ops on the driver. A selective query runs on the driver alone.
+
+Each shard's task opens that shard's tree from the store version being read,
+runs the path, runs the rops over the rows, and sends the rows back in chunks.
+A path that reads no attachment runs on columns (:mod:`query.walk.column_engine`), as do
+the leading rops that can (``str``, ``merge``); those chunks travel as Arrow
+IPC. Rows from row ops travel as msgpack lists. Either way ints stay ints and
+nulls stay nulls. The driver reads the shards' rows as they arrive, in shard
+order, and runs the ops over them; the first row is out before the last
+shard's task has run.
+
+Selective queries skip Spark: when the path's leading name lookups (``root/12345/...``)
+reach nodes with at most :data:`LOCAL_LIMIT` children in all, across the shards,
+the driver runs the path and rops itself, reading only those pages (a Spark job
+costs more than the whole lookup).
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from query.driver.result import Piece, Rows
+from query.driver.transport import (
+    ERROR,
+    RESULT_SCHEMA,
+    ShardFiles,
+    decode_piece,
+    encode_error,
+    encode_piece,
+    read_shard_files,
+    result_batch,
+)
+from query.ops import Value
+from query.ops.columns import Chunk, rows_of
+from query.ops.compiler import OpsPlan, compile_ops
+from query.syntax.ast import Path
+from query.syntax.path_parser import parse_path
+from query.walk.column_engine import column_types, run_path_columns, supports
+from query.walk.row_walker import run_path
+from treestore.errors import StoreError, TreestoreError
+from treestore.failpoints import failpoint
+from treestore.settings import env_number
+from treestore.spark import spark_errors
+from treestore.storage.pagestore import PageStore
+from treestore.storage.tree import ShardState, ShardTree
+from treestore.store.versions import StoreVersion, open_version
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["QueryStore", "Rows", "open_store", "shard_output", "shard_rows"]
+
+_BATCH_ROWS = 8192
+_FIRST_CHUNK = 64
+LOCAL_LIMIT = 20_000
+"""A query whose leading name lookups reach at most this many children runs on the driver
+(``TREESTORE_LOCAL_QUERY_LIMIT`` overrides it; -1 sends every query to Spark)."""
+
+
+def shard_rows(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
+    """The rows of one shard: ``path`` over its tree, then ``rops``."""
+    return rops.run(run_path(tree, path))
+
+
+def shard_output(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[Chunk | list[Any]]:
+    """One shard's rows for a scan: column chunks while the path and the leading rops can
+    run on columns (see :mod:`query.walk.column_engine`), else lists of rows that grow from
+    :data:`_FIRST_CHUNK` to :data:`_BATCH_ROWS` (so the first rows leave early)."""
+    rows: Iterable[tuple[Value, ...]]
+    if supports(path):
+        column_ops, rest = rops.column_prefix(column_types(path))
+        chunks: Iterator[Chunk] = run_path_columns(tree, path)
+        for op in column_ops:
+            chunks = op.run_columns(chunks)
+        if not rest:
+            yield from chunks
+            return
+        rows = rest.run(rows_of(chunks))  # type: ignore[arg-type]
+    else:
+        rows = shard_rows(tree, path, rops)
+    size = _FIRST_CHUNK
+    iterator = iter(rows)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+        size = min(size * 4, _BATCH_ROWS)
+
+
+def _shard_task(
+    pages: PageStore,
+    states: dict[int, ShardState],
+    path: Path,
+    rops: OpsPlan,
+    folder: str | None = None,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function each Spark task runs: shard numbers in, encoded pieces of rows out.
+
+    Rows leave in chunks that start small, so the first rows reach the driver
+    early (see :func:`shard_output`). With ``folder`` (Spark runs on the
+    driver's machine), the pieces go there as files (see
+    :mod:`query.driver.transport`) and the task's Spark output is empty.
+    """
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        failpoint("in-query-task")
+        for batch in batches:
+            for shard in batch.column(0).to_pylist():
+                files = ShardFiles(folder, shard) if folder is not None else None
+                try:
+                    tree = ShardTree(pages, states[shard], shard=shard)
+                    for output in shard_output(tree, path, rops):
+                        kind, payload = encode_piece(output, compress=files is None)
+                        if files is None:
+                            yield result_batch(kind, payload)
+                        else:
+                            files.write(kind, payload)
+                except TreestoreError as exc:
+                    if files is None:
+                        yield result_batch(ERROR, encode_error(exc))
+                    else:
+                        files.write(ERROR, encode_error(exc))
+                if files is not None:
+                    files.finish()
+
+    return run
+
+
+class _BackgroundJob:
+    """A Spark job run to its end in a thread, in a job group (so it can be cancelled)."""
+
+    def __init__(self, spark: SparkSession, frame: Any, task: Any, group: str) -> None:
+        from pyspark import InheritableThread
+
+        self.error: BaseException | None = None
+
+        def run() -> None:
+            spark.sparkContext.setJobGroup(group, "treestore query", interruptOnCancel=True)
+            try:
+                frame.mapInArrow(task, RESULT_SCHEMA).collect()
+            except BaseException as exc:
+                self.error = exc
+
+        self.thread = InheritableThread(target=run, daemon=True)
+        self.thread.start()
+
+    def running(self) -> bool:
+        """Whether the job is still running."""
+        return self.thread.is_alive()
+
+    def finish(self) -> None:
+        """Wait for the end; raise the job's error, if any."""
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _pieces_through_files(
+    spark: SparkSession, frame: Any, task: Any, shards: list[int], folder: str, group: str
+) -> Iterator[Piece]:
+    """One job for every shard; the tasks' pieces read from ``folder`` in shard order."""
+    job = _BackgroundJob(spark, frame, task, group)
+    finished = False
+    try:
+        with spark_errors(StoreError, "The query's Spark job"):
+            yield from read_shard_files(folder, shards, job.running)
+            job.finish()
+        finished = True
+    finally:
+        if not finished:
+            spark.sparkContext.cancelJobGroup(group)
+            job.thread.join()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class QueryStore:
+    """A read-only store at one consistent version, answering path queries.
+
+    Queries run as Spark jobs on ``spark`` (by default the process's session,
+    created on first use with treestore's settings).
+    """
+
+    def __init__(
+        self,
+        version: StoreVersion,
+        spark: SparkSession | None = None,
+        session_factory: Callable[[], SparkSession] | None = None,
+    ) -> None:
+        self.store = version
+        self.last_job_group: str | None = None  # the Spark job group of the latest query
+        self.last_plan: str | None = None  # "local" or "spark": how the latest query ran
+        self.results_via_files = True
+        """With Spark running on this machine (a ``local`` master), column chunks come back
+        through a temporary folder instead of through the JVM (several times faster)."""
+        self.local_limit = int(env_number("TREESTORE_LOCAL_QUERY_LIMIT", LOCAL_LIMIT, whole=True))
+        """Children the leading lookups may reach for a query to run on the driver (-1: never)."""
+        self._spark = spark
+        self._session_factory = session_factory
+        self._trees: dict[int, ShardTree] = {}
+
+    @property
+    def version(self) -> int:
+        """The store version this handle reads."""
+        return self.store.version
+
+    @property
+    def shards(self) -> int:
+        """The store's shard count."""
+        return self.store.shards
+
+    def _session(self) -> SparkSession:
+        if self._spark is None:
+            if self._session_factory is None:
+                raise StoreError("No SparkSession was given to run the query on.")
+            self._spark = self._session_factory()
+        return self._spark
+
+    def query(self, path: str, rops: str | None = None, ops: str | None = None) -> Rows:
+        """Run ``path`` on every shard, ``rops`` in each shard's task, ``ops`` on the driver.
+
+        Syntax errors are raised here, before anything runs; the rows come lazily.
+        """
+        parsed = parse_path(path)
+        shard_plan = compile_ops(rops)
+        driver_plan = compile_ops(ops)
+
+        def produce() -> Iterator[Piece]:
+            if self._selective(parsed):
+                self.last_plan = "local"
+                return self._local_pieces(parsed, shard_plan)
+            self.last_plan = "spark"
+            return self._shard_pieces(parsed, shard_plan)
+
+        return Rows(produce, driver_plan, None if (shard_plan or driver_plan) else parsed.labels())
+
+    def _tree(self, shard: int) -> ShardTree:
+        tree = self._trees.get(shard)
+        if tree is None:
+            state = self.store.manifest.trees[shard]
+            tree = self._trees[shard] = ShardTree(self.store.pages, state, shard=shard)
+        return tree
+
+    def _selective(self, path: Path) -> bool:
+        """Whether the path's leading name lookups reach few enough children to run here."""
+        if self.local_limit < 0 or not self.store.manifest.trees:
+            return False
+        leading = []
+        for element in path.elements:
+            if element.kind != "names" or element.default is not None:
+                break
+            leading.append(element)
+        if not leading:
+            return False
+        if len(leading) == len(path.elements):
+            return True
+        reached = 0
+        for shard in self.store.manifest.trees:
+            tree = self._tree(shard)
+            nodes = [tree.root]
+            for element in leading:
+                nodes = [
+                    child
+                    for node in nodes
+                    for name in element.names
+                    if (child := tree.child(node, name)) is not None
+                ]
+            reached += sum(node.node_count for node in nodes)
+            if reached > self.local_limit:
+                return False
+        return True
+
+    def _local_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:
+        """The shards' rows, computed on the driver, in shard order."""
+        for shard in sorted(self.store.manifest.trees):
+            rows = shard_rows(self._tree(shard), path, rops)
+            while piece := list(itertools.islice(rows, _BATCH_ROWS)):
+                yield piece
+
+    def _shard_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:
+        """The shards' rows as each shard's task sends them (a generator), in shard order.
+
+        With Spark on this machine, one job runs every shard (a few tasks, each
+        over consecutive shards) and the rows come through files (see
+        :mod:`query.driver.transport`). Otherwise the job runs
+        partition by partition (one shard each), the next one computed while
+        the current one's rows are read. Closing the generator early (a
+        ``limit``, a ``break``, Ctrl-C) cancels what is still running.
+        """
+        from pyspark.sql import functions as F
+
+        states = dict(self.store.manifest.trees)
+        if not states:
+            return
+        spark = self._session()
+        shards = sorted(states)
+        shard_of_partition = F.element_at(
+            F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int")
+        )
+        context = spark.sparkContext
+        scratch = None
+        partitions = len(shards)
+        if self.results_via_files and (context.master or "").startswith("local"):
+            scratch = tempfile.mkdtemp(prefix="treestore-query-")
+            # a Python task costs ~50 ms on its own: a few tasks, each running its
+            # consecutive shards one after the other, the first shard first
+            partitions = min(partitions, 2 * context.defaultParallelism)
+        frame = spark.range(0, len(shards), 1, partitions).select(
+            shard_of_partition.cast("int").alias("shard")
+        )
+        group = self.last_job_group = f"treestore-query-{uuid.uuid4().hex}"
+        task = _shard_task(self.store.pages, states, path, rops, scratch)
+        if scratch is not None:
+            yield from _pieces_through_files(spark, frame, task, shards, scratch, group)
+            return
+        context.setJobGroup(group, "treestore query", interruptOnCancel=True)
+        finished = False
+        try:
+            with spark_errors(StoreError, "The query's Spark job"):
+                results = frame.mapInArrow(task, RESULT_SCHEMA).toLocalIterator(True)
+                for kind, payload in results:
+                    yield decode_piece(kind, payload)
+            finished = True
+        finally:
+            if not finished:
+                context.cancelJobGroup(group)
+            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+
+
+def open_store(
+    path: str | PageStore, spark: SparkSession | None = None, **kwargs: Any
+) -> QueryStore:
+    """Open the newest version of the store at ``path`` for queries."""
+    return QueryStore(open_version(path), spark, **kwargs)

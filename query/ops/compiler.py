@@ -1,0 +1,125 @@
+"""Op strings -> a plan of op instances that runs over a stream of rows.
+
+An op string is ``name=args;name=args``. Ops are looked up in
+:data:`query.ops.REGISTRY`; inside ``args`` a backslash takes the next
+character literally, so ``\\;`` is a semicolon that does not end the op.
+Arguments are never URL-decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from query.ops import REGISTRY, Op, OpArgs, Row, Value
+from treestore.errors import OpError
+
+__all__ = ["OpsPlan", "compile_ops"]
+
+
+@cache
+def _ops_parser() -> Lark:
+    grammar = resources.files("query.syntax").joinpath("ops.lark").read_text()
+    return Lark(grammar, start="ops", parser="lalr", propagate_positions=True)
+
+
+def _unescape(token: Token) -> tuple[str, tuple[int, ...]]:
+    """Resolve backslash escapes, keeping each character's column."""
+    text: list[str] = []
+    columns: list[int] = []
+    raw = str(token)
+    start = token.column or 1
+    i = 0
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw):
+            i += 1
+        text.append(raw[i])
+        columns.append(start + i)
+        i += 1
+    columns.append(start + len(raw))
+    return "".join(text), tuple(columns)
+
+
+def _syntax_error(text: str, exc: UnexpectedInput) -> OpError:
+    if isinstance(exc, UnexpectedEOF) or (
+        isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
+    ):
+        return OpError("The ops end too early", text, 1, len(text) + 1)
+    column = exc.column if isinstance(exc.column, int) and exc.column > 0 else 1
+    if isinstance(exc, UnexpectedCharacters):
+        reason = f"Unexpected character {text[column - 1]!r} in the ops"
+    else:
+        assert isinstance(exc, UnexpectedToken)
+        reason = f"Unexpected {str(exc.token)[:20]!r} in the ops"
+    return OpError(reason, text, 1, column, hint="Write ops as name=args;name=args.")
+
+
+@dataclass(frozen=True)
+class OpsPlan:
+    """A chain of ops, applied left to right."""
+
+    ops: tuple[Op, ...] = ()
+    text: str = ""
+
+    def run(self, rows: Iterable[Iterable[Value]]) -> Iterator[tuple[Value, ...]]:
+        """Run every op over ``rows``, lazily; yields tuples."""
+        stream: Iterator[Row] = (list(row) for row in rows)
+        for op in self.ops:
+            stream = op.run(stream)
+        return (tuple(row) for row in stream)
+
+    def column_prefix(self, types: list[str]) -> tuple[tuple[Op, ...], OpsPlan]:
+        """The leading ops that run on column chunks typed ``types`` (see
+        :mod:`query.ops.columns`), and a plan of the ops after them (which run on rows)."""
+        ops: list[Op] = []
+        for op in self.ops:
+            out = op.column_types(types)
+            if out is None:
+                break
+            ops.append(op)
+            types = out
+        return tuple(ops), OpsPlan(self.ops[len(ops) :], self.text)
+
+    def __bool__(self) -> bool:
+        return bool(self.ops)
+
+
+def compile_ops(text: str | None) -> OpsPlan:
+    """Parse an op string into a plan; raise :class:`OpError` at the offending column.
+
+    >>> list(compile_ops("str=c0,c1,cat,v2,set").run([["A", 1, "art"]]))
+    [('A', 1, 'A1')]
+    """
+    if text is None or not text.strip():
+        return OpsPlan()
+    try:
+        tree = _ops_parser().parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(text, exc) from None
+    ops: list[Op] = []
+    op_tree: Any
+    for op_tree in tree.children:
+        name_token, *rest = op_tree.children
+        name = str(name_token)
+        op_class = REGISTRY.get(name)
+        if op_class is None:
+            known = ", ".join(sorted(REGISTRY))
+            raise OpError(
+                f"Unknown op {name!r}", text, 1, name_token.column or 1, hint=f"Known ops: {known}."
+            )
+        args_token = rest[0] if rest and rest[0] is not None else None
+        if args_token is not None:
+            args_text, columns = _unescape(args_token)
+        else:
+            end = name_token.end_column or 1
+            args_text, columns = "", (end,)
+        op = op_class(OpArgs(name, args_text, columns, text))
+        op.bind(compile_ops)
+        ops.append(op)
+    return OpsPlan(tuple(ops), text)

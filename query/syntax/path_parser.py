@@ -1,0 +1,301 @@
+"""Parsing query paths: grammar.lark -> lark tree -> typed AST (:mod:`query.syntax.ast`).
+
+Every lark error becomes a :class:`~treestore.errors.QuerySyntaxError` with the
+line, column, a caret snippet and the expected tokens in words.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
+
+from query.syntax.ast import Bound, Element, Field, Path, Property
+from treestore.errors import QuerySyntaxError
+
+__all__ = ["parse_path"]
+
+# Terminal names as a user should read them in "expected ..." lists.
+_WORDS = {
+    "NAME": "a node name",
+    "STRING": 'a "quoted" node name',
+    "PLUS": "'+'",
+    "STAR": "'*'",
+    "PROPERTY": "a property (hits, nodes)",
+    "COMPARE": "a bound ('>', '<', '=')",
+    "INT": "a whole number",
+    "SLASH": "'/'",
+    "UP": "'..'",
+    "AT": "'@'",
+    "TILDE": "'~'",
+    "MARK": "'|' or '!'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "MINUS": "'-'",
+    "VBAR": "'|'",
+    "COLON": "':'",
+    "COMMA": "','",
+    "PERCENT": "'%' (a data attachment)",
+    "DOLLAR": "'$' (a data attachment's value)",
+    "QMARK": "'?'",
+    "EQUALS": "'='",
+    "SEMI_SEP": "';'",
+    "FLAT": "';' (a flat element)",
+    "DATA_NAME": "a data attachment's name",
+    "$END": "the end of the path",
+}
+
+
+@cache
+def _path_parser() -> Lark:
+    grammar = resources.files("query.syntax").joinpath("path.lark").read_text()
+    return Lark(grammar, start="path", parser="lalr", propagate_positions=True)
+
+
+@v_args(inline=True)
+class _ToAst(Transformer[Token, Any]):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def path(self, *elements: Element) -> Path:
+        if elements and elements[0].kind == "up":
+            first = elements[0]
+            raise QuerySyntaxError(
+                "'..' cannot be the first element: there is nothing above the root",
+                self.text,
+                first.line,
+                first.column,
+                hint="Start with a node name, '+' or '*'.",
+            )
+        for element in elements[:-1]:
+            if element.flat:
+                raise QuerySyntaxError(
+                    "A flat element (with ';') must be the last element of the path",
+                    self.text,
+                    element.line,
+                    element.column,
+                    hint="It gives one row per parent, so nothing can follow it.",
+                )
+        return Path(tuple(elements))
+
+    @v_args(meta=True, inline=True)
+    def element(self, meta: Any, *parts: Any) -> Element:
+        fields: dict[str, Any] = {}
+        for part in parts:
+            if isinstance(part, Token) and part.type == "TILDE":
+                fields["null_ok"] = True
+            elif isinstance(part, Token) and part.type == "FLAT":
+                fields["flat"] = True
+            elif isinstance(part, tuple) and part and isinstance(part[0], Property):
+                fields["properties"] = part
+            elif isinstance(part, Field):
+                fields["fields"] = (*fields.get("fields", ()), part)
+            elif isinstance(part, dict):
+                fields.update({k: v for k, v in part.items() if k != "flat" or v})
+        return Element(**fields, line=meta.line, column=meta.column)
+
+    def limit_only(self, limit: Token) -> dict[str, Any]:
+        return {"limit": int(limit)}
+
+    def skip_limit(self, skip: Token, limit: Token) -> dict[str, Any]:
+        return {"skip": int(skip), "limit": int(limit)}
+
+    def up_hidden(self, _up: Token) -> dict[str, Any]:
+        return {"kind": "up"}
+
+    def up_shown(self, _plus: Token, _up: Token) -> dict[str, Any]:
+        return {"kind": "up", "show": True}
+
+    def regex_hidden(self, mark: Token, names: _Names) -> dict[str, Any]:
+        return {
+            "kind": "regex",
+            "names": self._patterns(names),
+            "negate": str(mark) == "!",
+            "flat": names.flat,
+        }
+
+    def regex_shown(self, mark: Token, _plus: Token, deco: dict[str, Any], names: _Names):
+        return {**self.regex_hidden(mark, names), "show": True, **deco}
+
+    def prefix_shown(self, _plus: Token, deco: dict[str, Any], _plus2: Token, names: _Names):
+        return {"kind": "prefix", "names": names.values, "show": True, "flat": names.flat, **deco}
+
+    def range_shown(self, _plus: Token, deco: dict[str, Any], _at: Token, names: _Names):
+        return {**self.range_hidden(_at, names), "show": True, **deco}
+
+    def range_hidden(self, _at: Token, names: _Names) -> dict[str, Any]:
+        if len(names.values) > 2:
+            raise QuerySyntaxError(
+                "A range takes one or two names (from, to)",
+                self.text,
+                names.line,
+                names.columns[2],
+                hint="Write @from,to (to is not included) or @from (to the end).",
+            )
+        return {"kind": "range", "names": names.values, "flat": names.flat}
+
+    def shown_names(self, _plus: Token, deco: dict[str, Any], names: _Names) -> dict[str, Any]:
+        return {"kind": "names", "names": names.values, "show": True, "flat": names.flat, **deco}
+
+    def all_shown(self, _plus: Token, deco: dict[str, Any]) -> dict[str, Any]:
+        return {"kind": "all", "show": True, **deco}
+
+    def all_hidden(self, _star: Token) -> dict[str, Any]:
+        return {"kind": "all", "show": False}
+
+    def data_shown(
+        self, _plus: Token, deco: dict[str, Any], _percent: Token, ref: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {**ref, "show": True, **deco}
+
+    def data_hidden(self, _percent: Token, ref: dict[str, Any]) -> dict[str, Any]:
+        return ref
+
+    def data_list(self, _mark: Token) -> dict[str, Any]:
+        return {"kind": "data", "names": ()}
+
+    def data_named(self, name: tuple[str, Token], *rest: Any) -> dict[str, Any]:
+        keys = rest[1].values if rest else ()
+        return {"kind": "data", "names": (name[0],), "data_keys": keys}
+
+    def data_name(self, token: Token) -> tuple[str, Token]:
+        return self.name(token)
+
+    def field(self, _dollar: Token, *parts: Any) -> Field:
+        show = isinstance(parts[0], Token) and parts[0].type == "PLUS"
+        if show:
+            parts = parts[1:]
+        keys = parts[2].values if len(parts) > 1 else ()
+        return Field(parts[0][0], keys, show)
+
+    def hidden_names(self, names: _Names) -> dict[str, Any]:
+        return {"kind": "names", "names": names.values, "show": False, "flat": names.flat}
+
+    def deco(self, *parts: dict[str, Any]) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for part in parts:
+            merged.update(part)
+        return merged
+
+    def default(self, name: tuple[str, Token], hits: Token | None = None) -> dict[str, Any]:
+        return {"default": name[0], "default_hits": None if hits is None else int(hits)}
+
+    def label(self, name: tuple[str, Token]) -> dict[str, Any]:
+        return {"label": name[0]}
+
+    def names(self, *parts: Any) -> _Names:
+        names = [p for p in parts if isinstance(p, tuple)]
+        return _Names(
+            tuple(n for n, _ in names),
+            names[0][1].line or 1,
+            tuple(t.column or 1 for _, t in names),
+            flat=any(isinstance(p, Token) and p.type == "SEMI_SEP" for p in parts),
+        )
+
+    def name(self, token: Token) -> tuple[str, Token]:
+        if token.type == "STRING":
+            decoded: str = json.loads(token)
+            return decoded, token
+        return str(token), token
+
+    def _patterns(self, names: _Names) -> tuple[str, ...]:
+        for pattern, column in zip(names.values, names.columns, strict=True):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise QuerySyntaxError(
+                    f"Not a regular expression ({exc.msg})",
+                    self.text,
+                    names.line,
+                    column,
+                    hint='Quote a pattern with special characters: |"a.*b".',
+                ) from None
+        return names.values
+
+    def properties(self, *props: Property) -> tuple[Property, ...]:
+        return props
+
+    def prop(self, *parts: Any) -> Property:
+        show = isinstance(parts[0], Token) and parts[0].type == "PLUS"
+        rest = parts[1:] if show else parts
+        return Property(name=str(rest[0]), show=show, bounds=tuple(rest[1:]))  # type: ignore[arg-type]
+
+    def bound(self, op: Token, value: Token) -> Bound:
+        return Bound(op=str(op), value=int(value))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _Names:
+    """A list of names with where each stood (for errors)."""
+
+    values: tuple[str, ...]
+    line: int
+    columns: tuple[int, ...]
+    flat: bool = False  # separated by ";"
+
+
+def _expected_words(names: Iterable[object]) -> tuple[str, ...]:
+    return tuple(sorted({_WORDS.get(str(n), repr(str(n))) for n in names}))
+
+
+def _syntax_error(text: str, exc: UnexpectedInput) -> QuerySyntaxError:
+    line, column = exc.line, exc.column
+    if isinstance(exc, UnexpectedEOF) or (
+        isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
+    ):
+        lines = text.splitlines() or [""]
+        line, column = len(lines), len(lines[-1]) + 1
+        expected = _expected_words(exc.expected)
+        reason = "The path ends too early"
+    elif isinstance(exc, UnexpectedCharacters):
+        expected = _expected_words(exc.allowed or set())
+        reason = f"Unexpected character {text.splitlines()[line - 1][column - 1]!r} in the path"
+    else:
+        assert isinstance(exc, UnexpectedToken)
+        expected = _expected_words(exc.expected)
+        reason = f"Unexpected {str(exc.token)[:20]!r} in the path"
+    hint = "Expected " + " or ".join(expected) + "." if expected else None
+    return QuerySyntaxError(reason, text, line, column, expected=expected, hint=hint)
+
+
+def parse_path(text: str) -> Path:
+    """Parse a query path into its typed AST.
+
+    >>> str(parse_path("root/+:nodes>1/+/+"))
+    'root/+:nodes>1/+/+'
+    >>> parse_path("root/+").elements[1].show
+    True
+    """
+    if not text.strip():
+        raise QuerySyntaxError(
+            "The path is empty", text, 1, 1, hint="Start with a node name or '+', e.g. root/+."
+        )
+    try:
+        tree = _path_parser().parse(text)
+    except UnexpectedInput as exc:
+        raise _syntax_error(text, exc) from None
+    try:
+        path: Path = _ToAst(text).transform(tree)
+    except VisitError as exc:  # an error raised inside the transformer: unwrap it
+        if isinstance(exc.orig_exc, QuerySyntaxError):
+            raise exc.orig_exc from None
+        raise
+    return path

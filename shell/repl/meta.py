@@ -1,0 +1,137 @@
+"""The shell's meta-commands: ``\\name [argument]``, each a function whose docstring is its help.
+
+They are registered by name in :data:`COMMANDS`; ``\\help`` lists them with
+the first line of each docstring.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from query.ops import REGISTRY
+from shell.formats import FORMATS
+
+if TYPE_CHECKING:
+    from shell.repl.session import ShellSession
+
+__all__ = ["COMMANDS", "LINE_HELP", "run_meta"]
+
+LINE_HELP = """\
+A line is a path, optionally followed by ops run in each shard's task (rops)
+and ops run here on all shards' rows (ops):
+
+    PATH [| rops OPS] [| ops OPS]
+    root/+:nodes>1/+/+ | rops str=c1,v=,cat,c2,cat,v2,set;merge=kij | ops merge=ij
+
+A "|" starts a part only after a space and before the word rops or ops. Ops are
+name=args;name=args (\\ops lists them). Tab completes node names, path syntax,
+properties, op names and op letters; Ctrl-C cancels a running query, Ctrl-R
+searches the history, Ctrl-D leaves."""
+
+Command = Callable[["ShellSession", str], None]
+COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str) -> Callable[[Command], Command]:
+    """Register a meta-command under ``name``."""
+
+    def register(function: Command) -> Command:
+        COMMANDS[name] = function
+        return function
+
+    return register
+
+
+@command("help")
+def help_command(session: ShellSession, argument: str) -> None:
+    """Show the line syntax and the meta-commands."""
+    session.say(LINE_HELP + "\n\nMeta-commands:")
+    for name, function in COMMANDS.items():
+        first = (function.__doc__ or "").strip().splitlines()[0]
+        session.say(f"  \\{name:<8} {first}")
+
+
+@command("ops")
+def ops_command(session: ShellSession, argument: str) -> None:
+    """List the ops, or show one op's help: \\ops [name]."""
+    name = argument.strip()
+    if not name:
+        for op_name, op in sorted(REGISTRY.items()):
+            first = (op.__doc__ or "").strip().splitlines()[0]
+            session.say(f"  {op_name:<8} {first}")
+        return
+    found = REGISTRY.get(name)
+    if found is None:
+        session.fail(f"No op called {name!r}; \\ops lists them.")
+        return
+    session.say(inspect.cleandoc(found.__doc__ or ""))
+
+
+@command("info")
+def info_command(session: ShellSession, argument: str) -> None:
+    """Show the store: version, shards, nodes, recent loads."""
+    session.info()
+
+
+@command("timing")
+def timing_command(session: ShellSession, argument: str) -> None:
+    """Turn the row count and time after each query on or off: \\timing [on|off]."""
+    word = argument.strip().lower()
+    if word not in ("", "on", "off"):
+        session.fail("Use \\timing, \\timing on or \\timing off.")
+        return
+    session.timing = (not session.timing) if not word else word == "on"
+    session.say(f"timing is {'on' if session.timing else 'off'}")
+
+
+@command("format")
+def format_command(session: ShellSession, argument: str) -> None:
+    """Set how rows print: \\format tsv|csv|json|table."""
+    word = argument.strip()
+    if not word:
+        session.say(f"format is {session.format}")
+        return
+    if word not in FORMATS:
+        session.fail(f"Unknown format {word!r}; use one of {', '.join(FORMATS)}.")
+        return
+    session.format = word
+    session.say(f"format is {word}")
+
+
+@command("limit")
+def limit_command(session: ShellSession, argument: str) -> None:
+    """Show at most N rows of a query (default 1000; 0: no limit): \\limit N."""
+    word = argument.strip()
+    if not word:
+        session.say(f"limit is {session.limit or 'off'}")
+        return
+    if not word.isdigit():
+        session.fail(f"\\limit takes a whole number, not {word!r}.")
+        return
+    session.limit = int(word)
+    session.say(f"limit is {session.limit or 'off'}")
+
+
+@command("reload")
+def reload_command(session: ShellSession, argument: str) -> None:
+    """Open the newest published version of the store."""
+    session.reload()
+    session.say(f"store version {session.store.version}")
+
+
+@command("q")
+def quit_command(session: ShellSession, argument: str) -> None:
+    """Leave the shell (Ctrl-D does too)."""
+    session.done = True
+
+
+def run_meta(session: ShellSession, line: str) -> None:
+    """Run the meta-command ``line`` (starting with a backslash)."""
+    name, _, argument = line.strip()[1:].partition(" ")
+    function = COMMANDS.get(name)
+    if function is None:
+        session.fail(f"Unknown command \\{name}; \\help lists the commands.")
+        return
+    function(session, argument)

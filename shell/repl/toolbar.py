@@ -1,0 +1,25 @@
+"""The bottom toolbar: which store and version, and the display settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shell.repl.session import ShellSession
+
+__all__ = ["toolbar"]
+
+
+def toolbar(session: ShellSession) -> Callable[[], str]:
+    """A function prompt_toolkit calls to draw the toolbar."""
+
+    def draw() -> str:
+        store = session.store
+        limit = f"{session.limit:,}" if session.limit else "off"
+        return (
+            f" {session.store_dir}  version {store.version}, {store.shards} shards  |  "
+            f"format {session.format}, limit {limit}  |  Tab completes, \\help, Ctrl-D quits"
+        )
+
+    return draw

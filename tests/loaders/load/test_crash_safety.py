@@ -1,0 +1,166 @@
+"""Crash safety and locking: a load killed with SIGKILL at any point leaves the previous
+version intact, and the next load finishes the job with exact hit counts."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import treestore
+from loaders import load_job, run_load
+from shell.cli import main
+
+pytestmark = pytest.mark.spark
+
+NEW_MAPPING = "TIME\tUID\tPUID\n1419441800000\t11111\tqqq\n1419441800000\t12345\tdef\n"
+
+
+def _tree_dump(store: Path) -> list[tuple[int, tuple[str, ...], int, int]]:
+    version = treestore.open(store).store
+    return sorted(
+        (shard, path, node.hits, node.node_count)
+        for shard in version.manifest.trees
+        for path, node in version.tree(shard).walk()
+    )
+
+
+def _quiet(_line: str) -> None:
+    pass
+
+
+def _start_load(job: Path, store: Path, failpoint: str, marker: Path) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "TREESTORE_FAILPOINT": failpoint,
+        "TREESTORE_FAILPOINT_MARKER": str(marker),
+    }
+    command = [sys.executable, "-m", "treestore", "load", str(job), "--store", str(store)]
+    return subprocess.Popen(
+        [*command, "--master", "local[2]"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _wait_for(marker: Path, process: subprocess.Popen[str], seconds: float = 180) -> int:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if marker.exists() and marker.read_text().strip():
+            return int(marker.read_text())
+        if process.poll() is not None:
+            raise AssertionError(f"the load ended before its failpoint: {process.communicate()}")
+        time.sleep(0.2)
+    raise AssertionError("the load never reached its failpoint")
+
+
+def _kill_all(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=60)
+
+
+@pytest.fixture
+def reference(
+    spark: object, demo_dir: Path, tmp_path: Path
+) -> list[tuple[int, tuple[str, ...], int, int]]:
+    """The tree dump of a store that loaded both mapping files without any crash."""
+    (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
+    store = tmp_path / "reference"
+    run_load(spark, load_job(demo_dir / "job.json"), store, log=_quiet)  # type: ignore[arg-type]
+    dump = _tree_dump(store)
+    (demo_dir / "mapping" / "mapping-0002.tsv").unlink()
+    return dump
+
+
+@pytest.mark.parametrize("failpoint", ["after-tasks", "after-manifest"])
+def test_driver_killed_before_publishing(
+    spark: object, demo_dir: Path, reference: list[object], failpoint: str
+) -> None:
+    store = demo_dir / "store"
+    job = demo_dir / "job.json"
+    run_load(spark, load_job(job), store, log=_quiet)  # type: ignore[arg-type]
+    before = _tree_dump(store)
+    (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
+    process = _start_load(job, store, failpoint, demo_dir / "marker")
+    try:
+        _wait_for(demo_dir / "marker", process)
+    finally:
+        _kill_all(process)
+    # the previous version is intact and queryable; the dead load's lock is left behind
+    assert treestore.open(store).version == 1
+    assert _tree_dump(store) == before
+    assert (store / "LOCK").exists()
+    rows = treestore.open(store, spark=spark).query("root/+/M/+").to_list()  # type: ignore[arg-type]
+    assert sorted(rows) == [("12345", "abc"), ("67890", "xyz"), ("67890", "zzz")]
+    # the next load takes the dead load's lock over and finishes the job, counting nothing twice
+    lines: list[str] = []
+    result = run_load(spark, load_job(job), store, log=lines.append)  # type: ignore[arg-type]
+    assert result.version == 2
+    assert any("taking over the lock" in line for line in lines)
+    assert _tree_dump(store) == reference
+    assert main(["check", str(store)]) == 0
+    # what the dead load wrote is garbage, and gone
+    from treestore.store.versions import open_version, published_versions
+
+    kept = published_versions(open_version(store).pages)
+    referenced = set().union(*(open_version(store, v).manifest.runs() for v in kept))
+    files = [p for p in (store / "trees").rglob("*") if p.is_file()]
+    on_disk = {str(p.relative_to(store)).rsplit(".", 1)[0] for p in files}
+    assert on_disk == referenced
+    assert not (store / "LOCK").exists()
+
+
+def test_task_killed_fails_the_load_and_the_next_one_completes(
+    spark: object, demo_dir: Path, reference: list[object]
+) -> None:
+    store = demo_dir / "store"
+    job = demo_dir / "job.json"
+    run_load(spark, load_job(job), store, log=_quiet)  # type: ignore[arg-type]
+    (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
+    process = _start_load(job, store, "in-task", demo_dir / "marker")
+    try:
+        worker = _wait_for(demo_dir / "marker", process)
+        os.kill(worker, signal.SIGKILL)
+        out, err = process.communicate(timeout=180)
+        assert process.returncode == 2, (out, err)
+        # treestore's own report is one line and the last; the JVM prints no stack trace.
+        # (PySpark's worker daemon may print its own broken-pipe trace when a sibling
+        # worker is killed from outside: that text is PySpark's, not treestore's.)
+        assert (
+            err.strip().splitlines()[-1].startswith("treestore load: The load's Spark job failed")
+        )
+        assert "a Python worker died" in err and "\tat org." not in err, err
+    finally:
+        _kill_all(process)
+    assert treestore.open(store).version == 1
+    assert run_load(spark, load_job(job), store, log=_quiet).version == 2  # type: ignore[arg-type]
+    assert _tree_dump(store) == reference
+
+
+def test_a_second_concurrent_load_is_refused(spark: object, demo_dir: Path) -> None:
+    store = demo_dir / "store"
+    job = demo_dir / "job.json"
+    run_load(spark, load_job(job), store, log=_quiet)  # type: ignore[arg-type]
+    (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
+    process = _start_load(job, store, "after-tasks", demo_dir / "marker")
+    try:
+        holder = _wait_for(demo_dir / "marker", process)
+        started = time.time()
+        with pytest.raises(
+            treestore.StoreError, match=f"locked by a load of .* \\(pid {holder} on host"
+        ):
+            run_load(spark, load_job(job), store, log=_quiet)  # type: ignore[arg-type]
+        assert time.time() - started < 5
+    finally:
+        _kill_all(process)
+    assert treestore.open(store).version == 1

@@ -1,0 +1,80 @@
+"""The broadcast plan's index (binary searches over per-id running totals) against the oracle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loaders.sweep.cover_index import CoverIndex
+from loaders.sweep.kernels import CLOSED
+from tests.loaders.sweep.sweep_oracle import expected
+
+ids = st.sampled_from(["a", "b", "c"])
+times = st.integers(-5, 12)
+events_strategy = st.lists(st.tuples(ids, times), max_size=30)
+intervals_strategy = st.lists(st.tuples(ids, times, times, st.integers(-3, 9)), max_size=30)
+
+
+def _lookup(
+    events: list[Any],
+    intervals: list[Any],
+    closed: str,
+    agg: str,
+    as_float: bool = False,
+    time_type: Any = np.int64,
+) -> list[Any]:
+    kept = intervals  # the index itself leaves out start > end and empty half-open intervals
+    values = np.array([v for *_, v in kept], dtype=np.float64 if as_float else np.int64)
+    index = CoverIndex.build(
+        pa.array([i for i, *_ in kept], pa.string()),
+        np.array([s for _, s, _, _ in kept], dtype=time_type),
+        np.array([e for _, _, e, _ in kept], dtype=time_type),
+        None if agg == "count" else values,
+        closed,
+    )
+    found = index.lookup(
+        pa.array([i for i, _ in events], pa.string()),
+        np.array([t for _, t in events], dtype=time_type),
+    )
+    return found.tolist()
+
+
+@pytest.mark.parametrize("time_type", [np.int64, np.float64], ids=["offsets", "ranks"])
+@pytest.mark.parametrize("agg", ["sum", "count"])
+@pytest.mark.parametrize("closed", CLOSED)
+@settings(max_examples=100, deadline=None)
+@given(events=events_strategy, intervals=intervals_strategy)
+def test_lookup_matches_the_oracle(
+    agg: str, closed: str, time_type: Any, events: list[Any], intervals: list[Any]
+) -> None:
+    # equal times, zero-length, nested and identical intervals, start > end, an unknown id
+    intervals = [*intervals, ("a", 3, 3, 7), ("a", 2, 6, 1), ("a", 2, 6, 1), ("b", 8, 1, 4)]
+    events = [*events, ("a", 3), ("a", 2), ("a", 6), ("z", 3)]
+    got = _lookup(events, intervals, closed, agg, time_type=time_type)
+    assert got == expected(events, intervals, agg, closed)
+
+
+@pytest.mark.parametrize("closed", CLOSED)
+def test_times_too_wide_to_offset_are_ranked(closed: str) -> None:
+    far = 2**62
+    intervals = [("a", -far, far, 1), ("a", 0, far, 2), ("a", -far, 0, 4), ("b", far, far, 8)]
+    events = [("a", -far), ("a", 0), ("a", far), ("a", -(2**63)), ("b", far), ("b", 0)]
+    assert _lookup(events, intervals, closed, "sum") == expected(events, intervals, "sum", closed)
+
+
+def test_double_sums_restart_per_id() -> None:
+    # a huge total on one id must not blur an exact small sum on another
+    intervals = [("a", 0, 10, 1e17), ("a", 0, 10, 3.0), ("b", 0, 10, 0.1), ("b", 5, 6, 0.2)]
+    events = [("b", 5), ("b", 7), ("a", 11), ("b", 11)]
+    found = _lookup(events, intervals, "both", "sum", as_float=True)
+    assert found == pytest.approx([0.3, 0.1, 0.0, 0.0], rel=1e-12, abs=1e-12)
+
+
+def test_no_intervals_and_no_events() -> None:
+    assert _lookup([("a", 1)], [], "both", "sum") == [0]
+    assert _lookup([], [("a", 0, 1, 5)], "left", "count") == []

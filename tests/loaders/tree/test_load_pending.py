@@ -1,0 +1,230 @@
+"""Pending update-only records: kept when their node is missing, applied when it appears."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from loaders import load_job, run_load
+from loaders.load.report import format_load_report
+from shell.cli import command_info
+from treestore.sharding import shard_of
+from treestore.store.versions import check_store, collect_garbage, open_version
+
+JOB = {
+    "shards": 2,
+    "source": [
+        {
+            "name": "attributes",
+            "path": "a/",
+            "format": "csv",
+            "shard_by": "U",
+            "inject_source_name": "ATTR",
+        },
+        {
+            "name": "mapping",
+            "path": "m/",
+            "format": "csv",
+            "shard_by": "U",
+            "inject_source_name": "MAPPING",
+        },
+    ],
+    "tree": {
+        "root": [
+            {"type": "const", "value": "root"},
+            {
+                "type": "branch",
+                "list": [
+                    [
+                        {
+                            "type": "value",
+                            "key": "U",
+                            "filter": {
+                                "op": "field",
+                                "from": "ATTR",
+                                "filter": {"op": "empty", "not": True},
+                            },
+                        }
+                    ],
+                    [
+                        {
+                            "type": "value",
+                            "key": "U",
+                            "create": False,
+                            "pending": {"loads": 2},
+                            "filter": {
+                                "op": "field",
+                                "from": "MAPPING",
+                                "filter": {"op": "empty", "not": True},
+                            },
+                        },
+                        {"type": "const", "value": "M"},
+                        {"type": "value", "key": "P"},
+                    ],
+                ],
+            },
+            {"type": "const", "value": "seen"},
+        ]
+    },
+}
+
+
+def _uids() -> tuple[str, str, str]:
+    """Two UIDs on different shards (the second's shard gets no record in later loads),
+    and a third on the first one's shard."""
+    first = next(f"u{i}" for i in range(100) if shard_of(f"u{i}", 2) == 0)
+    second = next(f"u{i}" for i in range(100) if shard_of(f"u{i}", 2) == 1)
+    third = next(f"u{i}" for i in range(100) if shard_of(f"u{i}", 2) == 0 and f"u{i}" != first)
+    return first, second, third
+
+
+def _load(spark: Any, folder: Path, name: str, source: str, rows: list[str]) -> dict[str, Any]:
+    (folder / source).mkdir(exist_ok=True)
+    (folder / source / f"{name}.csv").write_text("\n".join(rows) + "\n")
+    result = run_load(spark, load_job(folder / "job.json"), folder / "store", log=lambda _l: None)
+    return result.report
+
+
+def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
+    spark: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "job.json").write_text(json.dumps(JOB))
+    (tmp_path / "a").mkdir()
+    known, late, other = _uids()
+    (tmp_path / "a" / "first.csv").write_text(f"U\n{other}\n")
+    first = _load(spark, tmp_path, "first", "m", ["U,P", f"{known},p1", f"{late},p2"])
+    assert first["pending"] == {"buffered": 2, "applied": 0, "expired": 0, "waiting": 2}
+    shown = io.StringIO()
+    command_info(str(tmp_path / "store"), shown)
+    assert shown.getvalue().count("1 pending update-only record(s) waiting") == 2  # per shard
+    assert first["sources"]["mapping"]["pending"] == 2
+    assert first["sources"]["mapping"]["missed_updates"] == 0
+    assert any("2 kept for later loads" in line for line in format_load_report(first, "s"))
+    files = [f for s in open_version(tmp_path / "store").manifest.trees.values() for f in s.pending]
+    assert len(files) == 2  # one per shard
+    damaged = tmp_path / "store" / files[0]
+    kept = damaged.read_bytes()
+    damaged.write_bytes(kept[: len(kept) // 2])
+    assert any(files[0] in problem for problem in check_store(tmp_path / "store"))
+    damaged.write_bytes(kept)
+    assert check_store(tmp_path / "store") == []
+
+    second = _load(spark, tmp_path, "second", "a", ["U", known])  # only shard 0 gets records
+    assert second["pending"] == {"buffered": 0, "applied": 1, "expired": 0, "waiting": 1}
+    paths: dict[tuple[str, ...], int] = {}
+    for shard in (0, 1):  # a path's hits summed over the shards
+        for path, node in open_version(tmp_path / "store").tree(shard).walk():
+            paths[path] = paths.get(path, 0) + node.hits
+    assert paths[("root", known)] == 2  # its attribute record, then the mapping record
+    assert paths[("root", known, "M", "p1")] == 1
+    assert paths[("root", known, "M", "p1", "seen")] == 1  # the rest of the tree ran too
+    assert paths[("root",)] == 4  # the waiting record is not counted again above its element
+    assert ("root", late) not in paths
+
+    third = _load(spark, tmp_path, "third", "a", ["U", other])
+    assert third["pending"] == {"buffered": 0, "applied": 0, "expired": 1, "waiting": 0}
+    version = open_version(tmp_path / "store")
+    assert all(not state.pending for state in version.manifest.trees.values())
+    collect_garbage(tmp_path / "store", keep=1)
+    assert not list((tmp_path / "store" / "trees").rglob("*-pending.arrow"))
+
+
+def test_without_pending_an_early_record_is_dropped_and_counted(spark: Any, tmp_path: Path) -> None:
+    job = json.loads(json.dumps(JOB))
+    del job["tree"]["root"][1]["list"][1][0]["pending"]
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    (tmp_path / "a").mkdir()
+    known, _late, _other = _uids()
+    first = _load(spark, tmp_path, "first", "m", ["U,P", f"{known},p1"])
+    assert first["sources"]["mapping"]["missed_updates"] == 1
+    assert first["pending"]["waiting"] == 0
+    second = _load(spark, tmp_path, "second", "a", ["U", known])
+    assert second["pending"]["applied"] == 0
+    tree = open_version(tmp_path / "store").tree(0)
+    assert ("root", known, "M", "p1") not in dict(tree.walk())
+
+
+def test_waiting_records_survive_a_name_node_a_list_field_and_another_job_path(
+    spark: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Records kept where the element's ``name`` node is missing; a field that is text in
+    one load and a list in the next (two files of waiting records); the job file named by
+    another path when they are retried."""
+    job = json.loads(json.dumps(JOB))
+    job["shards"] = 1
+    job["source"][1]["format"] = "json"
+    del job["tree"]["root"][2]
+    attribute, mapping = job["tree"]["root"][1]["list"]
+    attribute[0]["name"] = mapping[0]["name"] = "uids"
+    del mapping[1]
+    mapping[1]["name"] = "puids"
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    (tmp_path / "a").mkdir()
+    first = _load(spark, tmp_path, "first", "m", [json.dumps({"U": "u1", "P": "p1"})])
+    second = _load(spark, tmp_path, "second", "m", [json.dumps({"U": "u2", "P": ["p2", "p3"]})])
+    assert (first["pending"]["buffered"], second["pending"]["waiting"]) == (1, 2)
+    assert len(open_version(tmp_path / "store").manifest.trees[0].pending) == 2  # two schemas
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a" / "third.csv").write_text("U\nu1\nu2\n")
+    third = run_load(spark, load_job("job.json"), "store", log=lambda _l: None).report
+    assert third["pending"] == {"buffered": 0, "applied": 2, "expired": 0, "waiting": 0}
+    hits = {p: n.hits for p, n in open_version(tmp_path / "store").tree(0).walk()}
+    assert hits[("root",)] == 4  # each record once: the retried ones are not counted again
+    assert hits[("root", "uids")] == 4  # the two attribute records and the two retried ones
+    assert hits[("root", "uids", "u1", "puids", "p1")] == 1
+    assert (
+        hits[("root", "uids", "u2", "puids", "p2")]
+        == hits[("root", "uids", "u2", "puids", "p3")]
+        == 1
+    )
+
+
+def test_waiting_records_expire_when_the_watermark_of_their_time_passes(
+    spark: Any, tmp_path: Path
+) -> None:
+    """``pending: {"time": "T", "delay": 1000}``: a record older than the newest time its
+    shard has seen minus 1000 expires (at once when it arrives late); a bad time is
+    rejected with its line."""
+    job = json.loads(json.dumps(JOB))
+    job["shards"] = 1
+    job["tree"]["root"][1]["list"][1][0]["pending"] = {"time": "T", "delay": 1000}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    (tmp_path / "a").mkdir()
+    first = _load(
+        spark, tmp_path, "first", "m", ["U,P,T", "u1,p1,100", "u2,p2,5000", "u3,p3,4500", "u4,p4,x"]
+    )
+    # watermark 5000 - 1000: u1 (100) is late at once; u2 and u3 wait; u4's time is rejected
+    assert first["pending"] == {"buffered": 3, "applied": 0, "expired": 1, "waiting": 2}
+    assert first["rejected"]["count"] == 1
+    assert open_version(tmp_path / "store").manifest.trees[0].pending_time == 5000
+    second = _load(spark, tmp_path, "second", "a", ["U,T", "u2,9000"])
+    # u2 finds its node; the watermark moves to 8000 and u3 (4500) expires
+    assert second["pending"] == {"buffered": 0, "applied": 1, "expired": 1, "waiting": 0}
+    hits = {p: n.hits for p, n in open_version(tmp_path / "store").tree(0).walk()}
+    assert hits[("root", "u2", "M", "p2")] == 1 and ("root", "u3") not in hits
+
+
+def test_a_node_made_later_in_the_same_load_takes_its_record_and_a_new_tree_resets_the_watermark(
+    spark: Any, tmp_path: Path
+) -> None:
+    job = json.loads(json.dumps(JOB))
+    job["shards"] = 1
+    job["source"].reverse()  # mappings first: their UIDs come from a later source
+    job["tree"]["root"][1]["list"][1][0]["pending"] = {"time": "T", "delay": 1000}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "first.csv").write_text("U,T\nu1,1000\n")
+    first = _load(spark, tmp_path, "first", "m", ["U,P,T", "u1,p1,1000"])
+    assert first["pending"] == {"buffered": 1, "applied": 1, "expired": 0, "waiting": 0}
+    assert ("root", "u1", "M", "p1") in dict(open_version(tmp_path / "store").tree(0).walk())
+
+    job["tree"]["root"][1]["list"][1][0]["pending"] = {"time": "T", "delay": 5}
+    (tmp_path / "job.json").write_text(json.dumps(job))  # another tree: a new watermark
+    second = _load(spark, tmp_path, "second", "m", ["U,P,T", "u2,p2,50", "u3,p3,", "u4,p4,+5"])
+    # u2 waits (watermark 50 - 5, not 1000 - 5); u3 has no time and could wait for ever: it
+    # expires; u4's time is not an optional minus and digits: rejected
+    assert second["pending"] == {"buffered": 2, "applied": 0, "expired": 1, "waiting": 1}
+    assert second["rejected"]["count"] == 1
+    assert open_version(tmp_path / "store").manifest.trees[0].pending_time == 50

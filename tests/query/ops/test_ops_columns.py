@@ -1,0 +1,78 @@
+"""Ops that run on column chunks give exactly what they give row by row."""
+
+from __future__ import annotations
+
+import itertools
+
+import pyarrow as pa
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from query.ops.columns import ARROW_TYPES, rows_of
+from query.ops.compiler import compile_ops
+from treestore.errors import OpError
+
+_TEXT = st.none() | st.sampled_from(["a", "b", "", "x,y", "\u00e9"])
+_INT = st.none() | st.integers(-3, 3)
+
+
+@st.composite
+def _table(draw):  # type: ignore[no-untyped-def]
+    types = draw(st.lists(st.sampled_from(["str", "int"]), min_size=1, max_size=3))
+    size = draw(st.integers(0, 12))
+    rows = [[draw(_TEXT if t == "str" else _INT) for t in types] for _ in range(size)]
+    cuts = sorted(draw(st.lists(st.integers(0, size), max_size=3)))
+    return types, rows, cuts
+
+
+def _chunks(types: list[str], rows: list[list], cuts: list[int]):  # type: ignore[no-untyped-def, type-arg]
+    bounds = [0, *cuts, len(rows)]
+    for a, b in itertools.pairwise(bounds):
+        part = rows[a:b]
+        columns = [pa.array([r[i] for r in part], ARROW_TYPES[t]) for i, t in enumerate(types)]
+        yield len(part), columns
+
+
+_STR_WORD = st.sampled_from(
+    ["c0", "c1", "c2", "c3", "vA", "v=", "v", "v1", "v3", "cat", "set", "eq", "neq"]
+)
+_MERGE = st.text(alphabet="kijlu", min_size=1, max_size=4)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    _table(),
+    st.one_of(
+        st.lists(_STR_WORD, min_size=1, max_size=7).map(lambda w: "str=" + ",".join(w)),
+        _MERGE.map(lambda letters: "merge=" + letters),
+    ),
+)
+def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyped-def]
+    types, rows, cuts = table
+    try:
+        plan = compile_ops(text)
+    except OpError:
+        assume(False)
+    (op,) = plan.ops
+    out_types = op.column_types(list(types))
+    assume(out_types is not None)
+    expected = list(plan.run([list(r) for r in rows]))
+    chunks = list(op.run_columns(_chunks(types, rows, cuts)))
+    assert [tuple(r) for r in rows_of(iter(chunks))] == expected
+    for count, columns in chunks:
+        assert [c.type for c in columns] == [ARROW_TYPES[t] for t in out_types] or not count
+
+
+def test_ops_that_need_rows_say_so() -> None:
+    assert compile_ops("merge=kj").ops[0].column_types(["str", "int"]) is None
+    assert compile_ops("merge=ks").ops[0].column_types(["str", "int"]) is None
+    assert compile_ops("merge=kj2").ops[0].column_types(["str", "str"]) is None
+    assert compile_ops("gather=kj").ops[0].column_types(["str", "str"]) is None
+    assert compile_ops("str=c0,v0,v2,range").ops[0].column_types(["str"]) is None
+    assert compile_ops("str=c0,c1,set").ops[0].column_types(["str", "str"]) is None
+    assert compile_ops("sort=0").ops[0].column_types(["str"]) is None
+    prefix, rest = compile_ops("str=c1,v=,cat,c2,cat,v2,set;merge=kij;sort").column_prefix(
+        ["str", "str", "str"]
+    )
+    assert [op.name for op in prefix] == ["str", "merge"]
+    assert [op.name for op in rest.ops] == ["sort"]

@@ -1,0 +1,120 @@
+"""The column engine gives exactly the row walker's rows, in the same order."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from query.syntax.ast import Bound, Element, Path, Property
+from query.syntax.path_parser import parse_path
+from query.walk import column_engine as colexec
+from query.walk.column_engine import run_path_columns, supports
+from query.walk.row_walker import run_path
+from treestore.storage.pagestore import MemoryPageStore
+from treestore.storage.tree import ShardTree
+
+_NAMES = ["a", "b", "ab", "b\u00e9", "c", "\U0001f600", ""]
+_NAME = st.sampled_from(_NAMES)
+
+
+def _tree(batches: list[list[list[str]]]) -> ShardTree:
+    """A tree made by one commit per batch (so later batches are delta runs)."""
+    store = MemoryPageStore()
+    tree = ShardTree(store, page_bytes=128)
+    for batch in batches:
+        for path in batch:
+            handle = tree.root_handle
+            for name in path:
+                found = tree.visit(handle, name)
+                assert found is not None
+                handle = found
+        tree = ShardTree(store, tree.commit(), page_bytes=128)
+    return tree
+
+
+def _rows(tree: ShardTree, path: Path, chunk_rows: int = 3) -> list[tuple]:  # type: ignore[type-arg]
+    rows: list[tuple] = []  # type: ignore[type-arg]
+    for count, columns in run_path_columns(tree, path, chunk_rows):
+        chunk = list(zip(*(c.to_pylist() for c in columns), strict=True))
+        rows.extend(chunk if columns else [()] * count)
+    return rows
+
+
+_BOUND = st.builds(Bound, st.sampled_from([">", "<", "="]), st.integers(0, 3))
+_PROPERTY = st.builds(
+    Property,
+    st.sampled_from(["hits", "nodes"]),
+    st.booleans(),
+    st.lists(_BOUND, max_size=2).map(tuple),
+)
+
+
+@st.composite
+def _element(draw, last: bool) -> Element:  # type: ignore[no-untyped-def]
+    kind = draw(st.sampled_from(["all", "names", "prefix", "range", "regex", "up"]))
+    names: tuple[str, ...] = ()
+    if kind in ("names", "prefix"):
+        names = tuple(draw(st.lists(_NAME, min_size=1, max_size=3)))
+    elif kind == "range":
+        names = tuple(draw(st.lists(_NAME, min_size=1, max_size=2)))
+    elif kind == "regex":
+        names = tuple(draw(st.lists(st.sampled_from(["a.*", "b", ".", "[ac]b?"]), min_size=1)))
+    default = draw(st.none() | _NAME) if kind != "up" else None
+    return Element(
+        kind=kind,
+        names=names,
+        show=draw(st.booleans()),
+        properties=tuple(draw(st.lists(_PROPERTY, max_size=2))) if kind != "up" else (),
+        negate=kind == "regex" and draw(st.booleans()),
+        default=default,
+        default_hits=draw(st.none() | st.integers(0, 3)) if default is not None else None,
+        skip=draw(st.integers(0, 2)) if kind != "up" else 0,
+        limit=draw(st.integers(0, 2)) if kind != "up" else 0,
+        null_ok=draw(st.booleans()),
+        flat=last and kind != "up" and draw(st.booleans()),
+    )
+
+
+@st.composite
+def _path(draw) -> Path:  # type: ignore[no-untyped-def]
+    size = draw(st.integers(1, 4))
+    return Path(tuple(draw(_element(i == size - 1)) for i in range(size)))
+
+
+_TREE_PATHS = st.lists(
+    st.lists(st.lists(_NAME, min_size=1, max_size=4), max_size=25), min_size=1, max_size=3
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_TREE_PATHS, _path(), st.integers(1, 5), st.booleans())
+def test_columns_give_the_walkers_rows(batches, path, chunk_rows, whole) -> None:  # type: ignore[no-untyped-def]
+    """By pages, and (where a frontier is big enough) from the whole tree read at once."""
+    tree = _tree(batches)
+    with mock.patch.object(colexec, "whole_tree_budget", return_value=1 << 30 if whole else -1):
+        assert _rows(tree, path, chunk_rows) == list(run_path(tree, path))
+
+
+def test_a_scan_of_a_bigger_tree_in_slices() -> None:
+    paths = [
+        ["root", f"u{i}", kind, f"{i % 7}-{j}"]
+        for i in range(400)
+        for kind in "AM"
+        for j in range(i % 3)
+    ]
+    tree = _tree([paths[::2], paths[1::2]])
+    for text in ["root/+/+/+", "root/+:nodes>1/+/+:+hits", "root/++u1/A,M/(1-1)+", "root/+/M;"]:
+        path = parse_path(text)
+        assert supports(path)
+        expected = list(run_path(tree, path))
+        assert expected, text
+        assert _rows(tree, path, 50) == expected
+        with mock.patch.object(colexec, "whole_tree_budget", return_value=-1):
+            assert _rows(tree, path, 50) == expected
+
+
+def test_paths_reading_attachments_are_not_run_on_columns() -> None:
+    assert not supports(parse_path("root/+/%top"))
+    assert not supports(parse_path("root/+$count"))

@@ -1,0 +1,45 @@
+"""Every path form run over one small tree, against golden rows (tests/fixtures/path_rows.txt),
+on both page stores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from query import parse_path, run_path
+from treestore.storage.pagestore import FilePageStore, MemoryPageStore
+from treestore.storage.tree import ShardTree, build_tree
+
+FIXTURES = Path(__file__).parent / "fixtures"
+VISITS = [["a", "x"]] * 2 + [["a", "y"]] * 3 + [["b", "x"]] * 7 + [["c"]]
+
+
+def _cases() -> list[tuple[str, list[list[object]]]]:
+    lines = [
+        line
+        for line in (FIXTURES / "path_rows.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    return [(lines[i], json.loads(lines[i + 1])) for i in range(0, len(lines), 2)]
+
+
+@pytest.fixture(scope="module", params=["memory", "disk"])
+def tree(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ShardTree:
+    """The example tree, on the in-memory and the on-disk page store."""
+    store = (
+        MemoryPageStore()
+        if request.param == "memory"
+        else FilePageStore(tmp_path_factory.mktemp("store"))
+    )
+    return build_tree(store, VISITS)
+
+
+@pytest.mark.parametrize(("path", "rows"), _cases(), ids=[c[0] for c in _cases()])
+def test_path_rows(tree: ShardTree, path: str, rows: list[list[object]]) -> None:
+    assert [list(row) for row in run_path(tree, parse_path(path))] == rows
+
+
+def test_column_labels() -> None:
+    assert parse_path("+{uid}/*/+:+hits").labels() == ("uid", "c1", "c2")

@@ -1,0 +1,107 @@
+"""The page codec: round trips of every column type, and pages of the first format."""
+
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from treestore.storage.entries import ChildColumns, merge_columns
+from treestore.storage.pages import Page, encode_page, int_dtypes
+from treestore.storage.runs import merge_entries
+
+_INT = st.integers(-(1 << 62), 1 << 62)
+
+
+def _encode(parents, names, ids, hits, counts, data):  # type: ignore[no-untyped-def]
+    ints = tuple(np.asarray(c, dtype=np.int64) for c in (parents, ids, hits, counts))
+    array = pa.array(names, pa.string())
+    offsets = np.frombuffer(array.buffers()[1], np.int32, len(names) + 1)
+    raw = array.buffers()[2]
+    return encode_page(ints, int_dtypes(ints), offsets, raw.to_pybytes() if raw else b"", data)
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.tuples(_INT, st.text(), _INT, _INT, _INT, st.none() | st.dictionaries(st.text(), _INT)),
+        max_size=40,
+    )
+)
+def test_a_page_gives_back_every_entry(entries: list[tuple]) -> None:  # type: ignore[type-arg]
+    columns = [list(c) for c in zip(*entries, strict=True)] if entries else [[]] * 6
+    has_data = any(d is not None for d in columns[5])
+    page = Page(_encode(*columns[:5], columns[5] if has_data else None))
+    assert len(page) == len(entries)
+    assert [page.entry(i) for i in range(len(page))] == [
+        ((p, n), i, h, c, d) for p, n, i, h, c, d in entries
+    ]
+    assert page.names.to_pylist() == columns[1]
+    assert [c.tolist() for c in page.ints] == [columns[0], columns[2], columns[3], columns[4]]
+
+
+def test_small_values_are_stored_as_int32_and_big_ones_as_int64() -> None:
+    small = _encode([1, 2], ["a", "b"], [3, 4], [5, 6], [0, 0], None)
+    big = _encode([1, 2], ["a", "b"], [3, 1 << 40], [5, 6], [0, 0], None)
+    assert len(big) > len(small)
+    assert [c.dtype.itemsize for c in Page(small).ints] == [4, 4, 4, 4]
+    assert Page(big).ints[1].tolist() == [3, 1 << 40]
+
+
+def test_pages_of_the_first_format_are_read() -> None:
+    encoded = msgpack.packb([[0, 0], ["a", "é"], [1, 2], [3, 4], [0, 1], [None, {"s": ["sum", 2]}]])
+    page = Page(encoded)
+    assert page.entry(1) == ((0, "é"), 2, 4, 1, {"s": ["sum", 2]})
+    assert page.find((0, "b")) == 1
+    assert page.ints[2].tolist() == [3, 4]
+
+
+_KEYS = st.lists(
+    st.tuples(st.integers(-1, 4), st.sampled_from(["", "a", "b", "ab", "\u00e9"])), max_size=30
+)
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.lists(_KEYS, min_size=1, max_size=4), st.booleans())
+def test_merged_columns_equal_the_entry_merge(
+    runs: list[list[tuple[int, str]]], big_base: bool
+) -> None:
+    """Both merges (sorting, and merging small runs into a big base) give merge_entries' result."""
+    if big_base:
+        runs[0] = runs[0] + [(9, f"n{i:03d}") for i in range(40 * sum(map(len, runs)))]
+    ids: dict[tuple[int, str], int] = {}
+    entries = []
+    for number, keys in enumerate(runs):
+        run = []
+        for key in sorted(set(keys)):
+            node = ids.setdefault(key, len(ids) + 1)
+            run.append((key, node, number + 1, node % 3, {"run": number} if node % 2 else None))
+        entries.append(run)
+    expected = list(merge_entries([iter(run) for run in entries]))
+    parts = []
+    for run in entries:
+        keys = [e[0] for e in run]
+        parts.append(
+            ChildColumns(
+                np.array([k[0] for k in keys], dtype=np.int64),
+                pa.array([k[1] for k in keys], pa.string()),
+                np.array([e[1] for e in run], dtype=np.int64),
+                np.array([e[2] for e in run], dtype=np.int64),
+                np.array([e[3] for e in run], dtype=np.int64),
+                [e[4] for e in run],
+            )
+        )
+    merged = merge_columns(parts)
+    got = list(
+        zip(
+            zip(merged.parents.tolist(), merged.names.to_pylist(), strict=True),
+            merged.ids.tolist(),
+            merged.hits.tolist(),
+            merged.counts.tolist(),
+            merged.data or [],
+            strict=True,
+        )
+    )
+    assert got == expected

@@ -1,0 +1,95 @@
+"""The per-shard dedup index against a Python set, on both page stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from treestore.errors import StoreError
+from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStore
+from treestore.store.dedup_index import ShardIndex
+
+
+@pytest.fixture(params=["memory", "disk"])
+def pages(request: pytest.FixtureRequest, tmp_path: Path) -> PageStore:
+    """Every index test runs against the in-memory and the on-disk page store."""
+    return MemoryPageStore() if request.param == "memory" else FilePageStore(tmp_path / "store")
+
+
+def _hash(key: str, bits: int = 64) -> int:
+    """A stand-in hash; ``bits`` small makes different keys collide on purpose."""
+    import xxhash
+
+    return xxhash.xxh64_intdigest(key.encode()) % (1 << bits) - (1 << (bits - 1))
+
+
+def _load(index: ShardIndex, batch: list[str], bits: int = 64) -> list[bool]:
+    """What a load does with one batch: drop repeats and known keys, add the rest (kept?)."""
+    keys = pa.array(batch, pa.string())
+    hashes = np.array([_hash(k, bits) for k in batch], dtype=np.int64)
+    within, earlier = index.classify(hashes, keys)
+    return (~(within | earlier)).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    loads=st.lists(
+        st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=3).map("".join), max_size=40),
+        max_size=6,
+    ),
+    bits=st.sampled_from([2, 64]),
+)
+def test_loads_keep_exactly_the_new_keys(loads: list[list[list[str]]], bits: int) -> None:
+    pages = MemoryPageStore()
+    runs: tuple[str, ...] = ()
+    known: set[str] = set()
+    for load in loads:
+        index = ShardIndex(pages, "dedup/s/shard-0000", runs)
+        for batch in load:
+            kept = _load(index, batch, bits)
+            expected = []
+            for key in batch:
+                expected.append(key not in known)
+                known.add(key)
+            assert kept == expected
+        runs = index.commit()
+    assert sum(len(r) for r in ShardIndex(pages, "dedup/s/shard-0000", runs).runs) == len(known)
+
+
+def test_colliding_keys_are_both_kept(pages: PageStore) -> None:
+    # with a 1-bit hash every key collides with half of the others: only exact keys decide
+    index = ShardIndex(pages, "dedup/s/shard-0000", ())
+    assert _load(index, ["x", "y", "z", "x"], bits=1) == [True, True, True, False]
+    runs = index.commit()
+    again = ShardIndex(pages, "dedup/s/shard-0000", runs)
+    assert _load(again, ["w", "y", "v", "z"], bits=1) == [True, False, True, False]
+
+
+def test_runs_merge_size_tiered_and_stay_few(pages: PageStore) -> None:
+    runs: tuple[str, ...] = ()
+    for load in range(40):
+        index = ShardIndex(pages, "dedup/s/shard-0000", runs)
+        _load(index, [f"k{load}-{i}" for i in range(100)])
+        runs = index.commit()
+    index = ShardIndex(pages, "dedup/s/shard-0000", runs)
+    sizes = [len(run) for run in index.runs]
+    assert sum(sizes) == 4000 and len(sizes) <= 6
+    assert sizes == sorted(sizes, reverse=True)
+    assert _load(index, ["k0-0", "k39-99", "new"]) == [False, False, True]
+
+
+def test_a_damaged_run_is_reported(tmp_path: Path) -> None:
+    pages = FilePageStore(tmp_path / "store")
+    index = ShardIndex(pages, "dedup/s/shard-0000", ())
+    _load(index, ["a", "b"])
+    (run,) = index.commit()
+    path = pages.local_path(run)
+    assert path is not None
+    path.write_bytes(path.read_bytes()[:20])
+    with pytest.raises(StoreError, match=r"dedup index run .* is damaged"):
+        ShardIndex(pages, "dedup/s/shard-0000", (run,))

@@ -1,0 +1,475 @@
+"""Runs: immutable sorted sequences of tree entries, stored as checksummed msgpack pages.
+
+A shard's tree is a sorted map ``(parent_id, name) -> (node_id, hits, nodes, data)``:
+every node is one entry keyed by its parent's id and its own name, so a node's
+children are one contiguous, name-ordered key range (names compare by code
+point, which is their UTF-8 byte order). A run stores such entries in pages of
+bounded size:
+
+* ``NAME.pages``: the pages, back to back. A page is a msgpack list of columns
+  ``[parent_ids, names, node_ids, hits, node_counts, data]``.
+* ``NAME.index``: per page its first and last key, offset, length, entry count
+  and XXH64 checksum, so finding one child, a name prefix or a name range reads
+  only the pages that can hold it; and a Bloom filter of the run's keys (1%
+  false positives), so looking up a key a run does not hold reads no page. The
+  index carries its own checksum.
+
+A shard's state is a list of runs, oldest first: the base run holds absolute
+values and later (delta) runs hold what later loads added. Reading merges them:
+``hits`` and ``nodes`` add up, ``node_id`` is the same in every run, the newest
+``data`` wins. Pages go through one LRU cache per process with a byte budget
+(``TREESTORE_CACHE_MB``, default 256).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import os
+import struct
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO, NamedTuple
+
+import msgpack
+import numpy as np
+import pyarrow as pa
+import xxhash
+from cachetools import LRUCache
+from rbloom import Bloom
+
+from treestore.errors import CorruptPageError
+from treestore.settings import env_number
+from treestore.storage.entries import ChildColumns, expand_ranges, find_ids
+from treestore.storage.pages import Page, columns_of_pages, encode_page, int_dtypes
+from treestore.storage.pagestore import PageStore
+
+__all__ = [
+    "Entry",
+    "Key",
+    "PageCache",
+    "RunReader",
+    "cache",
+    "column_chunks",
+    "key_hash",
+    "merge_entries",
+    "write_run",
+]
+
+Key = tuple[int, str]
+Entry = tuple[Key, int, int, int, Any]
+"""``(key, node_id, hits, nodes, data)``."""
+
+PAGE_BYTES = 4096
+"""The target size of one encoded page (small pages keep random reads cheap)."""
+_INDEX_FORMAT = "treestore-run-index-1"
+
+
+def _checksum(data: bytes) -> int:
+    return xxhash.xxh64_intdigest(data)
+
+
+def key_hash(key: Key) -> int:
+    """The 128-bit hash a run's Bloom filter is built from (signed, as rbloom wants it)."""
+    return xxhash.xxh3_128_intdigest(b"%d/%s" % (key[0], key[1].encode())) - (1 << 127)
+
+
+def _key_hashes(parents: list[int], names: list[str]) -> list[int]:
+    """:func:`key_hash` of many keys (the same values, without a call per key)."""
+    digest, shift = xxhash.xxh3_128_intdigest, 1 << 127
+    return [digest(b"%d/%s" % (p, n.encode())) - shift for p, n in zip(parents, names, strict=True)]
+
+
+def _identity(value: int) -> int:
+    return value
+
+
+def _new_bloom(expected: int) -> Bloom:
+    return Bloom(max(expected, 16), 0.01, _identity)
+
+
+class PageCache:
+    """An LRU cache of decoded pages with a byte budget, shared by every run in a process."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self._pages: LRUCache[tuple[str, str, int], Page] = LRUCache(
+            maxsize=budget_bytes, getsizeof=lambda page: page.cost
+        )
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.peak_bytes = 0
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the cached pages are estimated to take now."""
+        return int(self._pages.currsize)
+
+    def get(self, key: tuple[str, str, int]) -> Page | None:
+        with self._lock:
+            page = self._pages.get(key)
+            if page is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            return page
+
+    def put(self, key: tuple[str, str, int], page: Page) -> None:
+        with self._lock:
+            if page.cost <= self.budget:
+                self._pages[key] = page
+                self.peak_bytes = max(self.peak_bytes, int(self._pages.currsize))
+
+    def clear(self) -> None:
+        """Forget every cached page and the counters."""
+        with self._lock:
+            self._pages.clear()
+            self.hits = self.misses = self.peak_bytes = 0
+
+
+_CACHE: PageCache | None = None
+
+
+def cache() -> PageCache:
+    """The process's page cache (budget ``TREESTORE_CACHE_MB`` megabytes, default 256)."""
+    global _CACHE
+    if _CACHE is None:
+        megabytes = env_number("TREESTORE_CACHE_MB", 256)
+        _CACHE = PageCache(int(megabytes * 1024 * 1024))
+    return _CACHE
+
+
+def reset_cache(budget_bytes: int | None = None) -> PageCache:
+    """Replace the process's page cache (for tests and benchmarks)."""
+    global _CACHE
+    _CACHE = PageCache(budget_bytes if budget_bytes is not None else cache().budget)
+    return _CACHE
+
+
+class PageInfo(NamedTuple):
+    """One page's place in its run."""
+
+    first: Key
+    last: Key
+    offset: int
+    length: int
+    entries: int
+    checksum: int
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What a written run holds."""
+
+    name: str
+    entries: int
+    pages: int
+    bytes: int
+
+
+Columns = tuple[Any, Any, Any, Any, Any, list[Any] | None]
+"""Entries as columns: parent ids, names, node ids, hits, child counts (lists or numpy
+arrays; names may be an Arrow string array), and data (a list, or ``None`` for none)."""
+
+
+def write_run(
+    store: PageStore,
+    name: str,
+    chunks: Iterable[Columns],
+    page_bytes: int = PAGE_BYTES,
+    expected: int = 1024,
+) -> RunStats:
+    """Write sorted entries, given as :data:`Columns` chunks, as run ``name``.
+
+    A run is ``name.pages`` + ``name.index``; :func:`column_chunks` turns entry
+    tuples into chunks. ``expected`` (an upper bound of the entry count) sizes
+    the Bloom filter.
+    """
+    bloom = _new_bloom(expected)
+    with store.writer(f"{name}.pages") as out:
+        pages, total, size = _write_pages(out, chunks, bloom, page_bytes)
+    index_body = msgpack.packb(
+        {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "bloom": bloom.save_bytes()}
+    )
+    store.write(f"{name}.index", msgpack.packb([index_body, _checksum(index_body)]))
+    return RunStats(name, total, len(pages), size + len(index_body))
+
+
+_CHUNK_ENTRIES = 65536
+
+
+def column_chunks(entries: Iterable[Entry]) -> Iterator[Columns]:
+    """Entry tuples regrouped into :data:`Columns` chunks (for :func:`write_run`)."""
+    iterator = iter(entries)
+    while True:
+        chunk = list(itertools.islice(iterator, _CHUNK_ENTRIES))
+        if not chunk:
+            return
+        keys, ids, hits, counts, datas = (list(column) for column in zip(*chunk, strict=True))
+        parents, names = (list(column) for column in zip(*keys, strict=True))
+        yield parents, names, ids, hits, counts, datas
+
+
+def _write_pages(
+    out: BinaryIO, chunks: Iterable[Columns], bloom: Bloom, page_bytes: int
+) -> tuple[list[list[Any]], int, int]:
+    """Write column chunks as pages on ``out``; return (page index rows, entries, bytes).
+
+    Each chunk becomes numpy and Arrow columns once and is cut into pages with
+    numpy (a page closes once its estimated size reaches ``page_bytes``), so the
+    work per entry is C loops. Keys must be in order; parent ids are checked
+    (names within a parent are the caller's word).
+    """
+    pages: list[list[Any]] = []
+    total = offset = 0
+    last_parent = -(1 << 62)
+    for parents, names, ids, hits, counts, datas in chunks:
+        size = len(parents)
+        if not size:
+            continue
+        ints = tuple(np.asarray(c, dtype=np.int64) for c in (parents, ids, hits, counts))
+        parent_array = ints[0]
+        if parent_array[0] < last_parent or (np.diff(parent_array) < 0).any():
+            raise ValueError(f"run entries out of order near parent {parent_array[0]}")
+        if isinstance(names, pa.Array):
+            name_array = pa.concat_arrays([names]) if names.offset else names
+            names = names.to_pylist()
+        else:
+            name_array = pa.array(names, pa.string())
+        parents = parent_array.tolist() if isinstance(parents, np.ndarray) else parents
+        last_parent = parents[-1]
+        bloom.update(_key_hashes(parents, names))
+        dtypes = int_dtypes(ints)  # type: ignore[arg-type]
+        name_offsets = np.frombuffer(name_array.buffers()[1], np.int32, size + 1)
+        name_bytes = memoryview(name_array.buffers()[2] or b"")
+        has_data = datas is not None and any(d is not None for d in datas)
+        width = sum(d.itemsize for d in dtypes) + 4
+        ends = name_offsets[1:].astype(np.int64) + width * np.arange(1, size + 1)
+        cuts = np.flatnonzero(np.diff(ends // page_bytes, prepend=0)) + 1
+        bounds = [0, *[int(c) for c in cuts if c < size], size]
+        for a, b in itertools.pairwise(bounds):
+            start, stop = int(name_offsets[a]), int(name_offsets[b])
+            encoded = encode_page(
+                tuple(c[a:b] for c in ints),  # type: ignore[arg-type]
+                dtypes,
+                name_offsets[a : b + 1] - start,
+                name_bytes[start:stop],
+                datas[a:b] if has_data else None,  # type: ignore[index]
+            )
+            first_last = [parents[a], names[a], parents[b - 1], names[b - 1]]
+            pages.append([*first_last, offset, len(encoded), b - a, _checksum(encoded)])
+            out.write(encoded)
+            offset += len(encoded)
+        total += size
+    return pages, total, offset
+
+
+class RunReader:
+    """Reads one run: its index eagerly (small), its pages through the page cache."""
+
+    def __init__(self, store: PageStore, name: str, shard: int | str = "?") -> None:
+        self.store = store
+        self.name = name
+        self.shard = shard
+        where = f"{store.location}/{name}.index"
+        try:
+            index_body, checksum = msgpack.unpackb(store.read(f"{name}.index"))
+            if _checksum(index_body) != checksum:
+                raise ValueError("checksum mismatch")
+            index = msgpack.unpackb(index_body)
+            if index.get("format") != _INDEX_FORMAT:
+                raise ValueError("not a run index")
+            self.pages = [PageInfo((p[0], p[1]), (p[2], p[3]), *p[4:]) for p in index["pages"]]
+            self.entries = int(index["entries"])
+            self.bloom = Bloom.load_bytes(index["bloom"], _identity)
+        except (ValueError, TypeError, KeyError, msgpack.UnpackException) as exc:
+            raise CorruptPageError(
+                f"Shard {shard}: the run index {where} is damaged ({exc})."
+            ) from exc
+        self._lasts = [p.last for p in self.pages]
+        self._first_parents = np.array([p.first[0] for p in self.pages], dtype=np.int64)
+        self._last_parents = np.array([p.last[0] for p in self.pages], dtype=np.int64)
+        self._cache_prefix = (store.location, name)
+        self._handle: Any = None
+        self._local: tuple[Any] | None = None  # the pages file's local path, once looked up
+
+    @property
+    def size_bytes(self) -> int:
+        """The encoded size of the run's pages."""
+        return sum(p.length for p in self.pages)
+
+    def page(self, number: int) -> Page:
+        """Page ``number``, from the cache or read, checked and decoded."""
+        key = (*self._cache_prefix, number)
+        found = cache().get(key)
+        if found is not None:
+            return found
+        info = self.pages[number]
+        page = self._decoded(number, self._read(info.offset, info.length))
+        cache().put(key, page)
+        return page
+
+    def all_columns(self, with_data: bool = False) -> ChildColumns:
+        """Every entry of the run as columns (with their data when ``with_data``), read in
+        one go; the page cache is left alone."""
+        if not self.pages:
+            return ChildColumns.empty()
+        end = self.pages[-1].offset + self.pages[-1].length
+        raw = self._read(0, end)
+        encoded = [raw[info.offset : info.offset + info.length] for info in self.pages]
+        for number, page in enumerate(encoded):
+            self._check(number, page)
+        if not with_data and (found := columns_of_pages(encoded)) is not None:
+            return ChildColumns(found[0][0], found[1], *found[0][1:])
+        pages = [self._decode(n, page) for n, page in enumerate(encoded)]
+        return _concatenated(pages, [d for p in pages for d in p.data()] if with_data else None)
+
+    def _check(self, number: int, encoded: bytes) -> None:
+        """Raise :class:`CorruptPageError` unless page ``number``'s bytes match its checksum."""
+        info = self.pages[number]
+        if len(encoded) != info.length or _checksum(encoded) != info.checksum:
+            raise CorruptPageError(
+                f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
+                "fails its checksum (the file is damaged); run 'treestore check' on the store."
+            )
+
+    def _decoded(self, number: int, encoded: bytes) -> Page:
+        """Check page ``number``'s bytes against its checksum and decode them."""
+        self._check(number, encoded)
+        return self._decode(number, encoded)
+
+    def _decode(self, number: int, encoded: bytes) -> Page:
+        """Decode page ``number``'s checked bytes."""
+        try:
+            return Page(encoded)
+        except (ValueError, TypeError, struct.error, msgpack.UnpackException) as exc:
+            raise CorruptPageError(
+                f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
+                f"cannot be decoded ({exc})."
+            ) from exc
+
+    def _read(self, offset: int, length: int) -> bytes:
+        """Read from the pages file, keeping it open when it is local."""
+        if self._local is None:
+            self._local = (self.store.local_path(f"{self.name}.pages"),)
+        path = self._local[0]
+        if path is None:
+            return self.store.read_range(f"{self.name}.pages", offset, length)
+        try:
+            if self._handle is None:
+                self._handle = open(path, "rb")  # noqa: SIM115 - kept open for the reader's life
+            return os.pread(self._handle.fileno(), length, offset)
+        except OSError as exc:
+            raise CorruptPageError(f"Shard {self.shard}: {path} cannot be read ({exc}).") from exc
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            handle.close()
+
+    def get(self, key: Key, hashed: int | None = None) -> Entry | None:
+        """The entry for ``key`` in this run, if any (reads at most one page).
+
+        ``hashed`` is ``key_hash(key)`` when the caller has it already.
+        """
+        if (hashed if hashed is not None else key_hash(key)) not in self.bloom:
+            return None
+        number = bisect.bisect_left(self._lasts, key)
+        if number >= len(self.pages) or self.pages[number].first > key:
+            return None
+        page = self.page(number)
+        i = page.find(key)
+        if i < len(page) and page.key(i) == key:
+            return page.entry(i)
+        return None
+
+    def scan(self, start: Key, stop: Key | None = None) -> Iterator[Entry]:
+        """Entries with ``start <= key < stop`` in key order, reading only the pages in range."""
+        number = bisect.bisect_left(self._lasts, start)
+        while number < len(self.pages):
+            info = self.pages[number]
+            if stop is not None and info.first >= stop:
+                return
+            page = self.page(number)
+            i = page.find(start) if info.first < start else 0
+            size = len(page)
+            while i < size:
+                if stop is not None and page.key(i) >= stop:
+                    return
+                yield page.entry(i)
+                i += 1
+            number += 1
+
+    def _pages_for(self, parents: np.ndarray) -> np.ndarray:
+        """The numbers of the pages that can hold children of ``parents`` (sorted, distinct)."""
+        low = np.searchsorted(self._last_parents, parents, "left")
+        high = np.searchsorted(self._first_parents, parents, "right")
+        spans = high > low
+        marks = np.zeros(len(self.pages) + 1, dtype=np.int64)
+        np.add.at(marks, low[spans], 1)
+        np.add.at(marks, high[spans], -1)
+        return np.flatnonzero(np.cumsum(marks[:-1]) > 0)
+
+    def find_ids(self, parents: np.ndarray, names: list[str]) -> np.ndarray:
+        """The node id of each key ``(parents[i], names[i])`` in this run, -1 where absent.
+
+        When the keys' parents span fewer pages than there are keys, those pages are read
+        and searched as columns; otherwise each key is looked up on its own (Bloom
+        filter first)."""
+        unique = np.unique(parents)
+        if len(self._pages_for(unique)) > len(names):
+            return np.array(
+                [
+                    -1 if (e := self.get((p, n))) is None else e[1]
+                    for p, n in zip(parents.tolist(), names, strict=True)
+                ],
+                dtype=np.int64,
+            )
+        return find_ids(self.children_columns(unique), parents, pa.array(names, pa.string()))
+
+    def children_columns(self, parents: np.ndarray) -> ChildColumns:
+        """The entries whose parent is in ``parents`` (sorted, distinct), as columns in key
+        order, reading only the pages that can hold them."""
+        numbers = self._pages_for(parents)
+        if not len(numbers):
+            return ChildColumns.empty()
+        read = _concatenated([self.page(int(n)) for n in numbers])
+        starts = np.searchsorted(read.parents, parents, "left")
+        return read.take(
+            expand_ranges(starts, np.searchsorted(read.parents, parents, "right") - starts)
+        )
+
+    def check(self) -> int:
+        """Read and verify every page; return the number of entries."""
+        return sum(len(self.page(number)) for number in range(len(self.pages)))
+
+
+def _concatenated(pages: list[Page], data: list[Any] | None = None) -> ChildColumns:
+    """Consecutive pages' entries as one set of int64 columns."""
+    ints = [np.concatenate([p.ints[k] for p in pages]).astype(np.int64) for k in range(4)]
+    names = pa.concat_arrays([p.names for p in pages])
+    return ChildColumns(ints[0], names, ints[1], ints[2], ints[3], data)
+
+
+def merge_entries(streams: list[Iterator[Entry]]) -> Iterator[Entry]:
+    """Merge key-sorted entry streams, oldest first, adding up the entries of equal keys."""
+    if len(streams) == 1:
+        yield from streams[0]
+        return
+    merged = heapq.merge(*streams, key=lambda entry: entry[0])
+    current: list[Any] | None = None
+    for key, node_id, hits, count, data in merged:
+        if current is not None and current[0] == key:
+            current[2] += hits
+            current[3] += count
+            if data is not None:
+                current[4] = data
+            continue
+        if current is not None:
+            yield tuple(current)  # type: ignore[misc]
+        current = [key, node_id, hits, count, data]
+    if current is not None:
+        yield tuple(current)  # type: ignore[misc]

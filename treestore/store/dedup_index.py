@@ -1,0 +1,347 @@
+"""The per-shard dedup index: which record keys a shard has already loaded.
+
+Seed 002's HashSet of composite keys per partition, made persistent and
+incremental. One index per (dedup source, shard) is a list of *runs*; a run is
+an Arrow IPC file of two columns sorted by the first:
+
+- ``hash``: a 64-bit hash of the key (Spark's ``xxhash64`` of the key text),
+  which orders the run and narrows a lookup to one or a few rows;
+- ``key``: the exact key (the JSON array of the key fields as text).
+
+A record is a duplicate only if a run holds its *exact* key: the hash only
+finds the candidates, so two different keys that share a hash are both kept
+(the chance of a wrong drop is zero, not merely small). Runs are memory-mapped
+and searched with vectorized ``numpy.searchsorted`` over the sorted batch
+hashes, so a batch touches only the pages its keys fall in; a load adds its
+new keys as one new run and never rewrites the old ones, except that runs are
+merged when a newer run grows to a quarter of the one before it (size-tiered,
+so a key is rewritten O(log n) times over the life of the store and a shard
+keeps a handful of runs).
+
+>>> from treestore.storage.pagestore import MemoryPageStore
+>>> import pyarrow as pa
+>>> index = ShardIndex(MemoryPageStore(), "dedup/clicks/shard-0000", ())
+>>> keys = pa.array(['["a"]', '["b"]', '["a"]'])
+>>> hashes = np.array([7, 9, 7])
+>>> index.seen(hashes, keys).tolist()
+[False, False, False]
+>>> index.first_of_batch(hashes, keys).tolist()
+[True, True, False]
+>>> index.add(hashes[:2], keys[:2])
+>>> runs = index.commit()
+>>> reopened = ShardIndex(index.pages, index.folder, runs)
+>>> reopened.seen(np.array([7, 7]), pa.array(['["a"]', '["z"]'])).tolist()
+[True, False]
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+from treestore.errors import StoreError
+from treestore.storage.pagestore import PageStore
+
+__all__ = [
+    "INDEX_NAME",
+    "RUN_SCHEMA",
+    "DedupManifest",
+    "IndexRun",
+    "ShardIndex",
+    "check_dedup_index",
+    "publish_dedup_manifest",
+    "read_dedup_manifest",
+    "sorted_run",
+    "unused_dedup_runs",
+]
+
+RUN_SCHEMA = pa.schema(
+    [pa.field("hash", pa.int64(), nullable=False), pa.field("key", pa.large_binary())]
+)
+MERGE_RATIO = 4
+"""Merge the newest run into the one before it once it is at least 1/MERGE_RATIO its size."""
+
+
+@dataclass(frozen=True)
+class IndexRun:
+    """One sorted run, opened (memory-mapped where the store is local)."""
+
+    name: str
+    hashes: np.ndarray
+    keys: pa.Array
+
+    @classmethod
+    def open(cls, pages: PageStore, name: str) -> IndexRun:
+        """Open run ``name``; :class:`StoreError` if it is missing or unreadable."""
+        try:
+            local = pages.local_path(name)
+            if local is not None:
+                source: pa.NativeFile = pa.memory_map(str(local))
+            else:
+                source = pa.BufferReader(pages.read(name))
+            table = ipc.open_file(source).read_all()
+            if table.schema != RUN_SCHEMA:
+                raise ValueError(f"unexpected columns {table.schema.names}")
+            hashes = table.column("hash").combine_chunks().to_numpy(zero_copy_only=False)
+            keys = table.column("key").combine_chunks()
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            where = f"{pages.location}/{name}"
+            raise StoreError(f"The dedup index run {where} is damaged ({exc}).") from exc
+        return cls(name, hashes, keys)
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def contains(self, hashes: np.ndarray, keys: pa.Array, order: np.ndarray) -> np.ndarray:
+        """Which (hash, key) pairs this run holds; ``order`` sorts ``hashes``."""
+        found = np.zeros(len(hashes), dtype=bool)
+        if not len(self.hashes) or not len(hashes):
+            return found
+        ordered = hashes[order]
+        low = np.empty(len(hashes), dtype=np.int64)
+        high = np.empty(len(hashes), dtype=np.int64)
+        low[order] = np.searchsorted(self.hashes, ordered, side="left")
+        high[order] = np.searchsorted(self.hashes, ordered, side="right")
+        width = high - low
+        single = np.flatnonzero(width == 1)
+        if len(single):
+            same = pc.equal(self.keys.take(pa.array(low[single])), keys.take(pa.array(single)))
+            found[single] = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+        for row in np.flatnonzero(width > 1):  # hash collisions: compare every candidate
+            wanted = keys[int(row)]
+            found[row] = any(self.keys[i] == wanted for i in range(low[row], high[row]))
+        return found
+
+
+def sorted_run(hashes: np.ndarray, keys: pa.Array) -> pa.Table:
+    """A run's table: the pairs sorted by hash (and by key among equal hashes)."""
+    table = pa.table({"hash": pa.array(hashes, pa.int64()), "key": keys.cast(pa.large_binary())})
+    order = pc.sort_indices(table, [("hash", "ascending"), ("key", "ascending")])
+    return table.take(order).cast(RUN_SCHEMA)
+
+
+def _write_run(pages: PageStore, name: str, table: pa.Table) -> None:
+    with pages.writer(name) as out, ipc.new_file(out, RUN_SCHEMA) as writer:
+        # one record batch: opening the run then maps its columns without a copy
+        for batch in table.cast(RUN_SCHEMA).combine_chunks().to_batches()[:1]:
+            writer.write_batch(batch)
+
+
+def _merged(runs: Sequence[IndexRun]) -> IndexRun:
+    """One unnamed in-memory run holding every pair of ``runs``."""
+    table = sorted_run(
+        np.concatenate([run.hashes for run in runs]), pa.concat_arrays([r.keys for r in runs])
+    )
+    return IndexRun("", *_columns(table))
+
+
+def _merge_tail(runs: list[IndexRun]) -> list[IndexRun]:
+    """Merge the newest run into the one before while it is at least 1/MERGE_RATIO its size."""
+    while len(runs) >= 2 and len(runs[-1]) * MERGE_RATIO >= len(runs[-2]):
+        newer, older = runs.pop(), runs.pop()
+        runs.append(_merged([older, newer]))
+    return runs
+
+
+class ShardIndex:
+    """One shard's dedup index for one source: its runs plus the keys added by this load."""
+
+    def __init__(self, pages: PageStore, folder: str, runs: Sequence[str]) -> None:
+        self.pages = pages
+        self.folder = folder
+        self.runs = [IndexRun.open(pages, name) for name in runs]
+        self._added: list[IndexRun] = []  # this load's keys, as in-memory sorted runs
+
+    def seen(self, hashes: np.ndarray, keys: pa.Array) -> np.ndarray:
+        """Which keys are in the index already (earlier loads, or added by this load)."""
+        return self._search([*self.runs, *self._added], *_prepared(hashes, keys))
+
+    def classify(self, hashes: np.ndarray, keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(repeat within this load, key of an earlier load) per key; adds the other keys."""
+        hashes, keys, order = _prepared(hashes, keys)
+        earlier = self._search(self.runs, hashes, keys, order)
+        within = ~self.first_of_batch(hashes, keys) | self._search(self._added, hashes, keys, order)
+        within &= ~earlier
+        kept = ~(earlier | within)
+        self.add(hashes[kept], keys.filter(pa.array(kept)))
+        return within, earlier
+
+    @staticmethod
+    def _search(
+        runs: Sequence[IndexRun], hashes: np.ndarray, keys: pa.Array, order: np.ndarray
+    ) -> np.ndarray:
+        found = np.zeros(len(hashes), dtype=bool)
+        for run in runs:
+            found |= run.contains(hashes, keys, order)
+        return found
+
+    @staticmethod
+    def first_of_batch(hashes: np.ndarray, keys: pa.Array) -> np.ndarray:
+        """True for the first occurrence of each key within the batch, False for repeats."""
+        table = pa.table(
+            {
+                "hash": pa.array(hashes, pa.int64()),
+                "key": keys.cast(pa.large_binary()),
+                "row": np.arange(len(keys)),
+            }
+        )
+        order = pc.sort_indices(
+            table, [("hash", "ascending"), ("key", "ascending"), ("row", "ascending")]
+        )
+        ordered = table.take(order)
+        repeat = np.zeros(len(keys), dtype=bool)
+        if len(keys) > 1:
+            h = ordered.column("hash").to_numpy()
+            k = ordered.column("key").combine_chunks()
+            same_key = pc.fill_null(pc.equal(k.slice(1), k.slice(0, len(k) - 1)), False)
+            repeat[1:] = (h[1:] == h[:-1]) & same_key.to_numpy(zero_copy_only=False)
+        first = np.ones(len(keys), dtype=bool)
+        first[order.to_numpy()] = ~repeat
+        return first
+
+    def add(self, hashes: np.ndarray, keys: pa.Array) -> None:
+        """Add keys (distinct, and not in the index) to this load's new run."""
+        if len(hashes):
+            table = sorted_run(np.asarray(hashes, dtype=np.int64), keys)
+            self._added = _merge_tail([*self._added, IndexRun("", *_columns(table))])
+
+    @property
+    def added(self) -> int:
+        """How many keys this load has added so far."""
+        return sum(len(run) for run in self._added)
+
+    def commit(self) -> tuple[str, ...]:
+        """Write this load's keys as a new run (merging runs as needed); return the run names.
+
+        Old runs are never rewritten in place: a merge writes a new file, and
+        the caller publishes the new list of runs.
+        """
+        if self._added:
+            runs = _merge_tail([*self.runs, _merged(self._added)])
+            self._added = []
+            for place, run in enumerate(runs):
+                if not run.name:
+                    name = f"{self.folder}/{uuid.uuid4().hex}.arrow"
+                    _write_run(self.pages, name, pa.table({"hash": run.hashes, "key": run.keys}))
+                    runs[place] = IndexRun(name, run.hashes, run.keys)
+            self.runs = runs
+        return tuple(run.name for run in self.runs)
+
+
+def _prepared(hashes: np.ndarray, keys: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Hashes as int64, keys as the runs store them, and the order that sorts the hashes."""
+    hashes = np.asarray(hashes, dtype=np.int64)
+    return hashes, keys.cast(pa.large_binary()), np.argsort(hashes, kind="stable")
+
+
+def _columns(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
+    return table.column("hash").to_numpy(), table.column("key").combine_chunks()
+
+
+INDEX_NAME = "dedup/INDEX"
+
+
+@dataclass(frozen=True)
+class DedupManifest:
+    """Which runs make up each source's per-shard index, and which data version they cover.
+
+    The data of a load is published first (its store version), then this
+    manifest with ``covers`` set to that version; a crash in between leaves
+    ``covers`` behind the store's version, which the next load detects and
+    repairs from the input files of the versions not covered.
+
+    Attributes:
+        covers: the store version whose loads the index includes.
+        sources: source name -> {"keys": its dedup key fields, "shards": shard -> runs}.
+    """
+
+    covers: int = 0
+    sources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def runs(self, source: str) -> dict[int, tuple[str, ...]]:
+        """The runs of each shard of ``source``'s index."""
+        shards = self.sources.get(source, {}).get("shards", {})
+        return {int(shard): tuple(runs) for shard, runs in shards.items()}
+
+    def keys(self, source: str) -> tuple[str, ...] | None:
+        """The dedup key fields ``source``'s index was built with (None: no index)."""
+        found = self.sources.get(source)
+        return None if found is None else tuple(found["keys"])
+
+    def with_source(
+        self, source: str, keys: Sequence[str], runs: Mapping[int, Sequence[str]]
+    ) -> DedupManifest:
+        """A copy with ``source``'s index replaced."""
+        shards = {str(shard): list(names) for shard, names in sorted(runs.items()) if names}
+        entry = {"keys": list(keys), "shards": shards}
+        return DedupManifest(self.covers, {**self.sources, source: entry})
+
+    def covering(self, version: int) -> DedupManifest:
+        """A copy that covers ``version``."""
+        return DedupManifest(version, self.sources)
+
+    def referenced(self) -> set[str]:
+        """Every run file the index uses."""
+        return {
+            run
+            for entry in self.sources.values()
+            for runs in entry["shards"].values()
+            for run in runs
+        }
+
+
+def read_dedup_manifest(pages: PageStore) -> DedupManifest | None:
+    """The published dedup manifest; None if there is none; :class:`StoreError` if unreadable."""
+    if not pages.exists(INDEX_NAME):
+        return None
+    try:
+        doc = json.loads(pages.read(INDEX_NAME))
+        manifest = DedupManifest(int(doc["covers"]), dict(doc["sources"]))
+        for name in manifest.sources:
+            manifest.runs(name)
+            manifest.keys(name)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise StoreError(f"{pages.location}/{INDEX_NAME} is damaged ({exc}).") from exc
+    return manifest
+
+
+def publish_dedup_manifest(pages: PageStore, manifest: DedupManifest) -> None:
+    """Replace the published dedup manifest atomically."""
+    doc = {"covers": manifest.covers, "sources": manifest.sources}
+    pages.write(INDEX_NAME, json.dumps(doc, indent=1, sort_keys=True).encode())
+
+
+def unused_dedup_runs(pages: PageStore) -> list[str]:
+    """Run files under ``dedup/`` that the published manifest does not use (call under the lock)."""
+    try:
+        manifest = read_dedup_manifest(pages)
+    except StoreError:
+        return []  # the next load rebuilds it; keep the files until then
+    used = manifest.referenced() if manifest else set()
+    return [name for name in pages.list("dedup") if name != INDEX_NAME and name not in used]
+
+
+def check_dedup_index(pages: PageStore) -> list[str]:
+    """Problems of the published dedup index: unreadable runs, or runs out of order."""
+    try:
+        manifest = read_dedup_manifest(pages)
+    except StoreError as exc:
+        return [str(exc)]
+    problems = []
+    for name in sorted(manifest.referenced() if manifest else ()):
+        try:
+            run = IndexRun.open(pages, name)
+        except StoreError as exc:
+            problems.append(str(exc))
+            continue
+        if len(run) > 1 and bool((run.hashes[1:] < run.hashes[:-1]).any()):
+            problems.append(f"The dedup index run {pages.location}/{name} is out of order.")
+    return problems
