@@ -1,4 +1,10 @@
-"""Shared fixtures: one local SparkSession for the whole run, and demo inputs."""
+"""Shared fixtures: one local SparkSession for the whole run, and demo inputs.
+
+A test that uses the ``spark`` fixture (directly or through another fixture) is
+marked ``spark`` here, so ``make test-fast`` (``-m "not spark"``) leaves it out. A
+test without the mark that starts a SparkSession anyway fails at once, saying so:
+the fast run never starts a JVM by accident.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,30 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test whose fixtures include the SparkSession as a Spark test."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(autouse=True)
+def _spark_only_in_spark_tests(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refuse to start Spark in a test that is not marked ``spark``."""
+    if request.node.get_closest_marker("spark") is not None:
+        return
+    from pyspark.sql.session import SparkSession
+
+    def refuse(_builder: object) -> None:
+        raise AssertionError(
+            f"{request.node.nodeid} starts Spark: take the `spark` fixture so it is marked"
+        )
+
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", refuse)
 
 
 @pytest.fixture(scope="session")
