@@ -7,12 +7,14 @@ The public entry points::
     rows = store.query("root/+:nodes>1/+/+", rops="...", ops="...")
     rows.to_arrow(); rows.to_pandas()
 
-Layering: the storage modules of this package (``errors``, ``sharding``,
-``tree``, ``store``, ``spark``) import nothing from ``query``, ``loaders`` or
-``shell``. This ``__init__`` is the public facade and composes the layers: the
-fixed API hangs a query-layer method on ``treestore.open``, so :func:`open`
-reaches for the query layer when it is called rather than when the package is
-imported (importing it here would make ``query -> treestore`` a cycle).
+Lives here: the facade (``open``), the exception tree (``errors``), settings, the
+Spark session, sharding, data attachments and failpoints; the paged engine is in
+``treestore.storage`` and a store's versions in ``treestore.store``.
+
+May import: nothing above it (``query``, ``loaders``, ``shell``), with one named
+exception: the fixed API hangs a query-layer method on ``treestore.open``, so
+:func:`open` imports ``query.driver.runner`` when it is called. Nothing in ``query``
+imports this facade, so that makes no cycle (``tests/test_architecture.py``).
 """
 
 from __future__ import annotations
