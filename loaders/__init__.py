@@ -4,11 +4,37 @@ The facade of the loaders: ``load_job``, ``run_load`` and ``interval_sweep``. Th
 below it are ``job`` (the job file), ``filters`` (Hydra's filters), ``load`` (one
 incremental load), ``tree`` (records applied to a shard's tree) and ``sweep``.
 
+The facade loads its names on first use (PEP 562), so importing a light module of a
+room (the command line reads ``loaders.load.options`` and ``loaders.sweep.options``
+for its defaults) does not import Spark.
+
 May import: ``treestore`` and ``query`` (never ``shell``); see docs/architecture.md.
 """
 
-from loaders.job.model import JobSpec, load_job
-from loaders.load.driver import LoadResult, run_load
-from loaders.sweep.interval_sweep import SweepReport, interval_sweep
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loaders.job.model import JobSpec, load_job
+    from loaders.load.driver import LoadResult, run_load
+    from loaders.sweep.driver import SweepReport, interval_sweep
 
 __all__ = ["JobSpec", "LoadResult", "SweepReport", "interval_sweep", "load_job", "run_load"]
+
+
+def __getattr__(name: str) -> Any:
+    """The facade's names, imported when first asked for."""
+    if name in ("JobSpec", "load_job"):
+        from loaders.job import model
+
+        return getattr(model, name)
+    if name in ("LoadResult", "run_load"):
+        from loaders.load import driver
+
+        return getattr(driver, name)
+    if name in ("SweepReport", "interval_sweep"):
+        from loaders.sweep import driver as sweep_driver
+
+        return getattr(sweep_driver, name)
+    raise AttributeError(f"module 'loaders' has no attribute {name!r}")

@@ -1,6 +1,10 @@
 """The query language: paths over trees, ops over rows, and their execution.
 
-``apply_ops`` runs an op string over plain Python rows, without Spark.
+``apply_ops`` runs an op string over plain Python rows, without Spark. The rooms:
+``syntax`` (grammars, AST, parsers), ``ops`` (the op catalogue and compiler),
+``walk`` (a path over one tree), ``driver`` (a query over a store).
+
+May import: ``treestore`` (never ``loaders`` or ``shell``).
 """
 
 from __future__ import annotations

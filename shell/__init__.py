@@ -1,3 +1,10 @@
-"""User-facing front ends: the ``treestore`` command line (and, later, the REPL)."""
+"""User-facing front ends: the ``treestore`` command line and the interactive shell.
+
+Lives here: ``cli`` (argparse and dispatch only), ``commands`` (the work of each
+command), ``demo``, ``info`` (the store summary), ``formats`` (tsv, csv, json, table);
+the interactive shell is in ``shell.repl``.
+
+May import: ``query``, ``loaders`` and ``treestore``; nothing imports ``shell``.
+"""
 
 __all__: list[str] = []

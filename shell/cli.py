@@ -1,4 +1,7 @@
-"""The ``treestore`` command line (``python -m treestore`` is the same).
+"""The ``treestore`` command line (``python -m treestore`` is the same): options and dispatch.
+
+The work of each command is in :mod:`shell.commands` (and :mod:`shell.demo`); the
+defaults and choices shown here come from the rooms that own them.
 
 Errors that treestore raises on purpose are printed as one message (with a
 caret under the offending column where there is one) and exit with status 2;
@@ -8,18 +11,19 @@ no traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
+from loaders.load.options import DEFAULT_MAX_REJECTED
+from loaders.sweep import options as sweep_options
+from shell import commands
+from shell.formats import FORMATS
 from treestore.errors import TreestoreError
+from treestore.store.versions import DEFAULT_RETENTION
 
-if TYPE_CHECKING:
-    from treestore.storage.pagestore import PageStore
-
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _add_master(parser: argparse.ArgumentParser) -> None:
@@ -49,9 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument(
         "--max-rejected",
         type=_whole_number(0),
-        default=1000,
+        default=DEFAULT_MAX_REJECTED,
         metavar="N",
-        help="fail (publishing nothing) when more than N records are rejected (default 1000)",
+        help="fail (publishing nothing) when more than N records are rejected "
+        "(default %(default)s)",
     )
     load.add_argument(
         "--reprocess-changed",
@@ -65,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("path", metavar="PATH", help="the query path, e.g. 'root/+:nodes>1/+/+'")
     query.add_argument("--rops", help="ops run on each shard, e.g. 'str=c1,v=,cat;merge=kj'")
     query.add_argument("--ops", help="ops run on the driver over all shards' rows")
-    query.add_argument("--format", default="tsv", choices=("tsv", "csv", "json", "table"))
+    query.add_argument("--format", default=FORMATS[0], choices=FORMATS)
     _add_master(query)
 
     shell = commands.add_parser("shell", help="the interactive shell on a store")
@@ -91,13 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("--name", required=True, help="the results' top node in the store")
     sweep.add_argument(
-        "--agg", default="sum", choices=("sum", "count", "set", "list", "min", "max")
+        "--agg", default=sweep_options.DEFAULT_AGG, choices=sweep_options.AGGREGATIONS
     )
-    sweep.add_argument("--closed", default="both", choices=("both", "left", "right", "neither"))
+    sweep.add_argument(
+        "--closed", default=sweep_options.DEFAULT_CLOSED, choices=sweep_options.CLOSED
+    )
     sweep.add_argument(
         "--plan",
-        default="auto",
-        choices=("auto", "broadcast", "range"),
+        default=sweep_options.DEFAULT_PLAN,
+        choices=sweep_options.PLANS,
         help="broadcast (sum/count: intervals indexed in memory, no shuffle), range "
         "(range-partitioned sweep, every --agg) or auto (default: broadcast when it fits)",
     )
@@ -105,18 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--time-format", help="how string times read, e.g. 'HH:mm' (Spark datetime pattern)"
     )
-    for column, default in (
-        ("id", "id"),
-        ("time", "time"),
-        ("start", "start"),
-        ("end", "end"),
-        ("value", "points"),
-    ):
+    for role, default in sweep_options.COLUMNS.items():
         sweep.add_argument(
-            f"--{column}-col", default=default, help=f"column name (default {default})"
+            f"--{role}-col", default=default, help="column name (default %(default)s)"
         )
     sweep.add_argument(
-        "--shards", type=_whole_number(1), default=8, help="shards of a new store (default 8)"
+        "--shards",
+        type=_whole_number(1),
+        default=sweep_options.DEFAULT_SHARDS,
+        help="shards of a new store (default %(default)s)",
     )
     _add_master(sweep)
 
@@ -126,7 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     gc = commands.add_parser("gc", help="delete old versions and files no kept version uses")
     gc.add_argument("store", metavar="DIR", help="the store folder")
     gc.add_argument(
-        "--keep", type=_whole_number(1), default=5, help="versions to keep (default 5, at least 1)"
+        "--keep",
+        type=_whole_number(1),
+        default=DEFAULT_RETENTION,
+        help="versions to keep (default %(default)s, at least 1)",
     )
 
     check = commands.add_parser("check", help="verify every page of a store (exit 1 if damaged)")
@@ -149,163 +156,50 @@ def _whole_number(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def command_load(
-    job_file: str,
-    store: str,
-    master: str | None,
-    out: TextIO,
-    max_rejected: int = 1000,
-    reprocess_changed: bool = False,
-) -> int | None:
-    """``treestore load``: returns the published version, or None if nothing was new."""
-    from loaders import load_job, run_load
-    from loaders.load.report import format_load_report
-    from treestore.spark import get_session
+def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the parsed command; returns the exit status."""
+    if args.command == "demo":
+        from shell.demo import run_demo
 
-    job = load_job(job_file)
-    result = run_load(
-        get_session(master),
-        job,
-        store,
-        log=lambda line: print(line, file=out),
-        max_rejected=max_rejected,
-        reprocess_changed=reprocess_changed,
-    )
-    if result.version is not None:
-        for line in format_load_report(result.report, store):
-            print(line, file=out)
-    return result.version
-
-
-def command_query(
-    store: str,
-    path: str,
-    rops: str | None,
-    ops: str | None,
-    fmt: str,
-    master: str | None,
-    out: TextIO,
-) -> int:
-    """``treestore query``: print the rows; returns how many were printed."""
-    from query.driver.runner import open_store
-    from shell.formats import write_rows
-    from treestore.spark import get_session
-
-    handle = open_store(store, session_factory=lambda: get_session(master))
-    rows = handle.query(path, rops=rops, ops=ops)
-    return write_rows(rows, out, fmt)
-
-
-def command_info(store: str, out: TextIO) -> None:
-    """``treestore info``: versions, shards, nodes and bytes per shard, recent loads."""
-    from treestore.store.versions import open_version, published_versions
-
-    version = open_version(store)
-    manifest = version.manifest
-    kept = published_versions(version.pages)
-    states = manifest.trees
-    print(f"store {version.location}", file=out)
-    print(
-        f"version {manifest.version} (kept: {', '.join(map(str, kept)) or 'none'}), "
-        f"{manifest.shards} shards, {sum(s.nodes for s in states.values()):,} nodes, "
-        f"{sum(s.bytes for s in states.values()):,} bytes of pages, "
-        f"{len(manifest.inputs)} input files loaded",
-        file=out,
-    )
-    for shard in range(manifest.shards):
-        state = states.get(shard)
-        if state is None:
-            print(f"  shard {shard}: empty", file=out)
-        else:
-            waiting = (
-                f", {state.pending_records:,} pending update-only record(s) waiting"
-                if state.pending
-                else ""
-            )
-            print(
-                f"  shard {shard}: {state.nodes:,} nodes, {state.bytes:,} bytes, "
-                f"{len(state.runs)} run(s){waiting}",
-                file=out,
-            )
-    _print_dedup_index(version.pages, manifest.version, out)
-    for load in manifest.loads[-5:]:
-        sources = json.dumps(load["sources"], sort_keys=True)
-        print(
-            f"  load -> version {load['version']} at {load['started']} "
-            f"({load['seconds']} s): {sources}",
-            file=out,
+        run_demo(Path(args.workdir), args.master, out)
+    elif args.command == "load":
+        commands.command_load(
+            args.job,
+            args.store,
+            args.master,
+            out,
+            max_rejected=args.max_rejected,
+            reprocess_changed=args.reprocess_changed,
         )
-
-
-def _print_dedup_index(pages: PageStore, version: int, out: TextIO) -> None:
-    """The dedup index's sources, runs and the version it covers, for ``treestore info``."""
-    from treestore.errors import StoreError
-    from treestore.store.dedup_index import read_dedup_manifest
-
-    try:
-        index = read_dedup_manifest(pages)
-    except StoreError as exc:
-        print(f"dedup index: {exc} The next load rebuilds it.", file=out)
-        return
-    if index is None:
-        return
-    behind = "" if index.covers == version else " (behind: the next load catches it up)"
-    print(f"dedup index covers version {index.covers}{behind}", file=out)
-    for name in sorted(index.sources):
-        runs = index.runs(name)
-        print(
-            f"  source {name} (keys {', '.join(index.keys(name) or ())}): "
-            f"{sum(len(r) for r in runs.values())} run(s) in {len(runs)} shard(s)",
-            file=out,
+    elif args.command == "query":
+        commands.command_query(
+            args.store, args.path, args.rops, args.ops, args.format, args.master, out
         )
-
-
-def command_sweep(args: argparse.Namespace, out: TextIO) -> None:
-    """``treestore sweep``: run the interval sweep and keep its results in the store."""
-    from loaders.sweep.command import run_sweep
-    from treestore.spark import get_session
-
-    columns = {c: getattr(args, f"{c}_col") for c in ("id", "time", "start", "end", "value")}
-    run_sweep(
-        get_session(args.master),
-        args.events,
-        args.intervals,
-        args.store,
-        args.name,
-        agg=args.agg,
-        closed=args.closed,
-        plan=args.plan,
-        columns=columns,
-        time_format=args.time_format,
-        out=args.out,
-        shards=args.shards,
-        log=lambda line: print(line, file=out),
-    )
-
-
-def command_gc(store: str, keep: int, out: TextIO) -> None:
-    """``treestore gc``: drop versions beyond ``keep`` and the files only they used."""
-    from treestore.storage.pagestore import page_store_for
-    from treestore.store.versions import collect_garbage, store_lock
-
-    pages = page_store_for(store)
-    with store_lock(pages, "treestore gc"):
-        removed = collect_garbage(pages, keep)
-    print(
-        f"removed {removed['versions']} old version(s) and {removed['files']} unused file(s)",
-        file=out,
-    )
-
-
-def command_check(store: str, out: TextIO) -> int:
-    """``treestore check``: verify every page of every kept version; returns the problem count."""
-    from treestore.store.versions import check_store
-
-    problems = check_store(store)
-    for problem in problems:
-        print(problem, file=out)
-    print("store is sound" if not problems else f"{len(problems)} problem(s) found", file=out)
-    return len(problems)
+    elif args.command == "shell":
+        return commands.command_shell(args.store, args.master, args.execute)
+    elif args.command == "sweep":
+        commands.command_sweep(
+            args.events,
+            args.intervals,
+            args.store,
+            args.name,
+            args.master,
+            out,
+            agg=args.agg,
+            closed=args.closed,
+            plan=args.plan,
+            columns={role: getattr(args, f"{role}_col") for role in sweep_options.COLUMNS},
+            time_format=args.time_format,
+            parquet_out=args.out,
+            shards=args.shards,
+        )
+    elif args.command == "info":
+        commands.command_info(args.store, out)
+    elif args.command == "gc":
+        commands.command_gc(args.store, args.keep, out)
+    elif args.command == "check":
+        return 1 if commands.command_check(args.store, out) else 0
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -313,34 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = sys.stdout
     try:
-        if args.command == "demo":
-            from shell.demo import run_demo
-
-            run_demo(Path(args.workdir), args.master, out)
-        elif args.command == "load":
-            command_load(
-                args.job,
-                args.store,
-                args.master,
-                out,
-                max_rejected=args.max_rejected,
-                reprocess_changed=args.reprocess_changed,
-            )
-        elif args.command == "query":
-            command_query(args.store, args.path, args.rops, args.ops, args.format, args.master, out)
-        elif args.command == "shell":
-            from shell.repl.app import run_shell
-            from treestore.spark import get_session
-
-            return run_shell(args.store, lambda: get_session(args.master), args.execute)
-        elif args.command == "sweep":
-            command_sweep(args, out)
-        elif args.command == "info":
-            command_info(args.store, out)
-        elif args.command == "gc":
-            command_gc(args.store, args.keep, out)
-        elif args.command == "check":
-            return 1 if command_check(args.store, out) else 0
+        return _dispatch(args, out)
     except TreestoreError as exc:
         out.flush()
         print(f"treestore {args.command}: {exc}", file=sys.stderr)
@@ -350,7 +217,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    return 0
 
 
 if __name__ == "__main__":

@@ -137,7 +137,7 @@ def final_join(rows: Iterable[tuple[object, ...]]) -> list[tuple[str, str]]:
 def run_demo(workdir: Path, master: str | None, out: TextIO) -> list[tuple[str, str]]:
     """Run the whole demo in ``workdir`` (made afresh) and print each step."""
     from query.driver.runner import open_store
-    from shell.cli import command_load
+    from shell.commands import command_load
     from shell.formats import write_rows
     from treestore.spark import get_session
 

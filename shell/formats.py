@@ -12,9 +12,10 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from query.ops import Value
+if TYPE_CHECKING:
+    from query.ops import Value
 
 __all__ = ["FORMATS", "write_rows"]
 

@@ -58,3 +58,19 @@ def demo_dir(tmp_path: Path) -> Path:
 
     write_demo_inputs(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def demo_store(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seed-004 demo loaded once for the whole run (version 1): its store folder.
+
+    Shared by every test that takes it, so it is for reading only: a test that loads
+    more, collects garbage or damages files makes its own store from ``demo_dir``.
+    """
+    from loaders import load_job, run_load
+    from shell.demo import write_demo_inputs
+
+    folder = tmp_path_factory.mktemp("demo-store")
+    write_demo_inputs(folder)
+    run_load(spark, load_job(folder / "job.json"), folder / "store", log=lambda _line: None)  # type: ignore[arg-type]
+    return folder / "store"

@@ -35,6 +35,7 @@ from loaders.job.model import JobSpec, SourceSpec
 from loaders.load.dedup_step import DHASH, DKEY, dedup_columns, prepare_index, publish_index
 from loaders.load.filter_columns import FilterCompiler, SymbolicRecord
 from loaders.load.inputs import InputFile, list_fields, list_input_files, read_source
+from loaders.load.options import DEFAULT_MAX_REJECTED
 from loaders.load.progress import spark_progress
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.report import Phases, summarize
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["DEFAULT_MAX_REJECTED", "LoadResult", "run_load"]
-
-DEFAULT_MAX_REJECTED = 1000
 
 
 @dataclass

@@ -5,7 +5,7 @@ The valid intervals are collected to the driver as Arrow, indexed there
 ``b+`` and ``b-`` rows sorted by time) and broadcast. The events are not moved:
 each Spark task looks up the batches of its own input partition with
 vectorized binary searches, so a hot id costs no single task more than its
-share of the events. :func:`loaders.sweep.interval_sweep.interval_sweep` picks this plan when
+share of the events. :func:`loaders.sweep.driver.interval_sweep` picks this plan when
 the valid intervals number at most ``broadcast_limit`` (the index costs about
 33 bytes per interval in every Python worker).
 """
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
-__all__ = ["PLANS", "BroadcastCounts", "broadcast_refusal", "broadcast_sweep"]
+__all__ = ["BroadcastCounts", "broadcast_refusal", "broadcast_sweep"]
 
 ID, TIME, START, END, VALUE = "__id", "__time", "__start", "__end", "__value"
 
@@ -69,9 +69,6 @@ def _lookup_task(
             )
 
     return run
-
-
-PLANS = ("auto", "broadcast", "range")
 
 
 def broadcast_refusal(

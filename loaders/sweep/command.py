@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from loaders.job.model import ElementSpec, JobSpec, MapSpec, SourceSpec
 from loaders.load.driver import run_load
-from loaders.sweep.interval_sweep import SweepReport, interval_sweep
+from loaders.sweep.driver import SweepReport, interval_sweep
 from treestore.errors import LoadError, StoreError
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import page_store_for

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedList
 
+from loaders.sweep.options import AGGREGATIONS
+
 __all__ = [
-    "AGGREGATIONS",
-    "CLOSED",
     "END",
     "EVENT",
     "KIND_ORDER",
@@ -37,7 +37,6 @@ __all__ = [
 EVENT, START, END = 0, 1, 2
 """Roles of sweep rows."""
 
-CLOSED = ("both", "left", "right", "neither")
 KIND_ORDER: dict[str, dict[int, int]] = {
     # role -> sort rank at equal times
     "both": {START: 0, EVENT: 1, END: 2},  # [start, end]
@@ -45,7 +44,6 @@ KIND_ORDER: dict[str, dict[int, int]] = {
     "right": {EVENT: 0, START: 1, END: 2},  # (start, end]
     "neither": {END: 0, EVENT: 1, START: 2},  # (start, end)
 }
-AGGREGATIONS = ("sum", "count", "set", "list", "min", "max")
 
 
 @dataclass(frozen=True)

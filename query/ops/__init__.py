@@ -1,4 +1,10 @@
-"""The op catalogue: every op class, registered by name (and alias) in :data:`REGISTRY`."""
+"""The op catalogue: every op class, registered by name (and alias) in :data:`REGISTRY`.
+
+Lives here: one module per family of ops, ops over Arrow columns (``columns``) and
+the compiler of op strings into a pipeline (``compiler``).
+
+May import: ``query.syntax`` and ``treestore``.
+"""
 
 from __future__ import annotations
 

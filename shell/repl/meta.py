@@ -1,22 +1,63 @@
 """The shell's meta-commands: ``\\name [argument]``, each a function whose docstring is its help.
 
 They are registered by name in :data:`COMMANDS`; ``\\help`` lists them with
-the first line of each docstring.
+the first line of each docstring. A meta-command works on a :class:`MetaSession`:
+what a shell session offers it (its settings, its store, a way to print), so this
+module never imports the session that runs it.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from query.ops import REGISTRY
 from shell.formats import FORMATS
 
-if TYPE_CHECKING:
-    from shell.repl.session import ShellSession
+__all__ = ["COMMANDS", "LINE_HELP", "MetaSession", "StoreView", "run_meta"]
 
-__all__ = ["COMMANDS", "LINE_HELP", "run_meta"]
+
+class StoreView(Protocol):
+    """What the shell shows of its open store."""
+
+    @property
+    def version(self) -> int:
+        """The version the session reads."""
+        ...
+
+    @property
+    def shards(self) -> int:
+        """The store's shard count."""
+        ...
+
+
+class MetaSession(Protocol):
+    """What a meta-command (and the toolbar) needs of a shell session."""
+
+    store_dir: str
+    format: str
+    limit: int
+    timing: bool
+    done: bool
+
+    @property
+    def store(self) -> StoreView:
+        """The open store."""
+        ...
+
+    def say(self, text: str) -> None:
+        """Print a line of output."""
+
+    def fail(self, text: str) -> None:
+        """Print an error; the line counts as failed."""
+
+    def info(self) -> None:
+        """Print the store's summary."""
+
+    def reload(self) -> None:
+        """Open the newest published version of the store."""
+
 
 LINE_HELP = """\
 A line is a path, optionally followed by ops run in each shard's task (rops)
@@ -30,7 +71,7 @@ name=args;name=args (\\ops lists them). Tab completes node names, path syntax,
 properties, op names and op letters; Ctrl-C cancels a running query, Ctrl-R
 searches the history, Ctrl-D leaves."""
 
-Command = Callable[["ShellSession", str], None]
+Command = Callable[[MetaSession, str], None]
 COMMANDS: dict[str, Command] = {}
 
 
@@ -45,7 +86,7 @@ def command(name: str) -> Callable[[Command], Command]:
 
 
 @command("help")
-def help_command(session: ShellSession, argument: str) -> None:
+def help_command(session: MetaSession, argument: str) -> None:
     """Show the line syntax and the meta-commands."""
     session.say(LINE_HELP + "\n\nMeta-commands:")
     for name, function in COMMANDS.items():
@@ -54,7 +95,7 @@ def help_command(session: ShellSession, argument: str) -> None:
 
 
 @command("ops")
-def ops_command(session: ShellSession, argument: str) -> None:
+def ops_command(session: MetaSession, argument: str) -> None:
     """List the ops, or show one op's help: \\ops [name]."""
     name = argument.strip()
     if not name:
@@ -70,13 +111,13 @@ def ops_command(session: ShellSession, argument: str) -> None:
 
 
 @command("info")
-def info_command(session: ShellSession, argument: str) -> None:
+def info_command(session: MetaSession, argument: str) -> None:
     """Show the store: version, shards, nodes, recent loads."""
     session.info()
 
 
 @command("timing")
-def timing_command(session: ShellSession, argument: str) -> None:
+def timing_command(session: MetaSession, argument: str) -> None:
     """Turn the row count and time after each query on or off: \\timing [on|off]."""
     word = argument.strip().lower()
     if word not in ("", "on", "off"):
@@ -87,7 +128,7 @@ def timing_command(session: ShellSession, argument: str) -> None:
 
 
 @command("format")
-def format_command(session: ShellSession, argument: str) -> None:
+def format_command(session: MetaSession, argument: str) -> None:
     """Set how rows print: \\format tsv|csv|json|table."""
     word = argument.strip()
     if not word:
@@ -101,7 +142,7 @@ def format_command(session: ShellSession, argument: str) -> None:
 
 
 @command("limit")
-def limit_command(session: ShellSession, argument: str) -> None:
+def limit_command(session: MetaSession, argument: str) -> None:
     """Show at most N rows of a query (default 1000; 0: no limit): \\limit N."""
     word = argument.strip()
     if not word:
@@ -115,19 +156,19 @@ def limit_command(session: ShellSession, argument: str) -> None:
 
 
 @command("reload")
-def reload_command(session: ShellSession, argument: str) -> None:
+def reload_command(session: MetaSession, argument: str) -> None:
     """Open the newest published version of the store."""
     session.reload()
     session.say(f"store version {session.store.version}")
 
 
 @command("q")
-def quit_command(session: ShellSession, argument: str) -> None:
+def quit_command(session: MetaSession, argument: str) -> None:
     """Leave the shell (Ctrl-D does too)."""
     session.done = True
 
 
-def run_meta(session: ShellSession, line: str) -> None:
+def run_meta(session: MetaSession, line: str) -> None:
     """Run the meta-command ``line`` (starting with a backslash)."""
     name, _, argument = line.strip()[1:].partition(" ")
     function = COMMANDS.get(name)

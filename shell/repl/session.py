@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 from query.driver.runner import QueryStore, open_store
 from query.ops import Value
 from shell.formats import write_rows
+from shell.info import write_info
 from shell.repl.line import QueryLine, split_line
 from shell.repl.meta import run_meta
 from treestore.errors import PositionedError, QuerySyntaxError, TreestoreError
@@ -81,9 +82,7 @@ class ShellSession:
 
     def info(self) -> None:
         """Print the store's summary (as ``treestore info``)."""
-        from shell.cli import command_info
-
-        command_info(self.store_dir, self.out)
+        write_info(self.store_dir, self.out)
 
     def run_line(self, line: str) -> bool:
         """Run one line (a query or a meta-command); return whether it succeeded."""

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from shell.repl.session import ShellSession
+from shell.repl.meta import MetaSession
 
 __all__ = ["toolbar"]
 
 
-def toolbar(session: ShellSession) -> Callable[[], str]:
+def toolbar(session: MetaSession) -> Callable[[], str]:
     """A function prompt_toolkit calls to draw the toolbar."""
 
     def draw() -> str:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loaders.sweep.cover_index import CoverIndex
-from loaders.sweep.kernels import CLOSED
+from loaders.sweep.options import CLOSED
 from tests.loaders.sweep.sweep_oracle import expected
 
 ids = st.sampled_from(["a", "b", "c"])

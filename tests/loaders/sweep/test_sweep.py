@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loaders.sweep.interval_sweep import SweepReport, interval_sweep
-from loaders.sweep.kernels import AGGREGATIONS, CLOSED
+from loaders.sweep.driver import SweepReport, interval_sweep
+from loaders.sweep.options import AGGREGATIONS, CLOSED
 from tests.loaders.sweep.sweep_oracle import expected
 from treestore.errors import LoadError
 

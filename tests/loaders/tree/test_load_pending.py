@@ -9,7 +9,7 @@ from typing import Any
 
 from loaders import load_job, run_load
 from loaders.load.report import format_load_report
-from shell.cli import command_info
+from shell.info import write_info
 from treestore.sharding import shard_of
 from treestore.store.versions import check_store, collect_garbage, open_version
 
@@ -97,7 +97,7 @@ def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
     first = _load(spark, tmp_path, "first", "m", ["U,P", f"{known},p1", f"{late},p2"])
     assert first["pending"] == {"buffered": 2, "applied": 0, "expired": 0, "waiting": 2}
     shown = io.StringIO()
-    command_info(str(tmp_path / "store"), shown)
+    write_info(str(tmp_path / "store"), shown)
     assert shown.getvalue().count("1 pending update-only record(s) waiting") == 2  # per shard
     assert first["sources"]["mapping"]["pending"] == 2
     assert first["sources"]["mapping"]["missed_updates"] == 0

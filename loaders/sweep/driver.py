@@ -43,10 +43,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
 
-from loaders.sweep.broadcast_plan import PLANS, broadcast_refusal, broadcast_sweep
+from loaders.sweep.broadcast_plan import broadcast_refusal, broadcast_sweep
 from loaders.sweep.columns import arrow_type, interval_bounds, time_as_long
 from loaders.sweep.kernels import (
-    CLOSED,
     END,
     EVENT,
     KIND_ORDER,
@@ -59,6 +58,7 @@ from loaders.sweep.kernels import (
     running_totals,
     sweep_rows,
 )
+from loaders.sweep.options import BROADCAST_LIMIT, CLOSED, PLANS
 from treestore.errors import LoadError
 
 if TYPE_CHECKING:
@@ -66,9 +66,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType
 
 __all__ = ["SweepReport", "interval_sweep"]
-
-BROADCAST_LIMIT = 4_000_000
-"""The most valid intervals the ``auto`` plan indexes on the driver and broadcasts."""
 
 ID, TIME, ROLE, KIND, VALUE, KEY = "__id", "__time", "__role", "__kind", "__value", "__key"
 

@@ -1,0 +1,77 @@
+"""The text of ``treestore info`` (and the shell's ``\\info``): versions, shards, loads."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, TextIO
+
+from treestore.errors import StoreError
+from treestore.store.dedup_index import read_dedup_manifest
+from treestore.store.versions import open_version, published_versions
+
+if TYPE_CHECKING:
+    from treestore.storage.pagestore import PageStore
+
+__all__ = ["write_info"]
+
+RECENT_LOADS = 5
+"""How many of the newest loads the summary lists."""
+
+
+def write_info(store: str, out: TextIO) -> None:
+    """Write the store's summary: its version, each shard's nodes and bytes, recent loads."""
+    version = open_version(store)
+    manifest = version.manifest
+    kept = published_versions(version.pages)
+    states = manifest.trees
+    print(f"store {version.location}", file=out)
+    print(
+        f"version {manifest.version} (kept: {', '.join(map(str, kept)) or 'none'}), "
+        f"{manifest.shards} shards, {sum(s.nodes for s in states.values()):,} nodes, "
+        f"{sum(s.bytes for s in states.values()):,} bytes of pages, "
+        f"{len(manifest.inputs)} input files loaded",
+        file=out,
+    )
+    for shard in range(manifest.shards):
+        state = states.get(shard)
+        if state is None:
+            print(f"  shard {shard}: empty", file=out)
+            continue
+        waiting = (
+            f", {state.pending_records:,} pending update-only record(s) waiting"
+            if state.pending
+            else ""
+        )
+        print(
+            f"  shard {shard}: {state.nodes:,} nodes, {state.bytes:,} bytes, "
+            f"{len(state.runs)} run(s){waiting}",
+            file=out,
+        )
+    _write_dedup_index(version.pages, manifest.version, out)
+    for load in manifest.loads[-RECENT_LOADS:]:
+        sources = json.dumps(load["sources"], sort_keys=True)
+        print(
+            f"  load -> version {load['version']} at {load['started']} "
+            f"({load['seconds']} s): {sources}",
+            file=out,
+        )
+
+
+def _write_dedup_index(pages: PageStore, version: int, out: TextIO) -> None:
+    """The dedup index's sources, runs and the version it covers."""
+    try:
+        index = read_dedup_manifest(pages)
+    except StoreError as exc:
+        print(f"dedup index: {exc} The next load rebuilds it.", file=out)
+        return
+    if index is None:
+        return
+    behind = "" if index.covers == version else " (behind: the next load catches it up)"
+    print(f"dedup index covers version {index.covers}{behind}", file=out)
+    for name in sorted(index.sources):
+        runs = index.runs(name)
+        print(
+            f"  source {name} (keys {', '.join(index.keys(name) or ())}): "
+            f"{sum(len(r) for r in runs.values())} run(s) in {len(runs)} shard(s)",
+            file=out,
+        )
