@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from loaders.sweep.interval_sweep import SweepReport, interval_sweep
+from loaders.sweep.driver import SweepReport, interval_sweep
 from treestore.spark import get_session
 
 SPAN = 10_000_000
