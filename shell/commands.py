@@ -122,7 +122,8 @@ def command_sweep(
 def command_gc(store: str, keep: int, out: TextIO) -> None:
     """``treestore gc``: drop versions beyond ``keep`` and the files only they used."""
     from treestore.storage.pagestore import page_store_for
-    from treestore.store.versions import collect_garbage, store_lock
+    from treestore.store.lock import store_lock
+    from treestore.store.maintenance import collect_garbage
 
     pages = page_store_for(store)
     with store_lock(pages, "treestore gc"):
@@ -135,7 +136,7 @@ def command_gc(store: str, keep: int, out: TextIO) -> None:
 
 def command_check(store: str, out: TextIO) -> int:
     """``treestore check``: verify every page of every kept version; returns the problem count."""
-    from treestore.store.versions import check_store
+    from treestore.store.maintenance import check_store
 
     problems = check_store(store)
     for problem in problems:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, TextIO
 
+from loaders.tree.pending import PendingState
 from treestore.errors import StoreError
 from treestore.store.dedup_index import read_dedup_manifest
 from treestore.store.versions import open_version, published_versions
@@ -37,10 +38,9 @@ def write_info(store: str, out: TextIO) -> None:
         if state is None:
             print(f"  shard {shard}: empty", file=out)
             continue
+        pending = PendingState.of(state)
         waiting = (
-            f", {state.pending_records:,} pending update-only record(s) waiting"
-            if state.pending
-            else ""
+            f", {pending.records:,} pending update-only record(s) waiting" if pending.files else ""
         )
         print(
             f"  shard {shard}: {state.nodes:,} nodes, {state.bytes:,} bytes, "

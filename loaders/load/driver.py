@@ -42,12 +42,15 @@ from loaders.load.report import Phases, summarize
 from loaders.load.shard_frames import SHARD, partition_by_shard, shard_column
 from loaders.load.task import KEEP, MARKER, ORDER, TASK_SCHEMA, TaskPlan, shard_task
 from loaders.tree.builder import TreeBuilder
+from loaders.tree.pending import PendingState
 from treestore.errors import LoadError
 from treestore.failpoints import failpoint
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState
-from treestore.store.versions import DEFAULT_RETENTION, StoreWriter, collect_garbage, store_lock
+from treestore.store.lock import store_lock
+from treestore.store.maintenance import collect_garbage
+from treestore.store.versions import DEFAULT_RETENTION, StoreWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -169,7 +172,7 @@ def _with_markers(
     so that each of them has a task that retries them (:data:`MARKER`)."""
     from pyspark.sql import functions as F
 
-    waiting = sorted(shard for shard, state in trees.items() if state.pending)
+    waiting = sorted(shard for shard, state in trees.items() if PendingState.of(state).files)
     if not waiting:
         return mapped
     markers = spark.range(len(waiting)).select(

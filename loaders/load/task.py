@@ -15,7 +15,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,11 +25,11 @@ import pyarrow.compute as pc
 from loaders.load.dedup_step import EARLIER, WITHIN, BatchDedup
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.shard_frames import SHARD
-from loaders.tree.builder import ApplyStats, TreeBuilder
-from loaders.tree.pending import WEIGHT, latest_time, past_watermark, read_pending, write_pending
+from loaders.tree.builder import TreeBuilder
+from loaders.tree.shard_load import ShardLoad
 from treestore.failpoints import failpoint
 from treestore.storage.pagestore import PageStore
-from treestore.storage.tree import ShardState, ShardTree
+from treestore.storage.tree import ShardState
 
 __all__ = ["KEEP", "MARKER", "ORDER", "TASK_SCHEMA", "TaskPlan", "shard_task"]
 
@@ -38,8 +38,8 @@ MARKER = -1
 """The source order of the one marker row a shard with pending records gets: the row makes
 sure the shard has a task even when no new record reaches it."""
 TASK_SCHEMA = "shard int, result string"
-_PENDING_LIMIT = 500_000
-"""Records held before they are applied (bounds a task's memory)."""
+_QUEUE_LIMIT = 500_000
+"""Records queued before they are applied (bounds a task's memory)."""
 
 
 @dataclass(frozen=True)
@@ -92,15 +92,14 @@ class _Rejected:
 
 
 class _ShardWork:
-    """The trees of the task's shards and the records waiting to be applied to them."""
+    """The task's shards (one :class:`ShardLoad` each) and the records queued for them."""
 
     def __init__(self, pages: PageStore, plan: TaskPlan, per_source: list[Counter[str]]) -> None:
         self.pages, self.plan, self.per_source = pages, plan, per_source
-        self.trees: dict[int, ShardTree] = {}
-        self.stats: dict[int, ApplyStats] = {}
-        self.pending: list[pa.RecordBatch] = []
-        self.pending_rows = 0
-        self.pending_order = -1
+        self.loads: dict[int, ShardLoad] = {}
+        self.queued: list[pa.RecordBatch] = []
+        self.queued_rows = 0
+        self.queued_order = -1
         self.fields = plan.builder.fields
 
     def add(self, batch: pa.RecordBatch) -> None:
@@ -110,92 +109,49 @@ class _ShardWork:
         orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
         for order in np.unique(orders):  # ascending: the batch is sorted by source order
             part = batch.filter(pa.array(orders == order)) if orders[0] != orders[-1] else batch
-            if order != self.pending_order or self.pending_rows > _PENDING_LIMIT:
-                self.apply_pending()
-            if order != self.pending_order:
-                self.pending_order = int(order)
-                for tree in self.trees.values():
-                    self.plan.builder.start_source(tree)
-            self.pending.append(part.select([SHARD, *self.fields]))
-            self.pending_rows += part.num_rows
+            if order != self.queued_order or self.queued_rows > _QUEUE_LIMIT:
+                self.apply_queued()
+            if order != self.queued_order:
+                self.queued_order = int(order)
+                for load in self.loads.values():
+                    load.next_source()
+            self.queued.append(part.select([SHARD, *self.fields]))
+            self.queued_rows += part.num_rows
 
-    def tree(self, shard: int) -> ShardTree:
-        """The task's tree of ``shard`` (opened on first use)."""
-        tree = self.trees.get(shard)
-        if tree is None:
-            tree = self.trees[shard] = ShardTree(
-                self.pages, self.plan.states.get(shard), shard=shard
+    def load(self, shard: int) -> ShardLoad:
+        """The task's load of ``shard`` (opened on first use)."""
+        load = self.loads.get(shard)
+        if load is None:
+            load = self.loads[shard] = ShardLoad(
+                self.plan.builder, self.pages, shard, self.plan.states.get(shard)
             )
-            self.plan.builder.start_source(tree)
-            self.stats[shard] = ApplyStats()
-        return tree
+        return load
 
-    def apply_pending(self) -> None:
+    def apply_queued(self) -> None:
         """Apply the queued records of one source, shard by shard."""
-        if not self.pending:
+        if not self.queued:
             return
-        counts = self.per_source[self.pending_order]
-        table = pa.Table.from_batches(self.pending)
+        counts = self.per_source[self.queued_order]
+        table = pa.Table.from_batches(self.queued)
         shards = table.column(SHARD).to_numpy()
         distinct = np.unique(shards).tolist()
         for shard in distinct:  # a task may hold several shards (Spark merges small partitions)
             part = table.filter(pa.array(shards == shard)) if len(distinct) > 1 else table
-            tree = self.tree(shard)
-            stats = self.stats[shard]
+            load = self.load(shard)
+            stats = load.stats
             missed, kept = stats.missed_updates, stats.pending_buffered
-            if self.plan.builder.pending_time is not None:
-                stats.latest_time = _later(
-                    stats.latest_time, latest_time(part.column(self.plan.builder.pending_time))
-                )
-            self.plan.builder.apply_table(tree, part, None, stats)
+            load.apply(part)
             counts["missed_updates"] += stats.missed_updates - missed
             counts["pending"] += stats.pending_buffered - kept
             counts["applied"] += part.num_rows
-        self.pending, self.pending_rows = [], 0
-
-    def _expire_late(self, stats: ApplyStats, latest: int | None) -> None:
-        """Drop the waiting records that the watermark (``latest`` minus their element's
-        delay) has passed, and those of elements that wait only on it which have no time;
-        they are counted as expired."""
-        builder = self.plan.builder
-        assert builder.pending_time is not None
-        kept = []
-        for table in stats.pending:
-            late = past_watermark(
-                table, builder.pending_time, builder.pending_delays, latest, builder.time_only
-            )
-            stats.pending_expired += int(table.column(WEIGHT).to_numpy()[late].sum())
-            kept.append(table.filter(pa.array(~late)))
-        stats.pending = kept
+        self.queued, self.queued_rows = [], 0
 
     def commit(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """Write every tree's new runs; yield (shard, its report with its new state)."""
-        self.apply_pending()
-        for shard, tree in self.trees.items():
-            stats = self.stats[shard]
-            earlier = self.plan.states.get(shard)
-            builder = self.plan.builder
-            fresh, stats.pending = stats.pending, []
-            builder.start_source(tree)  # after every source of this load
-            for name in earlier.pending if earlier is not None else ():
-                waiting, fingerprint = read_pending(self.pages, name)
-                builder.retry_pending(tree, waiting, fingerprint, stats)
-            for table in fresh:  # kept in this load: a later source may have made the node
-                builder.retry_pending(tree, table, builder.fingerprint, stats, costs_load=False)
-            same_tree = earlier is not None and earlier.pending_tree == builder.fingerprint
-            latest = _later(
-                earlier.pending_time if earlier and same_tree else None, stats.latest_time
-            )
-            if builder.pending_time is not None:
-                self._expire_late(stats, latest)
-            names, records = write_pending(self.pages, shard, stats.pending, builder.fingerprint)
-            state = replace(
-                tree.commit(),
-                pending=names,
-                pending_records=records,
-                pending_time=latest,
-                pending_tree=builder.fingerprint if latest is not None else None,
-            )
+        self.apply_queued()
+        for shard, load in self.loads.items():
+            state = load.finish()
+            stats, tree = load.stats, load.tree
             failpoint("in-task")
             yield (
                 shard,
@@ -212,14 +168,10 @@ class _ShardWork:
                         "buffered": stats.pending_buffered,
                         "applied": stats.pending_applied,
                         "expired": stats.pending_expired,
-                        "waiting": records,
+                        "waiting": load.waiting,
                     },
                 },
             )
-
-
-def _later(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else max(a, b)
 
 
 class _Clock:
@@ -270,7 +222,7 @@ def shard_task(
                 markers = orders == MARKER
                 shards = batch.column(SHARD).to_numpy(zero_copy_only=False)[markers]
                 for shard in np.unique(shards).tolist():
-                    work.tree(shard)
+                    work.load(shard)
                 batch = batch.filter(pa.array(~markers))
                 orders = orders[~markers]
                 if not batch.num_rows:
@@ -293,7 +245,7 @@ def shard_task(
             _per_source(per_source, "dropped", orders[fresh & ~keep])
             work.add(batch.filter(pa.array(fresh & keep)))
         clock.lap("records")
-        work.apply_pending()
+        work.apply_queued()
         clock.lap("apply")
         shards, results = [], []
         for shard, report in work.commit():

@@ -20,7 +20,12 @@ data attachments.
 An update-only element (``create: false``) sees the nodes of earlier sources
 and earlier loads, not nodes created by the source being applied: records of
 one source reach a shard in no fixed order, and this keeps the result
-independent of it. (:meth:`TreeBuilder.start_source` marks where a source begins.)
+independent of it. (The caller says where a source begins: ``created_before``, the
+tree's next node id when the source started; see :mod:`loaders.tree.shard_load`.)
+
+Records that find no node at a pending element are kept (see
+:mod:`loaders.tree.pending`); :meth:`TreeBuilder.retry_pending` is the separate step
+that retries them.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import xxhash
 from loaders.job.model import AttachmentSpec, ElementSpec
 from loaders.tree import pending
 from treestore.attachments import NotANumber, update_attachment
-from treestore.storage.tree import Handles, ShardTree
+from treestore.storage.tree import ANY_AGE, Handles, ShardTree
 
 __all__ = ["ApplyStats", "TreeBuilder"]
 
@@ -60,7 +65,6 @@ class ApplyStats:
     pending_expired: int = 0  # waiting records dropped: loads ran out, or past the watermark
     pending: list[pa.Table] = field(default_factory=list)
     """The records that wait for a later load (see :mod:`loaders.tree.pending`)."""
-    latest_time: int | None = None  # the largest time seen in the pending elements' field
 
 
 @dataclass
@@ -105,17 +109,34 @@ def _concat(parts: list[_Frontier]) -> _Frontier:
     )
 
 
-class _Batch:
-    """One batch being applied: its columns, and which records missed a node."""
+@dataclass(frozen=True)
+class _Retry:
+    """What a batch of retried pending records is: where they stopped, and whether a record
+    that still finds no node loses one of its loads."""
 
-    def __init__(self, tree: ShardTree, table: pa.Table, stats: ApplyStats) -> None:
+    place: str
+    costs_load: bool
+
+
+class _Batch:
+    """One batch being applied: its columns, and which records missed a node.
+
+    ``created_before``: update-only visits skip nodes with this id or more (made by the
+    source being applied). ``retry``: set when the batch retries pending records.
+    """
+
+    def __init__(
+        self,
+        tree: ShardTree,
+        table: pa.Table,
+        stats: ApplyStats,
+        created_before: int,
+        retry: _Retry | None = None,
+    ) -> None:
         self.tree, self.table, self.stats = tree, table, stats
+        self.created_before, self.retry = created_before, retry
         self.missed = np.zeros(table.num_rows, dtype=bool)
         self._flags: dict[str, np.ndarray] = {}
-        self.retrying: str | None = None
-        """The pending element whose stored records this batch retries, if any."""
-        self.costs_load = True
-        """Whether a retried record that still finds no node loses one of its loads."""
 
     def flags(self, name: str) -> np.ndarray:
         """A boolean column (an element filter's verdicts) as numpy, nulls false."""
@@ -164,18 +185,16 @@ class TreeBuilder:
         """A record tuple from field values (missing ones are null); for tests and tools."""
         return tuple(values.get(name) for name in self.fields)
 
-    def start_source(self, tree: ShardTree) -> None:
-        """Mark the start of a new source: update-only elements skip nodes made after this."""
-        tree.update_floor = tree.next_id
-
     def apply_batch(
         self,
         tree: ShardTree,
         records: Sequence[Sequence[Any]],
         weights: Sequence[int],
         stats: ApplyStats,
+        created_before: int = ANY_AGE,
     ) -> None:
-        """Apply record tuples (each standing for ``weights[i]`` identical ones) to ``tree``."""
+        """Apply record tuples (each standing for ``weights[i]`` identical ones) to ``tree``
+        (see :meth:`apply_table`)."""
         columns = {}
         for i, name in enumerate(self.fields):
             values = [r[i] for r in records]
@@ -192,19 +211,26 @@ class TreeBuilder:
             else:
                 columns[name] = pa.array(values, pa.string())
         table = pa.table(columns) if columns else pa.table({"_": pa.nulls(len(records))})
-        self.apply_table(tree, table, np.asarray(weights, dtype=np.int64), stats)
+        self.apply_table(tree, table, np.asarray(weights, dtype=np.int64), stats, created_before)
 
     def apply_table(
-        self, tree: ShardTree, table: pa.Table, weights: np.ndarray | None, stats: ApplyStats
+        self,
+        tree: ShardTree,
+        table: pa.Table,
+        weights: np.ndarray | None,
+        stats: ApplyStats,
+        created_before: int = ANY_AGE,
     ) -> None:
         """Apply the records of ``table`` (columns :attr:`fields`) to ``tree``.
 
         ``weights`` says how many identical records each row stands for (default 1).
+        Update-only elements skip nodes with an id of ``created_before`` or more (those the
+        records' source made: give the tree's next node id when the source began).
         """
         size = table.num_rows
         if weights is None:
             weights = np.ones(size, dtype=np.int64)
-        batch = _Batch(tree, table, stats)
+        batch = _Batch(tree, table, stats, created_before)
         start = _Frontier(
             np.arange(size, dtype=np.int64),
             np.zeros(size, dtype=np.int64),
@@ -288,6 +314,7 @@ class TreeBuilder:
             element.create,
             totals if element.count else np.zeros(len(groups), np.int64),
             once,
+            batch.created_before,
         )
         reached_groups = ids >= 0
         reached_keys = [keys[i] for i in np.flatnonzero(reached_groups).tolist()]
@@ -329,9 +356,9 @@ class TreeBuilder:
         one with none left expires)."""
         if not len(missed):
             return
-        if batch.retrying == element.place:
+        if batch.retry is not None and batch.retry.place == element.place:
             left = batch.table.column(pending.LOADS_LEFT).to_numpy()[missed.rows]
-            left = left - 1 if batch.costs_load else left
+            left = left - 1 if batch.retry.costs_load else left
             expired = left <= 0
             batch.stats.pending_expired += int(missed.weights[expired].sum())
         else:
@@ -365,13 +392,14 @@ class TreeBuilder:
         fingerprint: str,
         stats: ApplyStats,
         costs_load: bool = True,
+        created_before: int = ANY_AGE,
     ) -> None:
         """Retry the pending records of earlier loads (rows as :mod:`loaders.tree.pending` stores
         them, kept under the tree whose :attr:`fingerprint` is given) against ``tree``: those
         whose node exists now go on through the rest of the tree; the others wait for the
-        next load, or expire. Call it after every source of the load, after
-        :meth:`start_source`. ``costs_load`` false: records kept in this very load, retried
-        at its end, keep their loads."""
+        next load (in ``stats.pending``), or expire. Call it after every source of the load,
+        with ``created_before`` the tree's next node id then. ``costs_load`` false: records
+        kept in this very load, retried at its end, keep their loads."""
         elements = table.column(pending.ELEMENT)
         for where in pc.unique(elements).to_pylist():
             part = table.filter(pc.equal(elements, where))
@@ -382,9 +410,7 @@ class TreeBuilder:
                 stats.pending_expired += int(weights.sum())  # the job's tree changed
                 continue
             element, rest = resume
-            batch = _Batch(tree, part, stats)
-            batch.retrying = element.place
-            batch.costs_load = costs_load
+            batch = _Batch(tree, part, stats, created_before, _Retry(element.place, costs_load))
             parents = part.column(pending.PARENT).to_numpy()
             ids, first, nodes = np.unique(parents, return_index=True, return_inverse=True)
             keys = list(

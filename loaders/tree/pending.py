@@ -10,13 +10,17 @@ exists goes on from that element through the rest of the tree, as if it had arri
 after its node; one still without its node after N loads expires and is counted.
 With ``"time": FIELD, "delay": D`` records also wait on an event-time watermark, as
 a streaming join's state waits for the other side: the newest FIELD value the
-shard's loads have seen (kept in ``ShardState.pending_time``) minus D; a waiting
+shard's loads have seen (kept as :attr:`PendingState.time`) minus D; a waiting
 record whose FIELD is below it expires, at once when it arrives that late.
 
 Per shard, the waiting records are Arrow IPC files in the store (one per schema: a
-field read as a list in one load may be text in another), named in the shard's state
-(``ShardState.pending``) so that they are published, kept and collected with the
-version that holds them. Each row is a record's fields (those the tree reads) and
+field read as a list in one load may be text in another), kept as the shard's side
+files named ``pending`` (:class:`PendingState`, see
+:class:`~treestore.storage.state.SideFiles`) so that they are published, kept and
+collected with the version that holds them. In the manifest::
+
+    "pending": {"files": [...], "records": N, "time": T, "tree": FINGERPRINT}
+ Each row is a record's fields (those the tree reads) and
 where its path stopped: the element (its place in the tree, and whether the path
 stopped at the node the element's ``name`` puts above it), the parent node (id and
 key), the name it looked for, its weight and the loads it has left. Each file also
@@ -27,12 +31,14 @@ rather than being retried against elements that may mean something else now.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from treestore.storage.pagestore import PageStore
+from treestore.storage.state import ShardState, SideFiles
 
 __all__ = [
     "ELEMENT",
@@ -42,7 +48,9 @@ __all__ = [
     "PARENT",
     "PARENT_NAME",
     "PARENT_OF",
+    "SIDE_NAME",
     "WEIGHT",
+    "PendingState",
     "latest_time",
     "past_watermark",
     "read_pending",
@@ -59,7 +67,46 @@ LOADS_LEFT = "__pending_loads"  # how many more loads retry it
 LABEL = " (name)"
 """Appended to ``ELEMENT`` when the path stopped at the node the element's ``name`` puts
 above its own nodes."""
-_FINGERPRINT = b"treestore.storage.tree"
+_FINGERPRINT = b"treestore.storage.tree"  # the schema metadata key (kept: stores hold it)
+SIDE_NAME = "pending"
+"""The name of the side files that hold a shard's pending records (its manifest key)."""
+
+
+@dataclass(frozen=True)
+class PendingState:
+    """A shard's pending records as a version keeps them (its ``pending`` side files).
+
+    Attributes:
+        files: the files of the waiting records.
+        records: how many records wait (summed weights).
+        time: the largest time the shard's loads have seen in the field pending records
+            wait on (their watermark is this minus the element's delay).
+        tree: the fingerprint of the job's tree ``time`` was seen under (another tree
+            starts a new watermark).
+    """
+
+    files: tuple[str, ...] = ()
+    records: int = 0
+    time: int | None = None
+    tree: str | None = None
+
+    @classmethod
+    def of(cls, state: ShardState | None) -> PendingState:
+        """The pending records ``state`` keeps (none if ``state`` is ``None``)."""
+        side = state.side.get(SIDE_NAME) if state is not None else None
+        if side is None:
+            return cls()
+        meta = side.meta
+        return cls(side.files, int(meta.get("records", 0)), meta.get("time"), meta.get("tree"))
+
+    def side_files(self) -> SideFiles | None:
+        """The side files to keep with the shard's tree (``None``: nothing to keep, neither
+        waiting records nor a watermark)."""
+        if not self.files and self.time is None:
+            return None
+        return SideFiles(
+            self.files, {"records": self.records, "time": self.time, "tree": self.tree}
+        )
 
 
 def read_pending(pages: PageStore, name: str) -> tuple[pa.Table, str]:

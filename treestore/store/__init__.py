@@ -1,7 +1,8 @@
 """A store on disk: published versions, manifests, the lock, maintenance, dedup index files.
 
-Lives here: versions, manifests and publishing (``versions``), the per-shard dedup
-index files (``dedup_index``).
+Lives here: versions, manifests and publishing (``versions``), the store's lock
+(``lock``), gc and check (``maintenance``), the per-shard dedup index files
+(``dedup_index``).
 
 May import: ``treestore.storage``, ``treestore.errors``, ``treestore.settings``,
 ``treestore.sharding``.

@@ -10,6 +10,8 @@ Layout of a store (a local folder, or a pyarrow filesystem URI)::
                                        loaded input files; recent load reports
     trees/shard-0003/<run>.pages       a run's pages (see treestore.storage.runs)
     trees/shard-0003/<run>.index       a run's page index
+    trees/shard-0003/<name>.arrow      side files a version keeps with the shard's tree
+                                       (see treestore.storage.state)
     dedup/...                          the dedup index (see treestore.store.dedup_index)
     rejected/<load>/part-*.jsonl       a load's rejected records, with file and line
 
@@ -19,36 +21,37 @@ once and then reads only what that manifest names, so it keeps seeing its
 version while loads run, and a load killed at any moment leaves the previous
 version intact: its runs are unreferenced files that ``gc`` removes. Versions
 beyond the retention count (default 5) are deleted by ``gc``, which loads run too.
+
+This module reads and publishes versions; the store's lock is in
+:mod:`treestore.store.lock`, ``gc`` and ``check`` in :mod:`treestore.store.maintenance`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
-import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
-from treestore.errors import CorruptPageError, StoreError
+from treestore.errors import StoreError
 from treestore.sharding import HASH_NAME
 from treestore.storage.pagestore import PageStore, page_store_for
-from treestore.storage.tree import ShardState, ShardTree
-from treestore.store.dedup_index import check_dedup_index, unused_dedup_runs
+from treestore.storage.state import ShardState
+from treestore.storage.tree import ShardTree
 
 __all__ = [
     "DEFAULT_RETENTION",
+    "LOCK_NAME",
     "Manifest",
     "StoreVersion",
     "StoreWriter",
-    "check_store",
-    "collect_garbage",
+    "current_version",
+    "manifest_name",
     "open_version",
-    "store_lock",
+    "published_versions",
+    "read_config",
+    "read_manifest",
 ]
 
 _STORE_FORMAT = 2
@@ -102,19 +105,22 @@ class Manifest:
             raise StoreError(f"{where} is not a valid manifest ({exc}).") from exc
 
     def runs(self) -> set[str]:
-        """Every run (and pending-records file, without its extension) this version
-        references."""
-        found = {run for state in self.trees.values() for run in state.runs}
-        for state in self.trees.values():
-            found |= {name.rsplit(".", 1)[0] for name in state.files()}
-        return found
+        """Every run this version references (a run's name, without its files' extensions)."""
+        return {run for state in self.trees.values() for run in state.runs}
+
+    def side_files(self) -> set[str]:
+        """Every side file this version keeps with its trees (see
+        :class:`~treestore.storage.state.SideFiles`)."""
+        return {name for state in self.trees.values() for name in state.side_files()}
 
 
-def _manifest_name(version: int) -> str:
+def manifest_name(version: int) -> str:
+    """The file of version ``version``'s manifest."""
     return f"versions/{version:06d}.json"
 
 
-def _read_config(store: PageStore) -> dict[str, Any]:
+def read_config(store: PageStore) -> dict[str, Any]:
+    """The store's ``store.json`` (shard count and hash), checked."""
     if not store.exists("store.json"):
         if not store.list():
             raise StoreError(
@@ -137,7 +143,8 @@ def _read_config(store: PageStore) -> dict[str, Any]:
     return dict(config)
 
 
-def _current_version(store: PageStore) -> int:
+def current_version(store: PageStore) -> int:
+    """The version ``CURRENT`` names (0: nothing published yet)."""
     if not store.exists("CURRENT"):
         return 0
     text = store.read("CURRENT").decode(errors="replace").strip()
@@ -148,10 +155,11 @@ def _current_version(store: PageStore) -> int:
     return int(text)
 
 
-def _read_manifest(store: PageStore, version: int, shards: int) -> Manifest:
+def read_manifest(store: PageStore, version: int, shards: int) -> Manifest:
+    """Version ``version``'s manifest (version 0: the empty store of ``shards`` shards)."""
     if version == 0:
         return Manifest(version=0, shards=shards)
-    name = _manifest_name(version)
+    name = manifest_name(version)
     if not store.exists(name):
         raise StoreError(f"Version {version}'s manifest {store.location}/{name} is missing.")
     return Manifest.from_json(store.read(name), f"{store.location}/{name}")
@@ -203,81 +211,15 @@ def open_version(
 ) -> StoreVersion:
     """Open a version (default: the newest) of the store at ``location``, read-only."""
     store = page_store_for(location)
-    config = _read_config(store)
-    number = _current_version(store) if version is None else version
-    return StoreVersion(store, _read_manifest(store, number, int(config["shards"])))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@contextmanager
-def store_lock(store: PageStore, purpose: str, log: Any = None) -> Iterator[None]:
-    """Hold the store's lock for a load or a gc; refuse at once if someone else holds it.
-
-    A lock left by a process that died on this host is taken over (with a
-    message). On the local filesystem taking the lock is atomic (``O_EXCL``).
-    """
-    me = {
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "since": time.time(),
-        "purpose": purpose,
-    }
-    body = json.dumps(me).encode()
-    path = store.local_path(LOCK_NAME)
-    for _attempt in range(2):
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                pass
-            else:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(body)
-                break
-        elif not store.exists(LOCK_NAME):  # other filesystems: best effort
-            store.write(LOCK_NAME, body)
-            break
-        try:
-            holder = json.loads(store.read(LOCK_NAME))
-        except (StoreError, ValueError):
-            holder = {}
-        same_host = holder.get("host") == me["host"]
-        if same_host and isinstance(holder.get("pid"), int) and not _pid_alive(holder["pid"]):
-            if log:
-                log(
-                    f"taking over the lock of {holder.get('purpose', 'a load')} "
-                    f"(pid {holder['pid']}), which died"
-                )
-            store.delete(LOCK_NAME)
-            continue
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
-        raise StoreError(
-            f"The store {store.location} is locked by {holder.get('purpose', 'another process')} "
-            f"(pid {holder.get('pid', '?')} on host {holder.get('host', '?')}) since {since}. "
-            f"Wait for it to finish; if no such process runs, remove {store.location}/{LOCK_NAME}."
-        )
-    else:
-        raise StoreError(f"Cannot take the lock of {store.location}.")
-    try:
-        yield
-    finally:
-        store.delete(LOCK_NAME)
+    config = read_config(store)
+    number = current_version(store) if version is None else version
+    return StoreVersion(store, read_manifest(store, number, int(config["shards"])))
 
 
 class StoreWriter:
     """Creates a store or opens it for one load, and publishes the load's version.
 
-    Use it inside :func:`store_lock`.
+    Use it inside :func:`~treestore.store.lock.store_lock`.
     """
 
     def __init__(
@@ -285,7 +227,7 @@ class StoreWriter:
     ):
         self.pages = page_store_for(location)
         if self.pages.exists("store.json"):
-            config = _read_config(self.pages)
+            config = read_config(self.pages)
             if int(config["shards"]) != shards or config["hash"] != hash_name:
                 raise StoreError(
                     f"{self.pages.location} was created with {config['shards']} shards and hash "
@@ -302,7 +244,7 @@ class StoreWriter:
             config = {"format": _STORE_FORMAT, "shards": shards, "hash": hash_name}
             self.pages.write("store.json", json.dumps(config, indent=1).encode())
         self.shards = shards
-        self.base = _read_manifest(self.pages, _current_version(self.pages), shards)
+        self.base = read_manifest(self.pages, current_version(self.pages), shards)
 
     def publish(
         self,
@@ -320,89 +262,9 @@ class StoreWriter:
             inputs={**self.base.inputs, **inputs},
             loads=(*self.base.loads, {**report, "version": version})[-_KEPT_LOAD_REPORTS:],
         )
-        self.pages.write(_manifest_name(version), manifest.to_json())
+        self.pages.write(manifest_name(version), manifest.to_json())
         if failpoint:
             failpoint("after-manifest")
         self.pages.write("CURRENT", f"{version}\n".encode())
         self.base = manifest
         return manifest
-
-
-def collect_garbage(
-    location: str | os.PathLike[str] | PageStore, keep: int = DEFAULT_RETENTION
-) -> dict[str, int]:
-    """Delete versions beyond the newest ``keep`` and every file no kept version uses.
-
-    Runs, dedup index runs and files of rejected records (kept while a kept
-    version's load report names them; a failed load's are removed) go.
-
-    Call it while holding the store's lock. Returns counts of what was removed.
-    """
-    store = page_store_for(location)
-    current = _current_version(store)
-    versions = [v for v in published_versions(store) if v <= current]
-    kept = versions[-max(1, keep) :]
-    config = _read_config(store)
-    referenced: set[str] = set()
-    rejected: set[str] = set()  # files of rejected records that kept load reports name
-    for version in kept:
-        manifest = _read_manifest(store, version, int(config["shards"]))
-        referenced |= manifest.runs()
-        for load in manifest.loads:
-            rejected.update(load.get("rejected", {}).get("files", []))
-    removed = {"versions": 0, "files": 0}
-    for version in published_versions(store):
-        if version not in kept:
-            store.delete(_manifest_name(version))
-            removed["versions"] += 1
-    for name in store.list("trees"):
-        run = name.rsplit(".", 1)[0]
-        if run not in referenced or name.rsplit("/", 1)[-1].startswith("."):
-            store.delete(name)
-            removed["files"] += 1
-    for name in unused_dedup_runs(store):
-        store.delete(name)
-        removed["files"] += 1
-    for name in store.list("rejected"):
-        if name not in rejected:
-            store.delete(name)
-            removed["files"] += 1
-    return removed
-
-
-def _check_pending_file(store: PageStore, name: str) -> str | None:
-    """Why the pending-records file ``name`` (an Arrow IPC stream) cannot be read, or None."""
-    try:
-        store.read_table(name)
-    except (OSError, pa.ArrowException) as exc:
-        return f"the pending records {store.location}/{name} cannot be read ({exc})"
-    return None
-
-
-def check_store(location: str | os.PathLike[str] | PageStore) -> list[str]:
-    """Verify every page of every kept version; return the problems found (empty: all good)."""
-    store = page_store_for(location)
-    problems: list[str] = []
-    config = _read_config(store)
-    checked: set[str] = set()
-    for version in published_versions(store):
-        try:
-            manifest = _read_manifest(store, version, int(config["shards"]))
-        except StoreError as exc:
-            problems.append(str(exc))
-            continue
-        for shard, state in sorted(manifest.trees.items()):
-            for run in state.runs:
-                if run in checked:
-                    continue
-                checked.add(run)
-                try:
-                    ShardTree(store, ShardState((run,)), shard=shard).check()
-                except (CorruptPageError, StoreError) as exc:
-                    problems.append(str(exc))
-            for name in sorted(state.files() - checked):
-                checked.add(name)
-                problem = _check_pending_file(store, name)
-                if problem:
-                    problems.append(f"Shard {shard}: {problem}")
-    return problems + check_dedup_index(store)

@@ -9,9 +9,11 @@ from typing import Any
 
 from loaders import load_job, run_load
 from loaders.load.report import format_load_report
+from loaders.tree.pending import PendingState
 from shell.info import write_info
 from treestore.sharding import shard_of
-from treestore.store.versions import check_store, collect_garbage, open_version
+from treestore.store.maintenance import check_store, collect_garbage
+from treestore.store.versions import open_version
 
 JOB = {
     "shards": 2,
@@ -102,7 +104,8 @@ def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
     assert first["sources"]["mapping"]["pending"] == 2
     assert first["sources"]["mapping"]["missed_updates"] == 0
     assert any("2 kept for later loads" in line for line in format_load_report(first, "s"))
-    files = [f for s in open_version(tmp_path / "store").manifest.trees.values() for f in s.pending]
+    states = open_version(tmp_path / "store").manifest.trees.values()
+    files = [f for s in states for f in PendingState.of(s).files]
     assert len(files) == 2  # one per shard
     damaged = tmp_path / "store" / files[0]
     kept = damaged.read_bytes()
@@ -126,7 +129,7 @@ def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
     third = _load(spark, tmp_path, "third", "a", ["U", other])
     assert third["pending"] == {"buffered": 0, "applied": 0, "expired": 1, "waiting": 0}
     version = open_version(tmp_path / "store")
-    assert all(not state.pending for state in version.manifest.trees.values())
+    assert all(not PendingState.of(state).files for state in version.manifest.trees.values())
     collect_garbage(tmp_path / "store", keep=1)
     assert not list((tmp_path / "store" / "trees").rglob("*-pending.arrow"))
 
@@ -165,7 +168,8 @@ def test_waiting_records_survive_a_name_node_a_list_field_and_another_job_path(
     first = _load(spark, tmp_path, "first", "m", [json.dumps({"U": "u1", "P": "p1"})])
     second = _load(spark, tmp_path, "second", "m", [json.dumps({"U": "u2", "P": ["p2", "p3"]})])
     assert (first["pending"]["buffered"], second["pending"]["waiting"]) == (1, 2)
-    assert len(open_version(tmp_path / "store").manifest.trees[0].pending) == 2  # two schemas
+    state = open_version(tmp_path / "store").manifest.trees[0]
+    assert len(PendingState.of(state).files) == 2  # two schemas
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a" / "third.csv").write_text("U\nu1\nu2\n")
     third = run_load(spark, load_job("job.json"), "store", log=lambda _l: None).report
@@ -198,7 +202,7 @@ def test_waiting_records_expire_when_the_watermark_of_their_time_passes(
     # watermark 5000 - 1000: u1 (100) is late at once; u2 and u3 wait; u4's time is rejected
     assert first["pending"] == {"buffered": 3, "applied": 0, "expired": 1, "waiting": 2}
     assert first["rejected"]["count"] == 1
-    assert open_version(tmp_path / "store").manifest.trees[0].pending_time == 5000
+    assert PendingState.of(open_version(tmp_path / "store").manifest.trees[0]).time == 5000
     second = _load(spark, tmp_path, "second", "a", ["U,T", "u2,9000"])
     # u2 finds its node; the watermark moves to 8000 and u3 (4500) expires
     assert second["pending"] == {"buffered": 0, "applied": 1, "expired": 1, "waiting": 0}
@@ -227,4 +231,4 @@ def test_a_node_made_later_in_the_same_load_takes_its_record_and_a_new_tree_rese
     # expires; u4's time is not an optional minus and digits: rejected
     assert second["pending"] == {"buffered": 2, "applied": 0, "expired": 1, "waiting": 1}
     assert second["rejected"]["count"] == 1
-    assert open_version(tmp_path / "store").manifest.trees[0].pending_time == 50
+    assert PendingState.of(open_version(tmp_path / "store").manifest.trees[0]).time == 50

@@ -81,16 +81,17 @@ def test_failing_element_filter_stops_that_branch(demo_dir: Path) -> None:
 def test_update_only_records_skip_nodes_of_their_own_source(demo_dir: Path) -> None:
     builder = _builder(demo_dir)
     tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
-    builder.start_source(tree)
-    _apply(builder, tree, _record(builder, "ATTR", UID="1", ATTRIBUTE_IDS=["a"]), stats)
-    builder.start_source(tree)  # the mapping source: UID 1 came from an earlier source
-    _apply(builder, tree, _record(builder, "MAPPING", UID="1", PUID="p"), stats)
-    builder.start_source(tree)  # a source that both creates and updates the same UID 2
+    attr = _record(builder, "ATTR", UID="1", ATTRIBUTE_IDS=["a"])
+    builder.apply_batch(tree, [attr], [1], stats, created_before=tree.next_id)
+    # the mapping source (it starts now): UID 1 came from an earlier source
+    mapping = _record(builder, "MAPPING", UID="1", PUID="p")
+    builder.apply_batch(tree, [mapping], [1], stats, created_before=tree.next_id)
+    # a source that both creates and updates the same UID 2
     both = [
         _record(builder, "MAPPING", UID="2", PUID="q"),
         _record(builder, "ATTR", UID="2", ATTRIBUTE_IDS=["b"]),
     ]
-    builder.apply_batch(tree, both, [1, 1], stats)
+    builder.apply_batch(tree, both, [1, 1], stats, created_before=tree.next_id)
     tree = ShardTree(tree.store, tree.commit())
     paths = {path for path, _ in tree.walk()}
     assert ("root", "1", "M", "p") in paths
@@ -129,11 +130,12 @@ def test_a_batch_gives_the_tree_of_its_records_one_by_one(records: list[tuple]) 
     for one_by_one in (False, True):
         tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
         for source in ("ATTR", "MAPPING"):
-            builder.start_source(tree)
+            source_start = tree.next_id
             batch = by_source[source]
             parts = [[item] for item in batch] if one_by_one else [batch] if batch else []
             for part in parts:
-                builder.apply_batch(tree, [r for r, _ in part], [w for _, w in part], stats)
+                records, weights = [r for r, _ in part], [w for _, w in part]
+                builder.apply_batch(tree, records, weights, stats, created_before=source_start)
         tree = ShardTree(tree.store, tree.commit())
         trees.append(
             ({path: n.hits for path, n in tree.walk()}, stats.missed_updates, stats.records)
@@ -194,9 +196,8 @@ def test_pending_records_of_an_element_the_job_no_longer_has_expire() -> None:
     job["tree"]["root"][1]["list"][1][0]["pending"] = {"loads": 3}
     with_pending = builder_of(job)
     tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
-    with_pending.start_source(tree)
     early = _record(with_pending, "MAPPING", UID="9", PUID="p")
-    with_pending.apply_batch(tree, [early, early], [2, 1], stats)
+    with_pending.apply_batch(tree, [early, early], [2, 1], stats, created_before=tree.next_id)
     assert (stats.pending_buffered, stats.missed_updates) == (3, 0)
     waiting = pa.concat_tables(stats.pending)
     assert waiting.column(pending.WEIGHT).to_pylist() == [2, 1]  # each row keeps its weight
@@ -253,12 +254,11 @@ def test_records_that_waited_give_the_tree_of_records_that_came_after_their_node
 
     def load(tree: ShardTree, batch: list[tuple[object, ...]], retry: bool) -> ShardTree:
         stats = ApplyStats()
-        builder.start_source(tree)
-        builder.apply_batch(tree, batch, [1] * len(batch), stats)
+        builder.apply_batch(tree, batch, [1] * len(batch), stats, created_before=tree.next_id)
         if retry:
-            builder.start_source(tree)
+            after = tree.next_id
             for table in waiting:
-                builder.retry_pending(tree, table, builder.fingerprint, stats)
+                builder.retry_pending(tree, table, builder.fingerprint, stats, created_before=after)
         waiting[:] = stats.pending
         return ShardTree(tree.store, tree.commit())
 

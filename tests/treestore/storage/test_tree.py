@@ -16,7 +16,7 @@ from treestore.errors import CorruptPageError
 from treestore.storage import runs
 from treestore.storage.memtable import Memtable
 from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStore
-from treestore.storage.tree import Handle, Handles, ShardTree, build_tree
+from treestore.storage.tree import ANY_AGE, Handle, Handles, ShardTree, build_tree
 
 NAMES = ["b", "a", "\uff61", "\U0001f600", "B", "é", "aa", "a\x00"]
 
@@ -274,9 +274,8 @@ def test_visit_many_is_visit_one_by_one(
             handle = tree.visit(tree.root_handle, top)
             assert handle is not None
             tree.visit(handle, name)
-        if floor_now:
-            tree.update_floor = tree.next_id
         trees.append(tree)
+    created_before = trees[0].next_id if floor_now else ANY_AGE
     pairs = list({(top, name): hits for top, name, hits in batch}.items())
     results = []
     for number, tree in enumerate(trees):
@@ -287,7 +286,9 @@ def test_visit_many_is_visit_one_by_one(
             parents.append(handle)
         names = [name for (_top, name), _hits in pairs]
         hits = [h for _key, h in pairs]
-        results.append(_visits(tree, number == 0, parents, names, hits, create, once))
+        results.append(
+            _visits(tree, number == 0, parents, names, hits, create, once, created_before)
+        )
     assert results[0] == results[1]
     assert _memtable_entries(trees[0]) == _memtable_entries(trees[1])
     assert (trees[0].next_id, trees[0].stats) == (trees[1].next_id, trees[1].stats)
@@ -301,15 +302,17 @@ def _visits(
     hits: list[int],
     create: bool,
     once: bool,
+    created_before: int = ANY_AGE,
 ) -> list[Handle | None]:
     """The children ``names[i]`` of ``parents[i]`` visited in one bulk call or one by one."""
     if not bulk:
         return [
-            tree.visit(p, n, create, h, once) for p, n, h in zip(parents, names, hits, strict=True)
+            tree.visit(p, n, create, h, once, created_before)
+            for p, n, h in zip(parents, names, hits, strict=True)
         ]
     handles = Handles(np.array([h[0] for h in parents], dtype=np.int64), [h[1] for h in parents])
     ids, keys = tree.visit_many(
-        handles, np.arange(len(parents)), names, create, np.array(hits), once
+        handles, np.arange(len(parents)), names, create, np.array(hits), once, created_before
     )
     return [(i, k) if i >= 0 else None for i, k in zip(ids.tolist(), keys, strict=True)]
 

@@ -1,0 +1,257 @@
+"""Writing to one shard's tree: visits that add hits and nodes to its memtable.
+
+A visit adds hits to a parent's child of a given name, creating it if the visit
+may. Whether a visit goes ahead is one rule (:func:`accepts`), for single visits
+(:meth:`TreeWriter.visit`) and many at once (:meth:`TreeWriter.visit_many`):
+
+- a creating visit always does (creating the node if it is missing);
+- an update-only visit (``create=False``) only reaches a node that exists, and was
+  created before ``created_before`` (a node id: nodes made since count as missing);
+- a ``once`` visit only reaches the node it creates, with one hit.
+
+Changes collect in the memtable (:mod:`treestore.storage.memtable`); reads of the
+tree (:class:`~treestore.storage.reading.TreeReader`) see committed runs only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from treestore.storage.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
+from treestore.storage.memtable import Memtable
+from treestore.storage.pagestore import PageStore
+from treestore.storage.reading import ROOT_ID, ROOT_KEY, TreeReader
+from treestore.storage.runs import Key, cache
+from treestore.storage.state import ShardState, WriteStats
+
+__all__ = ["ANY_AGE", "Handle", "Handles", "TreeWriter", "accepts", "counted_hits"]
+
+Handle = tuple[int, Key]
+"""What :meth:`TreeWriter.visit` takes and returns: a node's id and key."""
+ANY_AGE = 1 << 62
+"""``created_before`` that lets update-only visits reach every node."""
+
+_Ids = TypeVar("_Ids", int, np.ndarray)
+
+
+@dataclass(frozen=True)
+class Handles:
+    """Many nodes' handles as columns: their ids and their keys (what
+    :meth:`TreeWriter.visit_many` takes)."""
+
+    ids: np.ndarray
+    keys: list[Key]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, position: int) -> Handle:
+        return (int(self.ids[position]), self.keys[position])
+
+
+def accepts(stored: _Ids, create: bool, once: bool, created_before: int) -> Any:
+    """Whether a visit goes ahead, given the id its node has (-1: none yet); elementwise
+    for an array of ids.
+
+    >>> [accepts(i, create=False, once=False, created_before=5) for i in (-1, 3, 7)]
+    [False, True, False]
+    >>> accepts(np.array([-1, 3]), create=True, once=True, created_before=5).tolist()
+    [True, False]
+    """
+    if once:
+        return (stored < 0) & create
+    return ((stored >= 0) & (stored < created_before)) | create
+
+
+def counted_hits(hits: _Ids, once: bool) -> _Ids:
+    """The hits an accepted visit adds: a ``once`` visit adds at most one."""
+    return np.minimum(hits, 1) if once else hits  # type: ignore[return-value]
+
+
+def _memtable_limit() -> int:
+    """Entries the memtable may hold: about half the page cache's budget."""
+    return max(1000, cache().budget // 2 // MEMTABLE_ENTRY_BYTES)
+
+
+class TreeWriter(TreeReader):
+    """A tree's reads plus visits into a memtable; :meth:`flush` is the subclass's.
+
+    Args:
+        store: where the runs live.
+        state: the runs and counters to start from.
+        shard: the shard number, for messages and run names.
+    """
+
+    def __init__(self, store: PageStore, state: ShardState, shard: int = 0) -> None:
+        super().__init__(store, state.runs, shard)
+        self.next_id = state.next_id
+        self.memtable = Memtable()
+        self.memtable_limit = _memtable_limit()
+        self.stats = WriteStats()
+
+    def flush(self) -> None:
+        """Write the memtable as a new run (see :class:`~treestore.storage.tree.ShardTree`)."""
+        raise NotImplementedError
+
+    @property
+    def root_handle(self) -> Handle:
+        """The handle of the internal root, where records start."""
+        return (ROOT_ID, ROOT_KEY)
+
+    def visit(
+        self,
+        parent: Handle,
+        name: str,
+        create: bool = True,
+        hits: int = 1,
+        once: bool = False,
+        created_before: int = ANY_AGE,
+    ) -> Handle | None:
+        """Add ``hits`` to ``parent``'s child ``name`` if :func:`accepts` lets the visit go
+        ahead, creating the child if it is missing.
+
+        Returns the child's handle, or ``None`` when the visit does not go ahead.
+        """
+        memtable = self.memtable
+        if len(memtable) >= self.memtable_limit:
+            self.flush()
+        parent_id, parent_key = parent
+        key = (parent_id, name)
+        slot = memtable.index.get(key)
+        if slot is not None:
+            node_id = memtable.ids[slot]
+        else:
+            stored = self.entry(key)
+            node_id = -1 if stored is None else stored[1]
+        if not accepts(node_id, create, once, created_before):
+            return None
+        if node_id < 0:
+            node_id = self.next_id
+            self.next_id += 1
+            self.stats.nodes_created += 1
+            slot = memtable.add_one(key, node_id, 0, 0)
+            parent_slot = memtable.index.get(parent_key)
+            if parent_slot is None:
+                memtable.add_one(parent_key, parent_id, 0, 1)
+                self.stats.nodes_updated += parent_id != ROOT_ID  # not the internal root
+            else:
+                memtable.counts[parent_slot] += 1
+        elif slot is None:
+            slot = memtable.add_one(key, node_id, 0, 0)
+            self.stats.nodes_updated += 1
+        memtable.hits[slot] += counted_hits(hits, once)
+        return (node_id, key)
+
+    def visit_many(
+        self,
+        parents: Handles,
+        picks: np.ndarray,
+        names: Sequence[str],
+        create: bool = True,
+        hits: np.ndarray | None = None,
+        once: bool = False,
+        created_before: int = ANY_AGE,
+    ) -> tuple[np.ndarray, list[Key]]:
+        """:meth:`visit` of the children ``names[i]`` of the nodes ``parents[picks[i]]``, all
+        at once: the same result as one call each, in order. The keys must be distinct.
+        Visits of more than half the memtable's limit go in pieces of that size, each
+        followed by a flush when the memtable is full, so it holds at most twice its limit.
+
+        Returns each child's node id (-1 where :meth:`visit` returns ``None``) and its key.
+        Nodes the memtable lacks are looked up in the runs as columns
+        (:meth:`~treestore.storage.reading.TreeReader.stored_ids`); the memtable is updated
+        with array operations.
+        """
+        size = len(names)
+        weights = np.ones(size, np.int64) if hits is None else np.asarray(hits, np.int64)
+        piece = max(1, self.memtable_limit // 2)
+        if size > piece:  # keeps the memtable within twice its limit
+            done = [
+                self.visit_many(
+                    parents,
+                    picks[start : start + piece],
+                    names[start : start + piece],
+                    create,
+                    weights[start : start + piece],
+                    once,
+                    created_before,
+                )
+                for start in range(0, size, piece)
+            ]
+            return np.concatenate([ids for ids, _ in done]), [k for _, keys in done for k in keys]
+        parent_ids = parents.ids[picks]
+        keys = list(zip(parent_ids.tolist(), names, strict=True))
+        memtable = self.memtable
+        slots = memtable.slots(keys)
+        in_memtable = slots >= 0
+        ids = np.full(size, -1, dtype=np.int64)
+        ids[in_memtable] = memtable.ids_at(slots[in_memtable])
+        missing = np.flatnonzero(~in_memtable)
+        if len(missing):
+            ids[missing] = self.stored_ids(
+                parent_ids[missing], [names[i] for i in missing.tolist()]
+            )
+        accepted = np.asarray(accepts(ids, create, once, created_before), dtype=bool)
+        known = ids >= 0
+        fresh = np.flatnonzero(accepted & ~known)
+        ids[fresh] = self.next_id + np.arange(len(fresh))
+        weights = counted_hits(weights, once)
+        bumped = np.flatnonzero(accepted & in_memtable)
+        if len(np.unique(slots[bumped])) < len(bumped):
+            raise ValueError("visit_many takes distinct (parent, name) keys")
+        added = np.flatnonzero(accepted & ~in_memtable)
+        try:  # first: it changes nothing when a key repeats
+            memtable.add(
+                [keys[i] for i in added.tolist()],
+                ids[added],
+                weights[added],
+                np.zeros(len(added), dtype=np.int64),
+            )
+        except ValueError:
+            raise ValueError("visit_many takes distinct (parent, name) keys") from None
+        self.next_id += len(fresh)
+        memtable.add_hits(slots[bumped], weights[bumped])
+        if len(fresh):
+            self._count_children(parents, picks[fresh], parent_ids[fresh])
+        self.stats.nodes_created += len(fresh)
+        self.stats.nodes_updated += len(added) - len(fresh)
+        ids[~accepted] = -1
+        if len(memtable) >= self.memtable_limit:
+            self.flush()
+        return ids, keys
+
+    def _count_children(self, parents: Handles, picks: np.ndarray, parent_ids: np.ndarray) -> None:
+        """Add one to the child count of ``parents[picks[i]]`` for each ``i`` (ids
+        ``parent_ids``)."""
+        distinct, first, counts = np.unique(parent_ids, return_index=True, return_counts=True)
+        keys = [parents.keys[i] for i in picks[first].tolist()]
+        memtable = self.memtable
+        slots = memtable.slots(keys)
+        have = slots >= 0
+        memtable.add_counts(slots[have], counts[have])
+        absent = np.flatnonzero(~have)
+        memtable.add(
+            [keys[i] for i in absent.tolist()],
+            distinct[absent],
+            np.zeros(len(absent), dtype=np.int64),
+            counts[absent],
+        )
+        not_root = distinct[absent] != ROOT_ID  # the internal root is not counted as updated
+        self.stats.nodes_updated += int(not_root.sum())
+
+    def update_data(self, handle: Handle, update: Callable[[dict[str, Any]], None]) -> None:
+        """Change the data of a node visited in this load: ``update`` edits its dict in place."""
+        node_id, key = handle
+        memtable = self.memtable
+        slot = memtable.index.get(key)
+        if slot is None:  # flushed since it was visited
+            slot = memtable.add_one(key, node_id, 0, 0)
+        data = memtable.data.get(slot)
+        if data is None:
+            stored = self.entry(key)
+            data = memtable.data[slot] = dict(stored[4]) if stored is not None and stored[4] else {}
+        update(data)
