@@ -1,4 +1,10 @@
-"""Applying records to a shard's tree: the tree builder and pending update-only records.
+"""Applying records to a shard's tree: the tree builder, pending update-only records, and
+one shard's load phase by phase.
 
-May import: ``loaders.job``, ``treestore``.
+Lives here: the builder (``builder``: Hydra's element semantics over Arrow batches, and
+the retry of kept records), pending records (``pending``: their stored form, kept as
+the shard's ``pending`` side files, and their watermark), a shard's load (``shard_load``:
+records source by source, then pending records retried, stored and committed).
+
+May import: ``loaders.job``, ``treestore``, ``treestore.storage``, ``treestore.store``.
 """
