@@ -9,8 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loaders.sweep.kernels import (
-    AGGREGATIONS,
-    CLOSED,
     END,
     EVENT,
     KIND_ORDER,
@@ -21,6 +19,7 @@ from loaders.sweep.kernels import (
     replay,
     sweep_rows,
 )
+from loaders.sweep.options import AGGREGATIONS, CLOSED
 from tests.loaders.sweep.sweep_oracle import expected
 
 ids = st.sampled_from([1, 2, 3])
