@@ -179,15 +179,11 @@ def main() -> None:
         sql_join(spark, folder)  # warm-up: JIT and file cache for both sides
         store = folder / "store"
         job = load_job(job_file)
-        result, full = _timed(
-            lambda: run_load(spark, job, store, log=lambda _l: None, progress=False)
-        )
+        result, full = _timed(lambda: run_load(spark, job, store))
         print(f"full load: {full:.1f} s  phases {result.report['phases']}")
         print(f"  shard tasks: {_task_time(result.report)}")
         shutil.copy(extra, folder / "mapping" / "part-extra.tsv")
-        result, incremental = _timed(
-            lambda: run_load(spark, job, store, log=lambda _l: None, progress=False)
-        )
+        result, incremental = _timed(lambda: run_load(spark, job, store))
         print(
             f"incremental load (+1% mappings): {incremental:.1f} s  phases {result.report['phases']}"
         )

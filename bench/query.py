@@ -105,7 +105,7 @@ def main() -> None:
             uid = write_inputs(folder, args.nodes)
             lookup_file.write_text(uid)
             started = time.perf_counter()
-            run_load(spark, load_job(write_job(folder)), store_dir, log=lambda _line: None)
+            run_load(spark, load_job(write_job(folder)), store_dir)
             print(f"loaded in {time.perf_counter() - started:.1f} s")
         uid = lookup_file.read_text()
         version = open_version(store_dir)

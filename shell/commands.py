@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TextIO
 
+from shell.progress_view import showing_events
+
 __all__ = [
     "command_check",
     "command_gc",
@@ -34,14 +36,15 @@ def command_load(
     from treestore.spark import get_session
 
     job = load_job(job_file)
-    result = run_load(
-        get_session(master),
-        job,
-        store,
-        log=lambda line: print(line, file=out),
-        max_rejected=DEFAULT_MAX_REJECTED if max_rejected is None else max_rejected,
-        reprocess_changed=reprocess_changed,
-    )
+    with showing_events(out) as on_event:
+        result = run_load(
+            get_session(master),
+            job,
+            store,
+            on_event=on_event,
+            max_rejected=DEFAULT_MAX_REJECTED if max_rejected is None else max_rejected,
+            reprocess_changed=reprocess_changed,
+        )
     if result.version is not None:
         for line in format_load_report(result.report, store):
             print(line, file=out)
@@ -102,21 +105,22 @@ def command_sweep(
     from loaders.sweep.command import run_sweep
     from treestore.spark import get_session
 
-    run_sweep(
-        get_session(master),
-        events,
-        intervals,
-        store,
-        name,
-        agg=agg,
-        closed=closed,
-        plan=plan,
-        columns=dict(columns),
-        time_format=time_format,
-        out=parquet_out,
-        shards=shards,
-        log=lambda line: print(line, file=out),
-    )
+    with showing_events(out) as on_event:
+        run_sweep(
+            get_session(master),
+            events,
+            intervals,
+            store,
+            name,
+            agg=agg,
+            closed=closed,
+            plan=plan,
+            columns=dict(columns),
+            time_format=time_format,
+            out=parquet_out,
+            shards=shards,
+            on_event=on_event,
+        )
 
 
 def command_gc(store: str, keep: int, out: TextIO) -> None:

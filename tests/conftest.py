@@ -72,5 +72,5 @@ def demo_store(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     folder = tmp_path_factory.mktemp("demo-store")
     write_demo_inputs(folder)
-    run_load(spark, load_job(folder / "job.json"), folder / "store", log=lambda _line: None)  # type: ignore[arg-type]
+    run_load(spark, load_job(folder / "job.json"), folder / "store")  # type: ignore[arg-type]
     return folder / "store"

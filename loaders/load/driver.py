@@ -44,6 +44,7 @@ from loaders.load.task import KEEP, MARKER, ORDER, TASK_SCHEMA, TaskPlan, shard_
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.pending import PendingState
 from treestore.errors import LoadError
+from treestore.events import EventSink, Message, ignore_events
 from treestore.failpoints import failpoint
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import PageStore
@@ -235,23 +236,27 @@ def run_load(
     spark: SparkSession,
     job: JobSpec,
     store_dir: str | Path | PageStore,
-    log: Callable[[str], None] = print,
+    on_event: EventSink = ignore_events,
     keep_versions: int = DEFAULT_RETENTION,
     max_rejected: int = DEFAULT_MAX_REJECTED,
     reprocess_changed: bool = False,
-    progress: bool | None = None,
 ) -> LoadResult:
     """Load the job's new input files into the store at ``store_dir``; publish a version.
 
     The store is locked for the whole load; after publishing, versions beyond
     ``keep_versions`` and unreferenced runs are removed. More than
     ``max_rejected`` rejected records fail the load: nothing is published.
-    ``progress`` shows the running Spark stages (default: when stderr is a terminal).
+    What the load finds and does, and its Spark stages as they run, go to
+    ``on_event`` (see :mod:`treestore.events`); the load itself prints nothing.
     """
+
+    def log(line: str) -> None:
+        on_event(Message(line))
+
     writer = StoreWriter(store_dir, job.shards, job.hash)
-    with store_lock(writer.pages, f"a load of {job.file}", log):
+    with store_lock(writer.pages, f"a load of {job.file}", on_event):
         writer = StoreWriter(writer.pages, job.shards, job.hash)  # re-read under the lock
-        with spark_progress(spark, log, progress):
+        with spark_progress(spark, on_event):
             result = _load_locked(spark, job, writer, log, max_rejected, reprocess_changed)
         if result.version is not None:
             removed = collect_garbage(writer.pages, keep_versions)

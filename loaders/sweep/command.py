@@ -10,14 +10,21 @@ events at that id and time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loaders.job.model import ElementSpec, JobSpec, MapSpec, SourceSpec
 from loaders.load.driver import run_load
 from loaders.sweep.driver import SweepReport, interval_sweep
+from loaders.sweep.options import (
+    COLUMNS,
+    DEFAULT_AGG,
+    DEFAULT_CLOSED,
+    DEFAULT_PLAN,
+    DEFAULT_SHARDS,
+)
 from treestore.errors import LoadError, StoreError
+from treestore.events import EventSink, Message, ignore_events
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import page_store_for
 from treestore.store.versions import StoreWriter, open_version
@@ -95,24 +102,20 @@ def run_sweep(
     store: str,
     name: str,
     *,
-    agg: str = "sum",
-    closed: str = "both",
-    plan: str = "auto",
+    agg: str = DEFAULT_AGG,
+    closed: str = DEFAULT_CLOSED,
+    plan: str = DEFAULT_PLAN,
     columns: dict[str, str] | None = None,
     time_format: str | None = None,
     out: str | None = None,
-    shards: int = 8,
-    log: Callable[[str], None] = print,
+    shards: int = DEFAULT_SHARDS,
+    on_event: EventSink = ignore_events,
 ) -> SweepReport:
-    """Sweep the two files and keep the results in ``store`` under the top node ``name``."""
-    names = {
-        "id": "id",
-        "time": "time",
-        "start": "start",
-        "end": "end",
-        "value": "points",
-        **(columns or {}),
-    }
+    """Sweep the two files and keep the results in ``store`` under the top node ``name``.
+
+    The sweep's report and the load of its results go to ``on_event`` as they happen.
+    """
+    names = {**COLUMNS, **(columns or {})}
     pages = page_store_for(store)
     if pages.list(f"sweeps/{name}"):
         raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
@@ -150,8 +153,8 @@ def run_sweep(
         results.write.mode("errorifexists").parquet(str(folder))
     spark.catalog.clearCache()  # the swept rows were cached for the writes above
     for line in report.lines():
-        log(line)
+        on_event(Message(line))
     job = _results_job(name, folder, names["id"], names["time"], shards)
-    result = run_load(spark, job, store, log=log)
-    log(f"results kept in {store} as version {result.version}: query '{name}/+/+/+'")
+    result = run_load(spark, job, store, on_event=on_event)
+    on_event(Message(f"results kept in {store} as version {result.version}: query '{name}/+/+/+'"))
     return report

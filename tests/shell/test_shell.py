@@ -113,7 +113,7 @@ def test_node_names_come_from_the_store(spark: Any, demo_dir: Path) -> None:
     from treestore.store.versions import open_version
 
     store = demo_dir / "store"
-    run_load(spark, load_job(demo_dir / "job.json"), store, log=lambda _line: None)
+    run_load(spark, load_job(demo_dir / "job.json"), store)
     names = NodeNames(lambda: open_version(store))
     assert names(None, "") == ["root"]
     assert names("root", "1") == ["11111", "12345"]
@@ -129,7 +129,7 @@ def test_meta_commands_and_errors(spark: Any, demo_dir: Path) -> None:
     from shell.repl.session import ShellSession
 
     store = demo_dir / "store"
-    run_load(spark, load_job(demo_dir / "job.json"), store, log=lambda _line: None)
+    run_load(spark, load_job(demo_dir / "job.json"), store)
     out, err = io.StringIO(), io.StringIO()
     session = ShellSession(str(store), lambda: spark, out, err)
     lines = [
@@ -172,7 +172,7 @@ def test_execute_option_and_piped_input(spark: Any, demo_dir: Path, capsys: Any)
     from loaders import load_job, run_load
 
     store = demo_dir / "store"
-    run_load(spark, load_job(demo_dir / "job.json"), store, log=lambda _line: None)
+    run_load(spark, load_job(demo_dir / "job.json"), store)
     query = "root/+:nodes>1/+/+ | rops str=c1,v=,cat,c2,cat,v2,set;merge=kij"
     assert main(["shell", str(store), "-e", query]) == 0
     assert capsys.readouterr().out == "12345\tA=1,A=3,A=4,A=5,M=abc\n67890\tA=1,A=2,M=xyz,M=zzz\n"

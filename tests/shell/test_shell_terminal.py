@@ -20,7 +20,7 @@ def test_shell_in_a_terminal(spark: Any, demo_dir: Path, tmp_path: Path) -> None
     from loaders import load_job, run_load
 
     store = demo_dir / "store"
-    run_load(spark, load_job(demo_dir / "job.json"), store, log=lambda _line: None)
+    run_load(spark, load_job(demo_dir / "job.json"), store)
     marker = tmp_path / "query-task-reached"
     env = {
         **os.environ,

@@ -16,12 +16,10 @@ pytestmark = pytest.mark.spark
 
 
 def _load_versions(spark: object, demo_dir: Path, store: Path, count: int) -> None:
-    run_load(spark, load_job(demo_dir / "job.json"), store, log=lambda _l: None, keep_versions=100)  # type: ignore[arg-type]
+    run_load(spark, load_job(demo_dir / "job.json"), store, keep_versions=100)  # type: ignore[arg-type]
     for i in range(2, count + 1):
         (demo_dir / "mapping" / f"more-{i}.tsv").write_text(f"TIME\tUID\tPUID\n1\t12345\tp{i}\n")
-        run_load(
-            spark, load_job(demo_dir / "job.json"), store, log=lambda _l: None, keep_versions=100
-        )  # type: ignore[arg-type]
+        run_load(spark, load_job(demo_dir / "job.json"), store, keep_versions=100)  # type: ignore[arg-type]
 
 
 def test_readers_keep_their_version_while_loads_publish(spark: object, demo_dir: Path) -> None:
@@ -29,7 +27,7 @@ def test_readers_keep_their_version_while_loads_publish(spark: object, demo_dir:
     _load_versions(spark, demo_dir, store, 1)
     reader = treestore.open(store, spark=spark)  # type: ignore[arg-type]
     (demo_dir / "mapping" / "late.tsv").write_text("TIME\tUID\tPUID\n1\t12345\tlate\n")
-    run_load(spark, load_job(demo_dir / "job.json"), store, log=lambda _l: None)  # type: ignore[arg-type]
+    run_load(spark, load_job(demo_dir / "job.json"), store)  # type: ignore[arg-type]
     assert reader.version == 1
     assert ("12345", "late") not in reader.query("root/+/M/+").to_list()
     assert ("12345", "late") in treestore.open(store, spark=spark).query("root/+/M/+").to_list()  # type: ignore[arg-type]
@@ -90,7 +88,7 @@ def test_check_reports_a_damaged_page(
 
 def test_file_uri_store_works(spark: object, demo_dir: Path) -> None:
     store_uri = (demo_dir / "uri-store").resolve().as_uri()
-    run_load(spark, load_job(demo_dir / "job.json"), store_uri, log=lambda _l: None)  # type: ignore[arg-type]
+    run_load(spark, load_job(demo_dir / "job.json"), store_uri)  # type: ignore[arg-type]
     rows = treestore.open(store_uri, spark=spark).query("root/+/M/+").to_list()  # type: ignore[arg-type]
     assert sorted(rows) == [("12345", "abc"), ("67890", "xyz"), ("67890", "zzz")]
     assert json.loads((demo_dir / "uri-store" / "store.json").read_text())["shards"] == 8

@@ -12,9 +12,9 @@ import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from treestore.errors import StoreError
+from treestore.events import EventSink, Message, ignore_events
 from treestore.storage.pagestore import PageStore
 from treestore.store.versions import LOCK_NAME
 
@@ -32,7 +32,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 @contextmanager
-def store_lock(store: PageStore, purpose: str, log: Any = None) -> Iterator[None]:
+def store_lock(
+    store: PageStore, purpose: str, on_event: EventSink = ignore_events
+) -> Iterator[None]:
     """Hold the store's lock for a load or a gc; refuse at once if someone else holds it.
 
     A lock left by a process that died on this host is taken over (with a
@@ -66,11 +68,12 @@ def store_lock(store: PageStore, purpose: str, log: Any = None) -> Iterator[None
             holder = {}
         same_host = holder.get("host") == me["host"]
         if same_host and isinstance(holder.get("pid"), int) and not _pid_alive(holder["pid"]):
-            if log:
-                log(
+            on_event(
+                Message(
                     f"taking over the lock of {holder.get('purpose', 'a load')} "
                     f"(pid {holder['pid']}), which died"
                 )
+            )
             store.delete(LOCK_NAME)
             continue
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))

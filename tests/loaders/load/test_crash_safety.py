@@ -16,6 +16,7 @@ import pytest
 import treestore
 from loaders import load_job, run_load
 from shell.cli import main
+from treestore.events import as_lines
 
 pytestmark = pytest.mark.spark
 
@@ -29,10 +30,6 @@ def _tree_dump(store: Path) -> list[tuple[int, tuple[str, ...], int, int]]:
         for shard in version.manifest.trees
         for path, node in version.tree(shard).walk()
     )
-
-
-def _quiet(_line: str) -> None:
-    pass
 
 
 def _start_load(job: Path, store: Path, failpoint: str, marker: Path) -> subprocess.Popen[str]:
@@ -76,7 +73,7 @@ def reference(
     """The tree dump of a store that loaded both mapping files without any crash."""
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
     store = tmp_path / "reference"
-    run_load(spark, load_job(demo_dir / "job.json"), store, log=_quiet)  # type: ignore[arg-type]
+    run_load(spark, load_job(demo_dir / "job.json"), store)  # type: ignore[arg-type]
     dump = _tree_dump(store)
     (demo_dir / "mapping" / "mapping-0002.tsv").unlink()
     return dump
@@ -88,7 +85,7 @@ def test_driver_killed_before_publishing(
 ) -> None:
     store = demo_dir / "store"
     job = demo_dir / "job.json"
-    run_load(spark, load_job(job), store, log=_quiet)  # type: ignore[arg-type]
+    run_load(spark, load_job(job), store)  # type: ignore[arg-type]
     before = _tree_dump(store)
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
     process = _start_load(job, store, failpoint, demo_dir / "marker")
@@ -104,7 +101,7 @@ def test_driver_killed_before_publishing(
     assert sorted(rows) == [("12345", "abc"), ("67890", "xyz"), ("67890", "zzz")]
     # the next load takes the dead load's lock over and finishes the job, counting nothing twice
     lines: list[str] = []
-    result = run_load(spark, load_job(job), store, log=lines.append)  # type: ignore[arg-type]
+    result = run_load(spark, load_job(job), store, on_event=as_lines(lines.append))  # type: ignore[arg-type]
     assert result.version == 2
     assert any("taking over the lock" in line for line in lines)
     assert _tree_dump(store) == reference
@@ -125,7 +122,7 @@ def test_task_killed_fails_the_load_and_the_next_one_completes(
 ) -> None:
     store = demo_dir / "store"
     job = demo_dir / "job.json"
-    run_load(spark, load_job(job), store, log=_quiet)  # type: ignore[arg-type]
+    run_load(spark, load_job(job), store)  # type: ignore[arg-type]
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
     process = _start_load(job, store, "in-task", demo_dir / "marker")
     try:
@@ -143,14 +140,14 @@ def test_task_killed_fails_the_load_and_the_next_one_completes(
     finally:
         _kill_all(process)
     assert treestore.open(store).version == 1
-    assert run_load(spark, load_job(job), store, log=_quiet).version == 2  # type: ignore[arg-type]
+    assert run_load(spark, load_job(job), store).version == 2  # type: ignore[arg-type]
     assert _tree_dump(store) == reference
 
 
 def test_a_second_concurrent_load_is_refused(spark: object, demo_dir: Path) -> None:
     store = demo_dir / "store"
     job = demo_dir / "job.json"
-    run_load(spark, load_job(job), store, log=_quiet)  # type: ignore[arg-type]
+    run_load(spark, load_job(job), store)  # type: ignore[arg-type]
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
     process = _start_load(job, store, "after-tasks", demo_dir / "marker")
     try:
@@ -159,7 +156,7 @@ def test_a_second_concurrent_load_is_refused(spark: object, demo_dir: Path) -> N
         with pytest.raises(
             treestore.StoreError, match=f"locked by a load of .* \\(pid {holder} on host"
         ):
-            run_load(spark, load_job(job), store, log=_quiet)  # type: ignore[arg-type]
+            run_load(spark, load_job(job), store)  # type: ignore[arg-type]
         assert time.time() - started < 5
     finally:
         _kill_all(process)

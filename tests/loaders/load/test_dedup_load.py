@@ -14,6 +14,7 @@ import treestore
 from loaders import load_job, run_load
 from shell.cli import main
 from tests.loaders.load.test_crash_safety import _kill_all, _start_load, _wait_for
+from treestore.events import as_lines, ignore_events
 
 pytestmark = pytest.mark.spark
 
@@ -53,8 +54,8 @@ def _write(folder: Path, name: str, rows: list[tuple[int, str, str]]) -> None:
 
 
 def _load(spark: Any, folder: Path, lines: list[str] | None = None) -> dict[str, Any]:
-    log = lines.append if lines is not None else (lambda _line: None)
-    result = run_load(spark, load_job(folder / "job.json"), folder / "store", log=log)
+    on_event = as_lines(lines.append) if lines is not None else ignore_events
+    result = run_load(spark, load_job(folder / "job.json"), folder / "store", on_event=on_event)
     return result.report
 
 

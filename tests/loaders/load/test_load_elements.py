@@ -29,7 +29,7 @@ def load_tree(
         **job,
     }
     (folder / "job.json").write_text(json.dumps(doc))
-    run_load(spark, load_job(folder / "job.json"), folder / "store", log=lambda _l: None)
+    run_load(spark, load_job(folder / "job.json"), folder / "store")
     return dict(open_version(folder / "store").tree(0).walk())
 
 

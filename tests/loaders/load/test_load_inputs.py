@@ -16,6 +16,7 @@ from loaders import load_job, run_load
 from loaders.load.progress import _StageWatcher
 from loaders.load.report import format_load_report
 from shell.cli import main
+from treestore.events import Event, StageFinished, StageProgress, as_lines
 from treestore.store.versions import open_version
 
 pytestmark = pytest.mark.spark
@@ -33,7 +34,9 @@ def _job(folder: Path, sources: list[dict[str, Any]], root: list[Any] | None = N
 
 def _load(spark: Any, job: Path, **options: Any) -> Any:
     lines: list[str] = []
-    result = run_load(spark, load_job(job), job.parent / "store", log=lines.append, **options)
+    result = run_load(
+        spark, load_job(job), job.parent / "store", on_event=as_lines(lines.append), **options
+    )
     result.report["log"] = lines
     return result
 
@@ -207,25 +210,37 @@ def test_load_command_prints_the_report(spark: Any, tmp_path: Path, capsys: Any)
     assert "spark stage" in out  # plain progress lines: not a terminal
 
 
-def test_stage_watcher_reports_running_and_finished_stages(spark: Any) -> None:
-    seen: list[tuple[str, int]] = []
-
-    class Display:
-        def update(self, stage: int, name: str, done: int, total: int) -> None:
-            seen.append(("update", total))
-
-        def finish(self, stage: int, name: str, tasks: int, seconds: float | None) -> None:
-            seen.append(("finish", tasks))
-
-    watcher = _StageWatcher(spark, Display())
+def test_stage_watcher_reports_running_and_finished_stages(spark: Any, tmp_path: Path) -> None:
+    """The watcher is polled by the test while the stage's tasks are held running, so what
+    it sees does not depend on how the tasks are scheduled."""
     import threading
+    import time
 
-    thread = threading.Thread(target=watcher.run)
-    thread.start()
-    spark.range(0, 4, 1, 4).rdd.map(lambda x: __import__("time").sleep(0.4) or x).count()
-    watcher.stop.set()
-    thread.join()
-    assert ("finish", 4) in seen and ("update", 4) in seen
+    seen: list[Event] = []
+    watcher = _StageWatcher(spark, seen.append)
+    release = tmp_path / "release"
+
+    def held(x: int) -> int:
+        while not os.path.exists(release):
+            time.sleep(0.02)
+        return x
+
+    job = threading.Thread(target=lambda: spark.range(0, 4, 1, 4).rdd.map(held).count())
+    job.start()
+    deadline = time.monotonic() + 120
+    while not any(isinstance(e, StageProgress) for e in seen) and time.monotonic() < deadline:
+        watcher.poll()
+        time.sleep(0.05)
+    running = [e for e in seen if isinstance(e, StageProgress)]
+    release.touch()
+    job.join()
+    while not any(isinstance(e, StageFinished) for e in seen) and time.monotonic() < deadline:
+        watcher.poll()
+        time.sleep(0.05)
+    assert running and running[0].total == 4 and running[0].done < 4  # seen while held
+    assert [
+        (e.tasks, e.text().startswith("spark stage")) for e in seen if isinstance(e, StageFinished)
+    ] == [(4, True)]
 
 
 def test_max_rejected_must_be_a_count(tmp_path: Path, capsys: Any) -> None:
@@ -242,7 +257,7 @@ def test_stages_too_quick_to_be_polled_are_still_reported(spark: Any) -> None:
     slow = progress._POLL_SECONDS
     progress._POLL_SECONDS = 600  # no poll happens while the job runs
     try:
-        with progress.spark_progress(spark, lines.append, enabled=False):
+        with progress.spark_progress(spark, as_lines(lines.append)):
             spark.range(0, 10, 1, 3).count()
     finally:
         progress._POLL_SECONDS = slow

@@ -13,6 +13,7 @@ import treestore
 from loaders import load_job, run_load
 from shell.cli import main
 from shell.demo import DEMO_OPS, DEMO_PATH, final_join
+from treestore.events import as_lines
 
 pytestmark = pytest.mark.spark
 
@@ -31,7 +32,7 @@ SEED_ROWS = {
 
 
 def _load(spark: object, demo_dir: Path, store: Path) -> int | None:
-    return run_load(spark, load_job(demo_dir / "job.json"), store, log=lambda _line: None).version  # type: ignore[arg-type]
+    return run_load(spark, load_job(demo_dir / "job.json"), store).version  # type: ignore[arg-type]
 
 
 def _with_shards(demo_dir: Path, shards: int) -> None:
@@ -87,7 +88,9 @@ def test_second_load_reads_nothing_and_changes_nothing(spark: object, demo_dir: 
     assert _load(spark, demo_dir, store) == 1
     before = sorted(p.relative_to(store) for p in store.rglob("*"))
     lines: list[str] = []
-    result = run_load(spark, load_job(demo_dir / "job.json"), store, log=lines.append)  # type: ignore[arg-type]
+    result = run_load(
+        spark, load_job(demo_dir / "job.json"), store, on_event=as_lines(lines.append)
+    )  # type: ignore[arg-type]
     assert result.version is None
     assert "nothing new to load: the store is unchanged" in lines
     assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
@@ -224,7 +227,7 @@ def test_unreadable_input_fails_the_load_and_publishes_nothing(
         )
     )
     with pytest.raises(treestore.LoadError, match="failed"):
-        run_load(spark, load_job(tmp_path / "job.json"), tmp_path / "store", log=lambda _l: None)  # type: ignore[arg-type]
+        run_load(spark, load_job(tmp_path / "job.json"), tmp_path / "store")  # type: ignore[arg-type]
     assert treestore.open(tmp_path / "store").version == 0
 
 

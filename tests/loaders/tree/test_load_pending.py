@@ -85,7 +85,7 @@ def _uids() -> tuple[str, str, str]:
 def _load(spark: Any, folder: Path, name: str, source: str, rows: list[str]) -> dict[str, Any]:
     (folder / source).mkdir(exist_ok=True)
     (folder / source / f"{name}.csv").write_text("\n".join(rows) + "\n")
-    result = run_load(spark, load_job(folder / "job.json"), folder / "store", log=lambda _l: None)
+    result = run_load(spark, load_job(folder / "job.json"), folder / "store")
     return result.report
 
 
@@ -172,7 +172,7 @@ def test_waiting_records_survive_a_name_node_a_list_field_and_another_job_path(
     assert len(PendingState.of(state).files) == 2  # two schemas
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a" / "third.csv").write_text("U\nu1\nu2\n")
-    third = run_load(spark, load_job("job.json"), "store", log=lambda _l: None).report
+    third = run_load(spark, load_job("job.json"), "store").report
     assert third["pending"] == {"buffered": 0, "applied": 2, "expired": 0, "waiting": 0}
     hits = {p: n.hits for p, n in open_version(tmp_path / "store").tree(0).walk()}
     assert hits[("root",)] == 4  # each record once: the retried ones are not counted again

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.spark
 
 def _store(spark: Any, demo_dir: Path) -> Any:
     """The demo store, every query on Spark (it is small enough to run anything locally)."""
-    run_load(spark, load_job(demo_dir / "job.json"), demo_dir / "store", log=lambda _line: None)
+    run_load(spark, load_job(demo_dir / "job.json"), demo_dir / "store")
     handle = treestore.open(demo_dir / "store", spark=spark)
     handle.local_limit = -1
     return handle
@@ -93,7 +93,7 @@ def test_sharded_store_and_one_shard_tree_give_the_same_rows(
     single_dir = tmp_path_factory.mktemp("single")
     single_job = demo_dir / "job-one-shard.json"
     single_job.write_text(json_module.dumps(job))
-    run_load(spark, load_job(single_job), single_dir / "store", log=lambda _line: None)
+    run_load(spark, load_job(single_job), single_dir / "store")
     from treestore.store.versions import open_version
 
     one = open_version(single_dir / "store").tree(0)
