@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from query.ops.columns import ColumnType, join_groups
 from query.syntax.ast import Bound, Element, Path
-from query.walk.row_walker import prefix_range
+from query.walk.row_walker import STAND_IN_ID, prefix_range
 from treestore.settings import env_number
 from treestore.storage.entries import ChildColumns, expand_ranges
 from treestore.storage.tree import ShardTree
@@ -38,7 +38,6 @@ CHUNK_ROWS = 65536
 """Levels bigger than this are walked in slices of this many rows."""
 WHOLE_TREE_SHARE = 64
 """A frontier holding more than this share of the tree's nodes reads the whole tree."""
-_STAND_IN_ID = -1
 
 
 def supports(path: Path) -> bool:
@@ -178,9 +177,9 @@ def _with_defaults(
         return src, nodes
     size = len(missing)
     stand_ins = ChildColumns(
-        np.full(size, _STAND_IN_ID),
+        np.full(size, STAND_IN_ID),
         pa.array([element.default] * size, pa.string()),
-        np.full(size, _STAND_IN_ID),
+        np.full(size, STAND_IN_ID),
         np.full(size, element.default_hits or 0),
         np.zeros(size, dtype=np.int64),
     )

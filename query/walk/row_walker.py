@@ -26,10 +26,10 @@ from query.syntax.ast import Element, Path
 from treestore.attachments import read_attachment, top_entries
 from treestore.storage.tree import Node, ShardTree
 
-__all__ = ["Value", "matching_nodes", "prefix_range", "run_path"]
+__all__ = ["STAND_IN_ID", "Value", "matching_nodes", "prefix_range", "run_path"]
 
 Value = str | int | float | None
-_STAND_IN_ID = -1
+STAND_IN_ID = -1
 
 
 def prefix_range(prefix: str) -> tuple[str, str | None]:
@@ -45,6 +45,8 @@ def _pattern(text: str) -> re.Pattern[str]:
 
 
 def _children(tree: ShardTree, element: Element, node: Node) -> Iterator[Node]:
+    if node.id == STAND_IN_ID:  # a stand-in has no children (its id is no stored node's)
+        return
     if element.kind == "all":
         yield from tree.children(node)
     elif element.kind == "names":
@@ -74,7 +76,7 @@ def _data_nodes(element: Element, node: Node) -> Iterator[Node]:
     data = node.data or {}
     if not element.names:
         for name in sorted(data):
-            yield Node((_STAND_IN_ID, name), _STAND_IN_ID, 0, 0)
+            yield Node((STAND_IN_ID, name), STAND_IN_ID, 0, 0)
         return
     found = data.get(element.names[0])
     if found is None or found[0] != "key.top":
@@ -84,7 +86,7 @@ def _data_nodes(element: Element, node: Node) -> Iterator[Node]:
         counts = {key: count for key, count, _error in entries}
         entries = [(k, counts[k], 0) for k in element.data_keys if k in counts]
     for key, count, _error in entries:
-        yield Node((_STAND_IN_ID, key), _STAND_IN_ID, count, 0)
+        yield Node((STAND_IN_ID, key), STAND_IN_ID, count, 0)
 
 
 def _candidates(tree: ShardTree, element: Element, node: Node) -> Iterator[Node]:
@@ -93,7 +95,7 @@ def _candidates(tree: ShardTree, element: Element, node: Node) -> Iterator[Node]
         found = True
         yield child
     if not found and element.default is not None:
-        yield Node((_STAND_IN_ID, element.default), _STAND_IN_ID, element.default_hits or 0, 0)
+        yield Node((STAND_IN_ID, element.default), STAND_IN_ID, element.default_hits or 0, 0)
 
 
 def _columns(element: Element, node: Node) -> tuple[Value, ...] | None:

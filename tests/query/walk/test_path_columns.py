@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from unittest import mock
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from query.syntax.ast import Bound, Element, Path, Property
@@ -88,8 +88,18 @@ _TREE_PATHS = st.lists(
 )
 
 
+def _hidden(names: tuple[str, ...], default: str | None = None) -> Element:
+    return Element(kind="names", names=names, show=False, default=default, line=1, column=1)
+
+
+# A stand-in node (``b`` missing, its default ``a`` taken) has no children, even one
+# named '' (the internal root is stored under the stand-ins' id with that name).
+_STAND_IN_THEN_EMPTY_NAME = Path((_hidden(("b",), default="a"), _hidden(("",))))
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_TREE_PATHS, _path(), st.integers(1, 5), st.booleans())
+@example([[["a"]]], _STAND_IN_THEN_EMPTY_NAME, 1, False)
 def test_columns_give_the_walkers_rows(batches, path, chunk_rows, whole) -> None:  # type: ignore[no-untyped-def]
     """By pages, and (where a frontier is big enough) from the whole tree read at once."""
     tree = _tree(batches)
