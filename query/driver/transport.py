@@ -24,7 +24,8 @@ import pyarrow as pa
 
 from query.driver.result import Piece
 from query.ops.columns import Chunk
-from treestore.errors import OpError, StoreError, TreestoreError
+from treestore import errors
+from treestore.errors import PositionedError, StoreError, TreestoreError
 
 __all__ = [
     "COLUMNS",
@@ -49,18 +50,37 @@ _POLL_SECONDS = (0.001, 0.02)
 
 
 def encode_error(exc: TreestoreError) -> bytes:
-    """A treestore error as a payload (:func:`decode_piece` raises it again)."""
-    if isinstance(exc, OpError):
-        fields = {"reason": exc.reason, "text": exc.text, "column": exc.column, "hint": exc.hint}
-        return msgpack.packb({"type": "OpError", **fields})
-    return msgpack.packb({"type": "StoreError", "message": str(exc)})
+    """A treestore error as a payload: :func:`decode_piece` raises it again, as the same
+    class of :mod:`treestore.errors` with the same message (and position, if it has one)."""
+    if isinstance(exc, PositionedError):
+        fields = {
+            "reason": exc.reason,
+            "text": exc.text,
+            "line": exc.line,
+            "column": exc.column,
+            "source": exc.source,
+            "hint": exc.hint,
+        }
+        return msgpack.packb({"type": type(exc).__name__, "positioned": fields})
+    return msgpack.packb({"type": type(exc).__name__, "message": str(exc)})
 
 
 def _raise_error(payload: bytes) -> None:
     error = msgpack.unpackb(payload)
-    if error["type"] == "OpError":
-        raise OpError(error["reason"], error["text"], 1, error["column"], hint=error["hint"])
-    raise StoreError(error["message"])
+    kind = getattr(errors, error["type"], None)
+    if not (isinstance(kind, type) and issubclass(kind, TreestoreError)):
+        kind = StoreError  # a class this process does not know: still a treestore error
+    positioned = error.get("positioned")
+    if positioned is not None and issubclass(kind, PositionedError):
+        raise kind(
+            positioned["reason"],
+            positioned["text"],
+            positioned["line"],
+            positioned["column"],
+            source=positioned["source"],
+            hint=positioned["hint"],
+        )
+    raise kind(error.get("message") or (positioned and positioned["reason"]) or "")
 
 
 def encode_piece(output: Chunk | list[Any], compress: bool = True) -> tuple[int, bytes]:

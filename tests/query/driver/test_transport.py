@@ -16,7 +16,14 @@ from query.driver.transport import (
     encode_piece,
     read_shard_files,
 )
-from treestore.errors import OpError, StoreError
+from treestore.errors import (
+    CorruptPageError,
+    LoadError,
+    OpError,
+    QuerySyntaxError,
+    StoreError,
+    TreestoreError,
+)
 
 
 def _columns(values: list[str]) -> tuple[int, list[pa.Array]]:
@@ -31,6 +38,23 @@ def test_pieces_round_trip_with_their_types() -> None:
     assert decode_piece(*encode_piece((3, []))) == [(), (), ()]
     with pytest.raises(OpError, match="bad"):
         decode_piece(ERROR, encode_error(OpError("bad", "merge=q", 1, 7)))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        CorruptPageError("Page 3 of shard 1 is damaged (checksum) in trees/x.pages."),
+        StoreError("The store is gone."),
+        LoadError("A load failed."),
+        QuerySyntaxError("Unexpected 'x'", "root/x", 1, 6, expected=(), hint="Try +."),
+        OpError("bad letter", "merge=kq", 2, 8, source="ops", hint="Use k, i, s."),
+    ],
+)
+def test_an_error_reaches_the_driver_as_its_own_class(error: TreestoreError) -> None:
+    with pytest.raises(type(error)) as caught:
+        decode_piece(ERROR, encode_error(error))
+    assert type(caught.value) is type(error)
+    assert str(caught.value) == str(error)
 
 
 def test_the_first_piece_is_read_before_the_last_shard_is_written(tmp_path: Path) -> None:
