@@ -24,7 +24,9 @@ __all__ = ["Piece", "Rows"]
 
 Piece: TypeAlias = "pa.RecordBatch | list[tuple[Value, ...]]"
 """What the driver receives at a time: typed columns, or rows."""
-_BATCH_ROWS = 65536
+ARROW_BATCH_ROWS = 65536
+"""Rows the driver turns into one Arrow batch when the rows came as tuples (row ops,
+driver ops): bigger than a shard's pieces, fewer batches for a reader of Arrow."""
 
 
 def _piece_rows(piece: Piece) -> Iterator[tuple[Value, ...]]:
@@ -129,7 +131,7 @@ class Rows:
         may be narrower than the widest row: short rows.
         """
         if self._driver or self._iterator is not None:
-            while rows := list(itertools.islice(self, _BATCH_ROWS)):
+            while rows := list(itertools.islice(self, ARROW_BATCH_ROWS)):
                 yield _batch_of(rows)
             return
         for piece in self._pieces():

@@ -58,7 +58,9 @@ if TYPE_CHECKING:
 
 __all__ = ["QueryStore", "Rows", "open_store", "shard_output", "shard_rows"]
 
-_BATCH_ROWS = 8192
+PIECE_ROWS = 8192
+"""The most rows a shard sends in one piece (a task's pieces grow to it from
+:data:`_FIRST_CHUNK`, so the first rows leave early)."""
 _FIRST_CHUNK = 64
 LOCAL_LIMIT = 20_000
 """A query whose leading name lookups reach at most this many children runs on the driver
@@ -73,7 +75,7 @@ def shard_rows(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[tuple[Val
 def shard_output(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[Chunk | list[Any]]:
     """One shard's rows for a scan: column chunks while the path and the leading rops can
     run on columns (see :mod:`query.walk.column_engine`), else lists of rows that grow from
-    :data:`_FIRST_CHUNK` to :data:`_BATCH_ROWS` (so the first rows leave early)."""
+    :data:`_FIRST_CHUNK` to :data:`PIECE_ROWS` (so the first rows leave early)."""
     rows: Iterable[tuple[Value, ...]]
     if supports(path):
         column_ops, rest = rops.column_prefix(column_types(path))
@@ -90,7 +92,7 @@ def shard_output(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[Chunk |
     iterator = iter(rows)
     while chunk := list(itertools.islice(iterator, size)):
         yield chunk
-        size = min(size * 4, _BATCH_ROWS)
+        size = min(size * 4, PIECE_ROWS)
 
 
 def _shard_task(
@@ -279,7 +281,7 @@ class QueryStore:
         """The shards' rows, computed on the driver, in shard order."""
         for shard in sorted(self.store.manifest.trees):
             rows = shard_rows(self._tree(shard), path, rops)
-            while piece := list(itertools.islice(rows, _BATCH_ROWS)):
+            while piece := list(itertools.islice(rows, PIECE_ROWS)):
                 yield piece
 
     def _shard_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:

@@ -22,13 +22,13 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
+from query.ops.base import Value
 from query.syntax.ast import Element, Path
 from treestore.attachments import read_attachment, top_entries
 from treestore.storage.tree import Node, ShardTree
 
 __all__ = ["STAND_IN_ID", "Value", "matching_nodes", "prefix_range", "run_path"]
 
-Value = str | int | float | None
 STAND_IN_ID = -1
 
 

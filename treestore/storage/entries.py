@@ -17,11 +17,15 @@ import pyarrow.compute as pc
 __all__ = [
     "SMALL_SHARE",
     "ChildColumns",
+    "Key",
     "expand_ranges",
     "find_ids",
     "insertion_points",
     "merge_columns",
 ]
+
+Key = tuple[int, str]
+"""A tree entry's key: its parent's node id and its name."""
 
 
 def expand_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -22,11 +22,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treestore.storage.entries import ChildColumns
+from treestore.storage.entries import ChildColumns, Key
 
-__all__ = ["ENTRY_BYTES", "Key", "Memtable"]
+__all__ = ["ENTRY_BYTES", "Memtable"]
 
-Key = tuple[int, str]
 
 ENTRY_BYTES = 320
 """The memory one entry takes, measured (tracemalloc, 10-character names): 318 bytes

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from treestore.storage.entries import ChildColumns, merge_columns
+from treestore.storage.entries import ChildColumns, Key, merge_columns
 from treestore.storage.pagestore import PageStore
-from treestore.storage.runs import Entry, Key, RunReader, key_hash, merge_entries
+from treestore.storage.runs import Entry, RunReader, key_hash, merge_entries
 
 __all__ = ["ROOT_ID", "ROOT_KEY", "Node", "TreeReader"]
 

@@ -42,13 +42,12 @@ from rbloom import Bloom
 
 from treestore.errors import CorruptPageError
 from treestore.settings import env_number
-from treestore.storage.entries import ChildColumns, expand_ranges, find_ids
+from treestore.storage.entries import ChildColumns, Key, expand_ranges, find_ids
 from treestore.storage.pages import Page, columns_of_pages, encode_page, int_dtypes
 from treestore.storage.pagestore import PageStore
 
 __all__ = [
     "Entry",
-    "Key",
     "PageCache",
     "RunReader",
     "cache",
@@ -58,7 +57,6 @@ __all__ = [
     "write_run",
 ]
 
-Key = tuple[int, str]
 Entry = tuple[Key, int, int, int, Any]
 """``(key, node_id, hits, nodes, data)``."""
 

@@ -21,11 +21,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from treestore.storage.entries import Key
 from treestore.storage.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
 from treestore.storage.memtable import Memtable
 from treestore.storage.pagestore import PageStore
 from treestore.storage.reading import ROOT_ID, ROOT_KEY, TreeReader
-from treestore.storage.runs import Key, cache
+from treestore.storage.runs import cache
 from treestore.storage.state import ShardState, WriteStats
 
 __all__ = ["ANY_AGE", "Handle", "Handles", "TreeWriter", "accepts", "counted_hits"]
