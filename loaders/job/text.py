@@ -11,25 +11,18 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Token, Tree
 
+from query.syntax.lark_support import Failure, parse, parser
 from treestore.errors import JobConfigError
 
 __all__ = ["JobText", "KeyPath", "read_job_file"]
 
 KeyPath = tuple[str | int, ...]
-
-
-@cache
-def _json_parser() -> Lark:
-    grammar = resources.files("loaders.job").joinpath("jsonpos.lark").read_text()
-    return Lark(grammar, start="value", parser="lalr", propagate_positions=True)
 
 
 def format_key_path(path: KeyPath) -> str:
@@ -92,28 +85,24 @@ def _decode(
     return result
 
 
-def _json_syntax_error(job: JobText, exc: UnexpectedInput) -> JobConfigError:
-    if isinstance(exc, UnexpectedEOF) or (
-        isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
-    ):
-        lines = job.text.splitlines() or [""]
+def _json_syntax_error(job: JobText, failure: Failure) -> JobConfigError:
+    if failure.kind == "end":
         return JobConfigError(
             "The job file ends too early (a bracket or brace is not closed)",
             job.text,
-            len(lines),
-            len(lines[-1]) + 1,
+            failure.line,
+            failure.column,
             source=job.file,
         )
-    if isinstance(exc, UnexpectedCharacters):
+    if failure.kind == "character":
         reason = "This character cannot stand here in JSON"
     else:
-        assert isinstance(exc, UnexpectedToken)
-        reason = f"Unexpected {str(exc.token)[:20]!r} in JSON"
+        reason = f"Unexpected {failure.token[:20]!r} in JSON"
     return JobConfigError(
         reason,
         job.text,
-        exc.line,
-        exc.column,
+        failure.line,
+        failure.column,
         source=job.file,
         hint="Check for a missing comma or quote, or a trailing comma, just before it.",
     )
@@ -142,9 +131,8 @@ def read_job_file(path: str | Path) -> JobText:
                 f"Not valid TOML ({getattr(exc, 'msg', exc)})", text, line, column, source=str(file)
             ) from None
         return job
-    try:
-        tree = _json_parser().parse(text)
-    except UnexpectedInput as exc:
-        raise _json_syntax_error(job, exc) from None
+    tree = parse(
+        parser("loaders.job", "jsonpos.lark", "value"), text, partial(_json_syntax_error, job)
+    )
     job.content = _decode(tree, (), job.positions)
     return job

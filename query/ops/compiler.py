@@ -10,23 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
+from functools import partial
 from typing import Any
 
-from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Token
 
 from query.ops import REGISTRY, Op, OpArgs, Row, Value
+from query.syntax.lark_support import Failure, parse, parser
 from treestore.errors import OpError
 
 __all__ = ["OpsPlan", "compile_ops"]
-
-
-@cache
-def _ops_parser() -> Lark:
-    grammar = resources.files("query.syntax").joinpath("ops.lark").read_text()
-    return Lark(grammar, start="ops", parser="lalr", propagate_positions=True)
 
 
 def _unescape(token: Token) -> tuple[str, tuple[int, ...]]:
@@ -46,18 +39,14 @@ def _unescape(token: Token) -> tuple[str, tuple[int, ...]]:
     return "".join(text), tuple(columns)
 
 
-def _syntax_error(text: str, exc: UnexpectedInput) -> OpError:
-    if isinstance(exc, UnexpectedEOF) or (
-        isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
-    ):
+def _syntax_error(text: str, failure: Failure) -> OpError:
+    if failure.kind == "end":
         return OpError("The ops end too early", text, 1, len(text) + 1)
-    column = exc.column if isinstance(exc.column, int) and exc.column > 0 else 1
-    if isinstance(exc, UnexpectedCharacters):
-        reason = f"Unexpected character {text[column - 1]!r} in the ops"
+    if failure.kind == "character":
+        reason = f"Unexpected character {text[failure.column - 1]!r} in the ops"
     else:
-        assert isinstance(exc, UnexpectedToken)
-        reason = f"Unexpected {str(exc.token)[:20]!r} in the ops"
-    return OpError(reason, text, 1, column, hint="Write ops as name=args;name=args.")
+        reason = f"Unexpected {failure.token[:20]!r} in the ops"
+    return OpError(reason, text, 1, failure.column, hint="Write ops as name=args;name=args.")
 
 
 @dataclass(frozen=True)
@@ -98,10 +87,7 @@ def compile_ops(text: str | None) -> OpsPlan:
     """
     if text is None or not text.strip():
         return OpsPlan()
-    try:
-        tree = _ops_parser().parse(text)
-    except UnexpectedInput as exc:
-        raise _syntax_error(text, exc) from None
+    tree = parse(parser("query.syntax", "ops.lark", "ops"), text, partial(_syntax_error, text))
     ops: list[Op] = []
     op_tree: Any
     for op_tree in tree.children:

@@ -10,20 +10,13 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
+from functools import partial
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import (
-    UnexpectedCharacters,
-    UnexpectedEOF,
-    UnexpectedInput,
-    UnexpectedToken,
-    VisitError,
-)
+from lark import Token, Transformer, v_args
 
 from query.syntax.ast import Bound, Element, Field, Path, Property
+from query.syntax.lark_support import Failure, parse, parser, transform
 from treestore.errors import QuerySyntaxError
 
 __all__ = ["parse_path"]
@@ -61,12 +54,6 @@ _WORDS = {
     "DATA_NAME": "a data attachment's name",
     "$END": "the end of the path",
 }
-
-
-@cache
-def _path_parser() -> Lark:
-    grammar = resources.files("query.syntax").joinpath("path.lark").read_text()
-    return Lark(grammar, start="path", parser="lalr", propagate_positions=True)
 
 
 @v_args(inline=True)
@@ -256,24 +243,19 @@ def _expected_words(names: Iterable[object]) -> tuple[str, ...]:
     return tuple(sorted({_WORDS.get(str(n), repr(str(n))) for n in names}))
 
 
-def _syntax_error(text: str, exc: UnexpectedInput) -> QuerySyntaxError:
-    line, column = exc.line, exc.column
-    if isinstance(exc, UnexpectedEOF) or (
-        isinstance(exc, UnexpectedToken) and exc.token.type == "$END"
-    ):
-        lines = text.splitlines() or [""]
-        line, column = len(lines), len(lines[-1]) + 1
-        expected = _expected_words(exc.expected)
+def _syntax_error(text: str, failure: Failure) -> QuerySyntaxError:
+    expected = _expected_words(failure.expected)
+    if failure.kind == "end":
         reason = "The path ends too early"
-    elif isinstance(exc, UnexpectedCharacters):
-        expected = _expected_words(exc.allowed or set())
-        reason = f"Unexpected character {text.splitlines()[line - 1][column - 1]!r} in the path"
+    elif failure.kind == "character":
+        character = text.splitlines()[failure.line - 1][failure.column - 1]
+        reason = f"Unexpected character {character!r} in the path"
     else:
-        assert isinstance(exc, UnexpectedToken)
-        expected = _expected_words(exc.expected)
-        reason = f"Unexpected {str(exc.token)[:20]!r} in the path"
+        reason = f"Unexpected {failure.token[:20]!r} in the path"
     hint = "Expected " + " or ".join(expected) + "." if expected else None
-    return QuerySyntaxError(reason, text, line, column, expected=expected, hint=hint)
+    return QuerySyntaxError(
+        reason, text, failure.line, failure.column, expected=expected, hint=hint
+    )
 
 
 def parse_path(text: str) -> Path:
@@ -288,14 +270,6 @@ def parse_path(text: str) -> Path:
         raise QuerySyntaxError(
             "The path is empty", text, 1, 1, hint="Start with a node name or '+', e.g. root/+."
         )
-    try:
-        tree = _path_parser().parse(text)
-    except UnexpectedInput as exc:
-        raise _syntax_error(text, exc) from None
-    try:
-        path: Path = _ToAst(text).transform(tree)
-    except VisitError as exc:  # an error raised inside the transformer: unwrap it
-        if isinstance(exc.orig_exc, QuerySyntaxError):
-            raise exc.orig_exc from None
-        raise
+    tree = parse(parser("query.syntax", "path.lark", "path"), text, partial(_syntax_error, text))
+    path: Path = transform(_ToAst(text), tree)
     return path
