@@ -38,9 +38,10 @@ from loaders.load.inputs import InputFile, list_fields, list_input_files, read_s
 from loaders.load.options import DEFAULT_MAX_REJECTED
 from loaders.load.progress import spark_progress
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
-from loaders.load.report import Phases, summarize
+from loaders.load.report import summarize
 from loaders.load.shard_frames import SHARD, partition_by_shard, shard_column
 from loaders.load.task import KEEP, MARKER, ORDER, TASK_SCHEMA, TaskPlan, shard_task
+from loaders.load.timing import Timer
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.pending import PendingState
 from treestore.errors import LoadError
@@ -272,16 +273,16 @@ def _load_locked(
     max_rejected: int,
     reprocess_changed: bool,
 ) -> LoadResult:
-    phases = Phases()
-    with phases("list files"):
+    phases = Timer()
+    with phases.phase("list files"):
         scan = _scan_files(job, writer, log, reprocess_changed)
     if not scan.fresh:
         log("nothing new to load: the store is unchanged")
         return LoadResult(None, {"version": writer.base.version, "changed_files": scan.changed})
     builder = TreeBuilder(job.tree)
-    with phases("dedup index"):
+    with phases.phase("dedup index"):
         index = prepare_index(spark, job, writer, log)
-    with phases("plan"), spark_errors(LoadError, "Reading the new input files"):
+    with phases.phase("plan"), spark_errors(LoadError, "Reading the new input files"):
         # a field that holds lists in one source is read as a list in all of them
         lists = frozenset().union(
             *(
@@ -309,7 +310,10 @@ def _load_locked(
         rejected_folder=f"rejected/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}",
         max_rejected=max_rejected,
     )
-    with phases("read, map and apply (Spark)"), spark_errors(LoadError, "The load's Spark job"):
+    with (
+        phases.phase("read, map and apply (Spark)"),
+        spark_errors(LoadError, "The load's Spark job"),
+    ):
         rows = arranged.mapInArrow(shard_task(writer.pages, plan), TASK_SCHEMA).collect()
     failpoint("after-tasks")
     report = summarize(job, scan.fresh, rows, phases)
@@ -331,7 +335,7 @@ def _load_locked(
     trees = {row["shard"]: ShardState.from_json(row["state"]) for row in report.pop("states")}
     del report["files"]
     new_runs = report.pop("dedup")
-    with phases("publish"):
+    with phases.phase("publish"):
         manifest = writer.publish(trees, inputs, report, failpoint=failpoint)
         failpoint("between-data-and-index")
         if dedup_sources:

@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from loaders.job.model import JobSpec
 from loaders.load.inputs import InputFile
+from loaders.load.timing import Timer
 from treestore.storage.pagestore import PageStore
 
-__all__ = ["Phases", "first_rejected", "format_load_report", "summarize"]
+__all__ = ["first_rejected", "format_load_report", "summarize"]
 
 SOURCE_COUNTS = (
     "files",
@@ -36,24 +35,8 @@ SOURCE_COUNTS = (
 PENDING_COUNTS = ("buffered", "applied", "expired", "waiting")
 
 
-class Phases:
-    """Times the phases of a load: ``with phases("name"): ...``."""
-
-    def __init__(self) -> None:
-        self.started = time.time()
-        self.seconds: dict[str, float] = {}
-
-    @contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        began = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = round(time.perf_counter() - began, 3)
-
-
 def summarize(
-    job: JobSpec, fresh: dict[int, list[InputFile]], rows: list[Any], phases: Phases
+    job: JobSpec, fresh: dict[int, list[InputFile]], rows: list[Any], phases: Timer
 ) -> dict[str, Any]:
     """Fold the tasks' result rows into the load report (plus ``states``, ``files``, ``dedup``)."""
     files: Counter[str] = Counter()

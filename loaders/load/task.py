@@ -11,7 +11,6 @@ sources before it.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -25,6 +24,7 @@ import pyarrow.compute as pc
 from loaders.load.dedup_step import EARLIER, WITHIN, BatchDedup
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.shard_frames import SHARD
+from loaders.load.timing import Timer
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.shard_load import ShardLoad
 from treestore.failpoints import failpoint
@@ -174,29 +174,6 @@ class _ShardWork:
             )
 
 
-class _Clock:
-    """Where a task's time goes: waiting for input (Spark's read, shuffle, sort) or its own work."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {"input": 0.0}
-        self.mark = time.perf_counter()
-
-    def waiting(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        iterator = iter(batches)
-        while True:
-            self.lap("records")
-            batch = next(iterator, None)
-            self.lap("input")
-            if batch is None:
-                return
-            yield batch
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self.mark, 3)
-        self.mark = now
-
-
 def _per_source(counts: list[Counter[str]], key: str, orders: np.ndarray) -> None:
     if len(orders):
         for order, n in enumerate(np.bincount(orders, minlength=len(counts)).tolist()):
@@ -215,7 +192,7 @@ def shard_task(
         rejected = _Rejected(pages, plan)
         work = _ShardWork(pages, plan, per_source)
         dedup = BatchDedup(pages, plan.dedup_sources, plan.dedup_runs)
-        clock = _Clock()
+        clock = Timer("input")
         for batch in clock.waiting(batches):
             orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
             if len(orders) and orders[0] == MARKER:  # a shard with pending records gets a task

@@ -1,0 +1,63 @@
+"""Where a load's time goes, by name: the driver's phases and each shard task's work.
+
+One :class:`Timer` for both: a lap adds the seconds since the previous mark to a name
+(so a name met several times accumulates), :meth:`Timer.phase` times a block, and
+:meth:`Timer.waiting` books the time spent waiting for each input batch apart from
+the time spent on it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+__all__ = ["Timer"]
+
+T = TypeVar("T")
+
+
+class Timer:
+    """Seconds by name (rounded to milliseconds), in the order the names first came.
+
+    >>> timer = Timer("input")
+    >>> with timer.phase("plan"):
+    ...     pass
+    >>> list(timer.seconds)
+    ['input', 'plan']
+    """
+
+    def __init__(self, *names: str) -> None:
+        self.started = time.time()
+        self.seconds: dict[str, float] = dict.fromkeys(names, 0.0)
+        self.mark = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        """Add the time since the previous mark to ``name``; mark now."""
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self.mark, 3)
+        self.mark = now
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the block under ``name``."""
+        self.mark = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.lap(name)
+
+    def waiting(
+        self, items: Iterable[T], work: str = "records", wait: str = "input"
+    ) -> Iterator[T]:
+        """Yield ``items``, booking the time to get each under ``wait`` and the time the
+        caller spends on it under ``work``."""
+        iterator = iter(items)
+        while True:
+            self.lap(work)
+            item = next(iterator, None)
+            self.lap(wait)
+            if item is None:
+                return
+            yield item
