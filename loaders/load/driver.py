@@ -1,6 +1,6 @@
 """One incremental load: new input files -> map -> shards -> trees -> a new store version.
 
-The plan, all in one Spark job:
+The steps, all in one Spark job:
 
 1. For each source (in job order), read only the files the store has not
    loaded yet, one task per file, with pyarrow (:mod:`loaders.load.readers`: every
@@ -37,10 +37,11 @@ from loaders.load.filter_columns import FilterCompiler, SymbolicRecord
 from loaders.load.inputs import InputFile, list_fields, list_input_files, read_source
 from loaders.load.options import DEFAULT_MAX_REJECTED
 from loaders.load.progress import spark_progress
+from loaders.load.protocol import KEEP, MARKER, ORDER, TASK_SCHEMA, TaskSpec, decode_results
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.report import summarize
 from loaders.load.shard_frames import SHARD, partition_by_shard, shard_column
-from loaders.load.task import KEEP, MARKER, ORDER, TASK_SCHEMA, TaskPlan, shard_task
+from loaders.load.task import shard_task
 from loaders.load.timing import Timer
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.pending import PendingState
@@ -282,7 +283,7 @@ def _load_locked(
     builder = TreeBuilder(job.tree)
     with phases.phase("dedup index"):
         index = prepare_index(spark, job, writer, log)
-    with phases.phase("plan"), spark_errors(LoadError, "Reading the new input files"):
+    with phases.phase("prepare"), spark_errors(LoadError, "Reading the new input files"):
         # a field that holds lists in one source is read as a list in all of them
         lists = frozenset().union(
             *(
@@ -300,7 +301,7 @@ def _load_locked(
     mapped = _with_markers(spark, _mapped(union, job, builder), writer.base.trees)
     arranged = partition_by_shard(spark, mapped, job.shards).sortWithinPartitions(ORDER)
     dedup_sources = {i: s.name for i, s in enumerate(job.sources) if s.dedup_keys}
-    plan = TaskPlan(
+    spec = TaskSpec(
         builder=builder,
         source_names=tuple(s.name for s in job.sources),
         dedup_sources=dedup_sources,
@@ -314,9 +315,9 @@ def _load_locked(
         phases.phase("read, map and apply (Spark)"),
         spark_errors(LoadError, "The load's Spark job"),
     ):
-        rows = arranged.mapInArrow(shard_task(writer.pages, plan), TASK_SCHEMA).collect()
+        rows = arranged.mapInArrow(shard_task(writer.pages, spec), TASK_SCHEMA).collect()
     failpoint("after-tasks")
-    report = summarize(job, scan.fresh, rows, phases)
+    report = summarize(job, scan.fresh, decode_results(rows), phases)
     report["changed_files"] = scan.changed
     rejected = report["rejected"]
     if rejected["count"] > max_rejected:

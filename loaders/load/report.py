@@ -15,6 +15,7 @@ from typing import Any
 
 from loaders.job.model import JobSpec
 from loaders.load.inputs import InputFile
+from loaders.load.protocol import ShardResult, TaskTotals
 from loaders.load.timing import Timer
 from treestore.storage.pagestore import PageStore
 
@@ -36,30 +37,32 @@ PENDING_COUNTS = ("buffered", "applied", "expired", "waiting")
 
 
 def summarize(
-    job: JobSpec, fresh: dict[int, list[InputFile]], rows: list[Any], phases: Timer
+    job: JobSpec,
+    fresh: dict[int, list[InputFile]],
+    results: tuple[list[ShardResult], list[TaskTotals]],
+    phases: Timer,
 ) -> dict[str, Any]:
-    """Fold the tasks' result rows into the load report (plus ``states``, ``files``, ``dedup``)."""
+    """Fold the tasks' results into the published load report (plus ``states``, ``files``,
+    ``dedup``, which the driver takes out before publishing)."""
+    shard_results, task_totals = results
     files: Counter[str] = Counter()
     sources: dict[str, Counter[str]] = {s.name: Counter() for s in job.sources}
     shards: dict[str, Any] = {}
     states: list[dict[str, Any]] = []
     index_runs: dict[int, dict[str, list[str]]] = {}
     rejected: dict[str, Any] = {"count": 0, "files": []}
-    for row in rows:
-        result = json.loads(row["result"])
-        if row["shard"] < 0:
-            files.update(result["files"])
-            for name, counts in result["sources"].items():
-                sources[name].update(counts)
-            for shard, runs in result["dedup"].items():
-                index_runs.setdefault(int(shard), {}).update(runs)
-            rejected["count"] += result["rejected"]["count"]
-            if result["rejected"]["file"]:
-                rejected["files"].append(result["rejected"]["file"])
-        else:
-            state = result.pop("state")
-            states.append({"shard": row["shard"], "state": state})
-            shards[str(row["shard"])] = {**result, "nodes": state["nodes"], "bytes": state["bytes"]}
+    for totals in task_totals:
+        files.update(totals.files)
+        for name, counts in totals.sources.items():
+            sources[name].update(counts)
+        for shard, runs in totals.dedup.items():
+            index_runs.setdefault(int(shard), {}).update(runs)
+        rejected["count"] += totals.rejected_count
+        if totals.rejected_file:
+            rejected["files"].append(totals.rejected_file)
+    for result in shard_results:
+        states.append({"shard": result.shard, "state": result.state})
+        shards[str(result.shard)] = result.report()
     for index, new in fresh.items():
         sources[job.sources[index].name]["files"] = len(new)
     if rejected["files"]:

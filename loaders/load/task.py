@@ -14,7 +14,7 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,58 +22,47 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from loaders.load.dedup_step import EARLIER, WITHIN, BatchDedup
+from loaders.load.protocol import (
+    KEEP,
+    MARKER,
+    ORDER,
+    PendingCounts,
+    ShardResult,
+    TaskSpec,
+    TaskTotals,
+    encode_results,
+)
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.shard_frames import SHARD
 from loaders.load.timing import Timer
-from loaders.tree.builder import TreeBuilder
 from loaders.tree.shard_load import ShardLoad
 from treestore.failpoints import failpoint
 from treestore.storage.pagestore import PageStore
-from treestore.storage.tree import ShardState
 
-__all__ = ["KEEP", "MARKER", "ORDER", "TASK_SCHEMA", "TaskPlan", "shard_task"]
+__all__ = ["shard_task"]
 
-ORDER, KEEP = "__source_order", "__keep"
-MARKER = -1
-"""The source order of the one marker row a shard with pending records gets: the row makes
-sure the shard has a task even when no new record reaches it."""
-TASK_SCHEMA = "shard int, result string"
 _QUEUE_LIMIT = 500_000
 """Records queued before they are applied (bounds a task's memory)."""
-
-
-@dataclass(frozen=True)
-class TaskPlan:
-    """What every load task needs to know (pickled to the executors)."""
-
-    builder: TreeBuilder
-    source_names: tuple[str, ...]
-    dedup_sources: dict[int, str]
-    dedup_runs: dict[str, dict[int, tuple[str, ...]]]
-    states: dict[int, ShardState]
-    files: tuple[str, ...]  # the input files, by their number in ``__file``
-    rejected_folder: str
-    max_rejected: int
 
 
 class _Rejected:
     """A task's rejected records: all counted, the first ``limit`` kept and written."""
 
-    def __init__(self, pages: PageStore, plan: TaskPlan) -> None:
-        self.pages, self.plan = pages, plan
+    def __init__(self, pages: PageStore, spec: TaskSpec) -> None:
+        self.pages, self.spec = pages, spec
         self.rows: list[str] = []
         self.count = 0
 
     def add(self, batch: pa.RecordBatch, fields: list[str]) -> None:
         self.count += batch.num_rows
-        room = self.plan.max_rejected + 1 - len(self.rows)
+        room = self.spec.max_rejected + 1 - len(self.rows)
         if room <= 0:
             return
         kept = batch.slice(0, room).to_pydict()
         for i in range(len(kept[REJECT])):
             row: dict[str, Any] = {
-                "source": self.plan.source_names[kept[ORDER][i]],
-                "file": self.plan.files[kept[FILE_COLUMN][i]],
+                "source": self.spec.source_names[kept[ORDER][i]],
+                "file": self.spec.files[kept[FILE_COLUMN][i]],
                 "line": kept[LINE][i],
                 "reason": kept[REJECT][i],
             }
@@ -86,7 +75,7 @@ class _Rejected:
     def write(self) -> str | None:
         if not self.rows:
             return None
-        name = f"{self.plan.rejected_folder}/part-{uuid.uuid4().hex[:12]}.jsonl"
+        name = f"{self.spec.rejected_folder}/part-{uuid.uuid4().hex[:12]}.jsonl"
         self.pages.write(name, ("\n".join(self.rows) + "\n").encode())
         return name
 
@@ -94,13 +83,13 @@ class _Rejected:
 class _ShardWork:
     """The task's shards (one :class:`ShardLoad` each) and the records queued for them."""
 
-    def __init__(self, pages: PageStore, plan: TaskPlan, per_source: list[Counter[str]]) -> None:
-        self.pages, self.plan, self.per_source = pages, plan, per_source
+    def __init__(self, pages: PageStore, spec: TaskSpec, per_source: list[Counter[str]]) -> None:
+        self.pages, self.spec, self.per_source = pages, spec, per_source
         self.loads: dict[int, ShardLoad] = {}
         self.queued: list[pa.RecordBatch] = []
         self.queued_rows = 0
         self.queued_order = -1
-        self.fields = plan.builder.fields
+        self.fields = spec.builder.fields
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Queue the records of ``batch`` (already filtered, sorted by source order)."""
@@ -123,7 +112,7 @@ class _ShardWork:
         load = self.loads.get(shard)
         if load is None:
             load = self.loads[shard] = ShardLoad(
-                self.plan.builder, self.pages, shard, self.plan.states.get(shard)
+                self.spec.builder, self.pages, shard, self.spec.states.get(shard)
             )
         return load
 
@@ -146,31 +135,29 @@ class _ShardWork:
             counts["applied"] += part.num_rows
         self.queued, self.queued_rows = [], 0
 
-    def commit(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Write every tree's new runs; yield (shard, its report with its new state)."""
+    def commit(self) -> Iterator[ShardResult]:
+        """Write every tree's new runs; yield each shard's result (its task_seconds unset)."""
         self.apply_queued()
         for shard, load in self.loads.items():
             state = load.finish()
             stats, tree = load.stats, load.tree
             failpoint("in-task")
-            yield (
-                shard,
-                {
-                    "state": state.to_json(),
-                    "records": stats.records,
-                    "missed_updates": stats.missed_updates,
-                    "bad_values": stats.bad_values,
-                    "nodes_created": tree.stats.nodes_created,
-                    "nodes_updated": tree.stats.nodes_updated,
-                    "bytes_written": tree.stats.bytes_written,
-                    "compacted": tree.stats.compacted,
-                    "pending": {
-                        "buffered": stats.pending_buffered,
-                        "applied": stats.pending_applied,
-                        "expired": stats.pending_expired,
-                        "waiting": load.waiting,
-                    },
-                },
+            yield ShardResult(
+                shard=shard,
+                state=state.to_json(),
+                records=stats.records,
+                missed_updates=stats.missed_updates,
+                bad_values=stats.bad_values,
+                nodes_created=tree.stats.nodes_created,
+                nodes_updated=tree.stats.nodes_updated,
+                bytes_written=tree.stats.bytes_written,
+                compacted=tree.stats.compacted,
+                pending=PendingCounts(
+                    buffered=stats.pending_buffered,
+                    applied=stats.pending_applied,
+                    expired=stats.pending_expired,
+                    waiting=load.waiting,
+                ),
             )
 
 
@@ -182,16 +169,16 @@ def _per_source(counts: list[Counter[str]], key: str, orders: np.ndarray) -> Non
 
 
 def shard_task(
-    pages: PageStore, plan: TaskPlan
+    pages: PageStore, spec: TaskSpec
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs over its shard's records (``mapInArrow``)."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         per_file: Counter[int] = Counter()
-        per_source: list[Counter[str]] = [Counter() for _ in plan.source_names]
-        rejected = _Rejected(pages, plan)
-        work = _ShardWork(pages, plan, per_source)
-        dedup = BatchDedup(pages, plan.dedup_sources, plan.dedup_runs)
+        per_source: list[Counter[str]] = [Counter() for _ in spec.source_names]
+        rejected = _Rejected(pages, spec)
+        work = _ShardWork(pages, spec, per_source)
+        dedup = BatchDedup(pages, spec.dedup_sources, spec.dedup_runs)
         clock = Timer("input")
         for batch in clock.waiting(batches):
             orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
@@ -210,7 +197,7 @@ def shard_task(
             bad = batch.column(REJECT).is_valid().to_numpy(zero_copy_only=False)
             if bad.any():
                 _per_source(per_source, "rejected", orders[bad])
-                rejected.add(batch.filter(pa.array(bad)), plan.builder.key_fields)
+                rejected.add(batch.filter(pa.array(bad)), spec.builder.key_fields)
                 batch = batch.filter(pa.array(~bad))
                 orders = orders[~bad]
             within, earlier = dedup.classify(batch, orders)
@@ -224,28 +211,20 @@ def shard_task(
         clock.lap("records")
         work.apply_queued()
         clock.lap("apply")
-        shards, results = [], []
-        for shard, report in work.commit():
-            shards.append(shard)
+        results = []
+        for result in work.commit():
             clock.lap("write")
-            report["task_seconds"] = clock.seconds
-            results.append(json.dumps(report))
-        shards.append(-1)  # one row for the whole task's counts, index runs and rejects
-        results.append(
-            json.dumps(
-                {
-                    "files": {plan.files[n]: count for n, count in per_file.items()},
-                    "sources": {
-                        name: counts
-                        for name, counts in zip(plan.source_names, per_source, strict=True)
-                    },
-                    "dedup": dedup.commit(),
-                    "rejected": {"count": rejected.count, "file": rejected.write()},
-                }
-            )
+            results.append(replace(result, task_seconds=dict(clock.seconds)))
+        totals = TaskTotals(
+            files={spec.files[n]: count for n, count in per_file.items()},
+            sources={
+                name: dict(counts)
+                for name, counts in zip(spec.source_names, per_source, strict=True)
+            },
+            dedup=dedup.commit(),
+            rejected_count=rejected.count,
+            rejected_file=rejected.write(),
         )
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(shards, pa.int32()), pa.array(results, pa.string())], ["shard", "result"]
-        )
+        yield encode_results(results, totals)
 
     return run

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow as pa
 
 from loaders.job.model import load_job
 from loaders.load.dedup_step import DHASH, DKEY
+from loaders.load.protocol import KEEP, ORDER, TaskSpec, decode_results
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.shard_frames import SHARD
-from loaders.load.task import KEEP, ORDER, TaskPlan, shard_task
+from loaders.load.task import shard_task
 from loaders.tree.builder import TreeBuilder
 from treestore.storage.pagestore import MemoryPageStore
 from treestore.storage.tree import ShardState, ShardTree
@@ -21,7 +21,7 @@ def test_a_task_holding_several_shards_keeps_their_records_apart(demo_dir: Path)
     builder = TreeBuilder(load_job(demo_dir / "job.json").tree)
     attr, mapping = builder.filter_columns.values()
     pages = MemoryPageStore()
-    plan = TaskPlan(builder, ("attributes", "mapping"), {}, {}, {}, ("f.tsv",), "rejected/t", 10)
+    spec = TaskSpec(builder, ("attributes", "mapping"), {}, {}, {}, ("f.tsv",), "rejected/t", 10)
     shards, uids = [2, 7, 2, 7, 2], ["a", "b", "c", "d", "e"]
     size = len(shards)
     batch = pa.RecordBatch.from_pydict(
@@ -42,18 +42,15 @@ def test_a_task_holding_several_shards_keeps_their_records_apart(demo_dir: Path)
             REJECT: pa.nulls(size, pa.string()),
         }
     )
-    (out,) = list(shard_task(pages, plan)([batch]))
-    results = dict(
-        zip(out.column("shard").to_pylist(), out.column("result").to_pylist(), strict=True)
-    )
+    (out,) = list(shard_task(pages, spec)([batch]))
+    shard_results, (counts,) = decode_results(out.to_pylist())
+    results = {result.shard: result for result in shard_results}
     trees = {
-        shard: ShardTree(pages, ShardState.from_json(json.loads(results[shard])["state"]))
-        for shard in (2, 7)
+        shard: ShardTree(pages, ShardState.from_json(results[shard].state)) for shard in (2, 7)
     }
     names = {
         shard: sorted(path[1] for path, _ in tree.walk() if len(path) == 2)
         for shard, tree in trees.items()
     }
     assert names == {2: ["a", "c", "e"], 7: ["b", "d"]}
-    counts = json.loads(results[-1])
-    assert counts["files"] == {"f.tsv": 5} and counts["sources"]["attributes"]["applied"] == 5
+    assert counts.files == {"f.tsv": 5} and counts.sources["attributes"]["applied"] == 5

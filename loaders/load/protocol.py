@@ -1,0 +1,128 @@
+"""What the load driver and its Spark tasks say to each other, typed, in one place.
+
+Driver -> task: the columns every record row carries besides the job's fields
+(:data:`ORDER`, :data:`KEEP`; a row whose order is :data:`MARKER` only makes sure
+a shard with pending records gets a task) and a :class:`TaskSpec`, pickled to the
+executors with the task's function.
+
+Task -> driver: rows of :data:`TASK_SCHEMA`, each one msgpack-encoded payload of a
+known kind: a :class:`ShardResult` per shard the task wrote, and one
+:class:`TaskTotals` for the whole task (counts per file and source, its dedup index
+runs and rejected records). :func:`decode_results` reads them back. The load report
+that is published (kept in the manifest, printed by ``treestore load``) is built from
+these by :func:`loaders.load.report.summarize`; it is plain JSON, not these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import msgpack
+import pyarrow as pa
+
+from loaders.tree.builder import TreeBuilder
+from treestore.storage.tree import ShardState
+
+__all__ = [
+    "KEEP",
+    "MARKER",
+    "ORDER",
+    "TASK_SCHEMA",
+    "PendingCounts",
+    "ShardResult",
+    "TaskSpec",
+    "TaskTotals",
+    "decode_results",
+    "encode_results",
+]
+
+ORDER, KEEP = "__source_order", "__keep"
+"""A record's source, by its place in the job; whether the map's filters keep it."""
+MARKER = -1
+"""The source order of the one marker row a shard with pending records gets: the row makes
+sure the shard has a task even when no new record reaches it."""
+TASK_SCHEMA = "kind tinyint, payload binary"
+_SHARD_RESULT, _TASK_TOTALS = 0, 1
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What every load task needs to know (pickled to the executors)."""
+
+    builder: TreeBuilder
+    source_names: tuple[str, ...]
+    dedup_sources: dict[int, str]
+    dedup_runs: dict[str, dict[int, tuple[str, ...]]]
+    states: dict[int, ShardState]
+    files: tuple[str, ...]  # the input files, by their number in ``__file``
+    rejected_folder: str
+    max_rejected: int
+
+
+@dataclass(frozen=True)
+class PendingCounts:
+    """A shard's pending update-only records in one load."""
+
+    buffered: int = 0
+    applied: int = 0
+    expired: int = 0
+    waiting: int = 0
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """What a task did to one shard's tree: its new state and what changed."""
+
+    shard: int
+    state: dict[str, Any]  # ShardState.to_json()
+    records: int
+    missed_updates: int
+    bad_values: int
+    nodes_created: int
+    nodes_updated: int
+    bytes_written: int
+    compacted: bool
+    pending: PendingCounts
+    task_seconds: dict[str, float] = field(default_factory=dict)
+
+    def report(self) -> dict[str, Any]:
+        """The shard's entry of the published report (without its state)."""
+        entry = asdict(self)
+        del entry["shard"], entry["state"]
+        return {**entry, "nodes": self.state["nodes"], "bytes": self.state["bytes"]}
+
+
+@dataclass(frozen=True)
+class TaskTotals:
+    """What a whole task saw: records per file and per source, dedup runs, rejects."""
+
+    files: dict[str, int]
+    sources: dict[str, dict[str, int]]
+    dedup: dict[int, dict[str, list[str]]]  # shard -> source -> its index runs
+    rejected_count: int
+    rejected_file: str | None
+
+
+def encode_results(shards: list[ShardResult], totals: TaskTotals) -> pa.RecordBatch:
+    """A task's output: one row per shard result, then one for its totals."""
+    kinds = [_SHARD_RESULT] * len(shards) + [_TASK_TOTALS]
+    items: list[ShardResult | TaskTotals] = [*shards, totals]
+    payloads = [msgpack.packb(asdict(item)) for item in items]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(kinds, pa.int8()), pa.array(payloads, pa.binary())], ["kind", "payload"]
+    )
+
+
+def decode_results(rows: list[Any]) -> tuple[list[ShardResult], list[TaskTotals]]:
+    """The collected rows of every task, as the types they were sent as."""
+    shards: list[ShardResult] = []
+    totals: list[TaskTotals] = []
+    for row in rows:
+        payload = msgpack.unpackb(row["payload"], strict_map_key=False)
+        if row["kind"] == _SHARD_RESULT:
+            payload["pending"] = PendingCounts(**payload["pending"])
+            shards.append(ShardResult(**payload))
+        else:
+            totals.append(TaskTotals(**payload))
+    return shards, totals
