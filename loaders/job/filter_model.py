@@ -138,13 +138,7 @@ class _Reader:
     def __init__(self, doc: Any, path: KeyPath, job: JobText, known: set[str]) -> None:
         if not isinstance(doc, dict):
             raise job.error(path, "a filter must be an object with an 'op'")
-        for key in doc:
-            if key not in known | {"op"}:
-                raise job.error(
-                    (*path, key),
-                    f"unknown key {key!r} for op {doc.get('op')!r}",
-                    hint="Known keys: " + ", ".join(sorted(known | {"op"})) + ".",
-                )
+        job.check_keys(doc, path, known | {"op"}, f" for op {doc.get('op')!r}")
         self.doc, self.path, self.job = doc, path, job
 
     def error(self, key: str | None, reason: str) -> Exception:

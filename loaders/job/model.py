@@ -172,13 +172,7 @@ class _Validator:
     def dict_at(self, value: Any, path: KeyPath, known: set[str]) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.job.error(path, f"expected an object, found {type(value).__name__}")
-        for key in value:
-            if key not in known:
-                raise self.job.error(
-                    (*path, key),
-                    f"unknown key {key!r}",
-                    hint="Known keys: " + ", ".join(sorted(known)) + ".",
-                )
+        self.job.check_keys(value, path, known)
         return value
 
     def text(

@@ -42,6 +42,19 @@ class JobText:
     content: Any = None
     positions: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
 
+    def check_keys(
+        self, doc: dict[str, Any], path: KeyPath, known: set[str], context: str = ""
+    ) -> None:
+        """Refuse a key of the object ``doc`` (at ``path``) that is not in ``known``,
+        at that key, naming the known ones; ``context`` ends the reason (`` for op 'x'``)."""
+        for key in doc:
+            if key not in known:
+                raise self.error(
+                    (*path, key),
+                    f"unknown key {key!r}{context}",
+                    hint="Known keys: " + ", ".join(sorted(known)) + ".",
+                )
+
     def error(self, path: KeyPath, reason: str, hint: str | None = None) -> JobConfigError:
         """A :class:`JobConfigError` at the value found at ``path``."""
         probe = path
