@@ -134,7 +134,7 @@ def _shard_task(
     return run
 
 
-class _BackgroundJob:
+class _BackgroundSparkJob:
     """A Spark job run to its end in a thread, in a job group (so it can be cancelled)."""
 
     def __init__(self, spark: SparkSession, frame: Any, task: Any, group: str) -> None:
@@ -153,11 +153,11 @@ class _BackgroundJob:
         self.thread.start()
 
     def running(self) -> bool:
-        """Whether the job is still running."""
+        """Whether the Spark job is still running."""
         return self.thread.is_alive()
 
     def finish(self) -> None:
-        """Wait for the end; raise the job's error, if any."""
+        """Wait for the end; raise the Spark job's error, if any."""
         self.thread.join()
         if self.error is not None:
             raise self.error
@@ -166,18 +166,18 @@ class _BackgroundJob:
 def _pieces_through_files(
     spark: SparkSession, frame: Any, task: Any, shards: list[int], folder: str, group: str
 ) -> Iterator[Piece]:
-    """One job for every shard; the tasks' pieces read from ``folder`` in shard order."""
-    job = _BackgroundJob(spark, frame, task, group)
+    """One Spark job for every shard; the tasks' pieces read from ``folder`` in shard order."""
+    spark_job = _BackgroundSparkJob(spark, frame, task, group)
     finished = False
     try:
         with spark_errors(StoreError, "The query's Spark job"):
-            yield from read_shard_files(folder, shards, job.running)
-            job.finish()
+            yield from read_shard_files(folder, shards, spark_job.running)
+            spark_job.finish()
         finished = True
     finally:
         if not finished:
             spark.sparkContext.cancelJobGroup(group)
-            job.thread.join()
+            spark_job.thread.join()
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -272,7 +272,7 @@ class QueryStore:
                     for name in element.names
                     if (child := tree.child(node, name)) is not None
                 ]
-            reached += sum(node.node_count for node in nodes)
+            reached += sum(node.child_count for node in nodes)
             if reached > self.local_limit:
                 return False
         return True
@@ -287,9 +287,9 @@ class QueryStore:
     def _shard_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:
         """The shards' rows as each shard's task sends them (a generator), in shard order.
 
-        With Spark on this machine, one job runs every shard (a few tasks, each
+        With Spark on this machine, one Spark job runs every shard (a few tasks, each
         over consecutive shards) and the rows come through files (see
-        :mod:`query.driver.transport`). Otherwise the job runs
+        :mod:`query.driver.transport`). Otherwise the Spark job runs
         partition by partition (one shard each), the next one computed while
         the current one's rows are read. Closing the generator early (a
         ``limit``, a ``break``, Ctrl-C) cancels what is still running.

@@ -283,7 +283,7 @@ def run_path_columns(
             pa.array([root.name], pa.string()),
             np.array([root.id]),
             np.array([root.hits]),
-            np.array([root.node_count]),
+            np.array([root.child_count]),
         ),
         np.zeros(1, dtype=np.int64),
         (),

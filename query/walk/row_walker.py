@@ -102,7 +102,7 @@ def _columns(element: Element, node: Node) -> tuple[Value, ...] | None:
     """The columns ``node`` adds to a row, or ``None`` when a bound rejects it."""
     shown: list[Value] = [node.name] if element.show else []
     for prop in element.properties:
-        value: Value = node.hits if prop.name == "hits" else node.node_count
+        value: Value = node.hits if prop.name == "hits" else node.child_count
         if not all(bound.admits(value) for bound in prop.bounds):  # type: ignore[arg-type]
             if not element.null_ok:
                 return None

@@ -34,7 +34,7 @@ class Node:
     key: Key
     id: int
     hits: int
-    node_count: int
+    child_count: int
     data: Any = None
 
     @property
@@ -88,7 +88,7 @@ class TreeReader:
 
     def children(self, node: Node, start: str = "", stop: str | None = None) -> Iterator[Node]:
         """The children of ``node`` with ``start <= name < stop``, in name order."""
-        if node.node_count == 0:  # a leaf: no page needs reading
+        if node.child_count == 0:  # a leaf: no page needs reading
             return
         low: Key = (node.id, start)
         high: Key = (node.id, stop) if stop is not None else (node.id + 1, "")

@@ -58,7 +58,7 @@ def test_const_value_and_branch_with_hits(spark: Any, tmp_path: Path) -> None:
         ("top", "b"): 1,  # an empty value stops the path under it
         ("top", "all"): 4,
     }
-    assert nodes[("top",)].node_count == 3 and nodes[("top", "a")].node_count == 2
+    assert nodes[("top",)].child_count == 3 and nodes[("top", "a")].child_count == 2
 
 
 def test_element_options_once_count_name_default_and_create(spark: Any, tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_element_options_once_count_name_default_and_create(spark: Any, tmp_path
     assert hits[("r", "a", "under")] == 1  # the rest of the path runs only at creation
     assert hits[("r", "byK")] == 3 and hits[("r", "byK", "a")] == 2  # name: a const above
     assert hits[("r", "none")] == 3  # value: the default of a missing field
-    assert hits[("r", "u")] == 3 and nodes[("r", "u")].node_count == 0  # create: false
+    assert hits[("r", "u")] == 3 and nodes[("r", "u")].child_count == 0  # create: false
     report = open_version(tmp_path / "store").manifest.loads[-1]
     assert report["sources"]["s"]["missed_updates"] == 3
     # a second load: once adds nothing to existing nodes; create: false now finds "a"
@@ -92,7 +92,7 @@ def test_element_options_once_count_name_default_and_create(spark: Any, tmp_path
     hits = {path: node.hits for path, node in nodes.items()}
     assert hits[("r", "a")] == 1 and hits[("r", "c")] == 1
     assert hits[("r", "a", "under")] == 1 and hits[("r", "c", "under")] == 1
-    assert nodes[("r", "u")].node_count == 0
+    assert nodes[("r", "u")].child_count == 0
     report = open_version(tmp_path / "store").manifest.loads[-1]
     assert report["sources"]["s"]["missed_updates"] == 2
 

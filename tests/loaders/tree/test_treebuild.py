@@ -169,7 +169,7 @@ def test_branches_that_reach_the_same_node_go_on_from_it_once() -> None:
         tree, [builder.record({"K": "a"}), builder.record({"K": "b"})], [1, 1], stats
     )
     tree = ShardTree(tree.store, tree.commit())
-    nodes = {path: (n.hits, n.node_count) for path, n in tree.walk()}
+    nodes = {path: (n.hits, n.child_count) for path, n in tree.walk()}
     assert nodes == {
         ("top",): (2, 2),
         ("top", "a"): (3, 1),  # K=a, and the const for both records
@@ -271,7 +271,7 @@ def test_records_that_waited_give_the_tree_of_records_that_came_after_their_node
     late = load(late, mappings, retry=False)
 
     def shape(tree: ShardTree) -> dict[tuple[str, ...], tuple[int, int]]:
-        return {path: (n.hits, n.node_count) for path, n in tree.walk()}
+        return {path: (n.hits, n.child_count) for path, n in tree.walk()}
 
     assert shape(early) == shape(late)
 

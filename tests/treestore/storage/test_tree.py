@@ -53,11 +53,11 @@ def test_children_come_in_utf8_byte_order(store: PageStore) -> None:
 def test_hits_node_counts_and_lookups(store: PageStore) -> None:
     tree = build_tree(store, [["root", "x", "1"], ["root", "x", "2"], ["root", "y"]])
     root = tree.child(tree.root, "root")
-    assert root is not None and (root.hits, root.node_count) == (3, 2)
+    assert root is not None and (root.hits, root.child_count) == (3, 2)
     x = tree.child(root, "x")
-    assert x is not None and (x.hits, x.node_count) == (2, 2)
+    assert x is not None and (x.hits, x.child_count) == (2, 2)
     assert tree.child(root, "z") is None
-    assert tree.root.node_count == 1
+    assert tree.root.child_count == 1
     assert [(p, n.hits) for p, n in tree.walk()] == [
         (("root",), 3),
         (("root", "x"), 2),
@@ -101,7 +101,7 @@ def test_later_loads_add_runs_that_merge(store: PageStore) -> None:
         (("root", "u3"), 1),
     ]
     assert [(p, n.hits) for p, n in merged.walk()] == expected
-    assert merged.child(merged.root, "root").node_count == 3  # type: ignore[union-attr]
+    assert merged.child(merged.root, "root").child_count == 3  # type: ignore[union-attr]
     merged.compact()
     assert len(merged.readers) == 1
     assert [(p, n.hits) for p, n in merged.walk()] == expected
@@ -131,7 +131,7 @@ def test_a_loads_flushes_become_one_run_at_commit(store: PageStore) -> None:
     nodes = list(merged.children(merged.root))
     assert [n.name for n in nodes] == [f"n{i:05d}" for i in range(700)]
     assert sum(n.hits for n in nodes) == 1495
-    assert merged.root.node_count == 700
+    assert merged.root.child_count == 700
     assert all(n.data == {"last": max(range(int(n.name[1:]), 1495, 700))} for n in nodes)
 
 
@@ -236,7 +236,7 @@ def test_updating_a_tree_bigger_than_the_cache_stays_within_it(store: PageStore)
         state = updated.commit()
         final = ShardTree(store, state)
         root = final.child(final.root, "root")
-        assert root is not None and root.hits == 8000 and root.node_count == 6000
+        assert root is not None and root.hits == 8000 and root.child_count == 6000
         assert final.child(root, "user000003").hits == 2  # type: ignore[union-attr]
         assert final.child(root, "user000004").hits == 1  # type: ignore[union-attr]
         assert cache.peak_bytes <= cache.budget
@@ -344,7 +344,7 @@ def test_past_the_memory_limit_spilled_runs_stay_and_merges_stream(store: PageSt
         assert len(merged.readers) == 1
     nodes = list(merged.children(merged.root))
     assert [n.name for n in nodes] == [f"n{i:05d}" for i in range(700)]
-    assert sum(n.hits for n in nodes) == 1000 and merged.root.node_count == 700
+    assert sum(n.hits for n in nodes) == 1000 and merged.root.child_count == 700
 
 
 def test_memtable_columns_come_in_key_order_with_their_data() -> None:
@@ -388,7 +388,7 @@ def test_data_of_nodes_flushed_since_their_visit_still_lands(store: PageStore) -
     state = tree.commit()
     nodes = list(ShardTree(store, state).children(ShardTree(store, state).root))
     assert [(n.name, n.hits, n.data) for n in nodes] == [(n, 2, {"name": n}) for n in names]
-    assert ShardTree(store, state).root.node_count == 8
+    assert ShardTree(store, state).root.child_count == 8
 
 
 def _handle_of(tree: ShardTree, path: tuple[str, ...]) -> tuple[int, tuple[int, str]] | None:
@@ -404,7 +404,7 @@ def _handle_of(tree: ShardTree, path: tuple[str, ...]) -> tuple[int, tuple[int, 
 
 def _committed(tree: ShardTree) -> list[tuple[object, ...]]:
     final = ShardTree(tree.store, tree.commit())
-    return [(path, n.id, n.hits, n.node_count) for path, n in final.walk()]
+    return [(path, n.id, n.hits, n.child_count) for path, n in final.walk()]
 
 
 @settings(max_examples=150, deadline=None)
