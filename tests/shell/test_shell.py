@@ -108,12 +108,10 @@ def test_history_file_and_its_fallback(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 @pytest.mark.spark
-def test_node_names_come_from_the_store(spark: Any, demo_dir: Path) -> None:
-    from loaders import load_job, run_load
+def test_node_names_come_from_the_store(spark: Any, demo_store: Path) -> None:
     from treestore.store.versions import open_version
 
-    store = demo_dir / "store"
-    run_load(spark, load_job(demo_dir / "job.json"), store)
+    store = demo_store
     names = NodeNames(lambda: open_version(store))
     assert names(None, "") == ["root"]
     assert names("root", "1") == ["11111", "12345"]
@@ -124,12 +122,10 @@ def test_node_names_come_from_the_store(spark: Any, demo_dir: Path) -> None:
 
 
 @pytest.mark.spark
-def test_meta_commands_and_errors(spark: Any, demo_dir: Path) -> None:
-    from loaders import load_job, run_load
+def test_meta_commands_and_errors(spark: Any, demo_store: Path) -> None:
     from shell.repl.session import ShellSession
 
-    store = demo_dir / "store"
-    run_load(spark, load_job(demo_dir / "job.json"), store)
+    store = demo_store
     out, err = io.StringIO(), io.StringIO()
     session = ShellSession(str(store), lambda: spark, out, err)
     lines = [
@@ -168,11 +164,8 @@ def test_meta_commands_and_errors(spark: Any, demo_dir: Path) -> None:
 
 
 @pytest.mark.spark
-def test_execute_option_and_piped_input(spark: Any, demo_dir: Path, capsys: Any) -> None:
-    from loaders import load_job, run_load
-
-    store = demo_dir / "store"
-    run_load(spark, load_job(demo_dir / "job.json"), store)
+def test_execute_option_and_piped_input(spark: Any, demo_store: Path, capsys: Any) -> None:
+    store = demo_store
     query = "root/+:nodes>1/+/+ | rops str=c1,v=,cat,c2,cat,v2,set;merge=kij"
     assert main(["shell", str(store), "-e", query]) == 0
     assert capsys.readouterr().out == "12345\tA=1,A=3,A=4,A=5,M=abc\n67890\tA=1,A=2,M=xyz,M=zzz\n"

@@ -16,11 +16,8 @@ pexpect = pytest.importorskip("pexpect")
 pytestmark = pytest.mark.spark
 
 
-def test_shell_in_a_terminal(spark: Any, demo_dir: Path, tmp_path: Path) -> None:
-    from loaders import load_job, run_load
-
-    store = demo_dir / "store"
-    run_load(spark, load_job(demo_dir / "job.json"), store)
+def test_shell_in_a_terminal(spark: Any, demo_store: Path, tmp_path: Path) -> None:
+    store = demo_store
     marker = tmp_path / "query-task-reached"
     env = {
         **os.environ,

@@ -13,17 +13,16 @@ from loaders import load_job, run_load
 pytestmark = pytest.mark.spark
 
 
-def _store(spark: Any, demo_dir: Path) -> Any:
+def _store(spark: Any, store: Path) -> Any:
     """The demo store, every query on Spark (it is small enough to run anything locally)."""
-    run_load(spark, load_job(demo_dir / "job.json"), demo_dir / "store")
-    handle = treestore.open(demo_dir / "store", spark=spark)
+    handle = treestore.open(store, spark=spark)
     handle.local_limit = -1
     return handle
 
 
-def test_the_first_row_comes_before_the_last_shard_runs(spark: Any, demo_dir: Path) -> None:
+def test_the_first_row_comes_before_the_last_shard_runs(spark: Any, demo_store: Path) -> None:
     """Through Spark (as on a cluster): one job per shard, run one ahead of the reader."""
-    handle = _store(spark, demo_dir)
+    handle = _store(spark, demo_store)
     handle.results_via_files = False
     shards = len(handle.store.manifest.trees)
     assert shards >= 3
@@ -37,8 +36,8 @@ def test_the_first_row_comes_before_the_last_shard_runs(spark: Any, demo_dir: Pa
     assert len([first, *rest]) == 12
 
 
-def test_on_a_local_master_one_job_runs_every_shard(spark: Any, demo_dir: Path) -> None:
-    handle = _store(spark, demo_dir)
+def test_on_a_local_master_one_job_runs_every_shard(spark: Any, demo_store: Path) -> None:
+    handle = _store(spark, demo_store)
     tracker = spark.sparkContext.statusTracker()
     rows = handle.query("root/+/+/+").to_list()
     assert len(rows) == 12
@@ -47,8 +46,8 @@ def test_on_a_local_master_one_job_runs_every_shard(spark: Any, demo_dir: Path) 
     assert handle.query("root/+/+/+").to_list() == rows  # the same rows, in the same order
 
 
-def test_closing_the_rows_cancels_the_query(spark: Any, demo_dir: Path) -> None:
-    handle = _store(spark, demo_dir)
+def test_closing_the_rows_cancels_the_query(spark: Any, demo_store: Path) -> None:
+    handle = _store(spark, demo_store)
     shards = len(handle.store.manifest.trees)
     tracker = spark.sparkContext.statusTracker()
     with handle.query("root/+/+/+") as rows:
@@ -59,8 +58,8 @@ def test_closing_the_rows_cancels_the_query(spark: Any, demo_dir: Path) -> None:
     assert handle.query("root/+:+hits", ops="merge=is").to_list() == [(8,)]
 
 
-def test_labels_name_the_arrow_columns(spark: Any, demo_dir: Path) -> None:
-    handle = _store(spark, demo_dir)
+def test_labels_name_the_arrow_columns(spark: Any, demo_store: Path) -> None:
+    handle = _store(spark, demo_store)
     table = handle.query("+{top}/(1)+{uid}:+hits>2").to_arrow()
     assert table.column_names == ["top", "uid", "c2"]
     assert table.to_pylist() == [{"top": "root", "uid": "12345", "c2": 3}]
@@ -82,7 +81,12 @@ QUERIES = [
 
 @pytest.mark.parametrize(("path", "rops"), QUERIES)
 def test_sharded_store_and_one_shard_tree_give_the_same_rows(
-    spark: Any, demo_dir: Path, tmp_path_factory: pytest.TempPathFactory, path: str, rops: Any
+    spark: Any,
+    demo_dir: Path,
+    demo_store: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    path: str,
+    rops: Any,
 ) -> None:
     import json as json_module
 
@@ -98,15 +102,17 @@ def test_sharded_store_and_one_shard_tree_give_the_same_rows(
 
     one = open_version(single_dir / "store").tree(0)
     expected = sorted(compile_ops(rops).run(run_path(one, parse_path(path))), key=repr)
-    handle = _store(spark, demo_dir)
+    handle = _store(spark, demo_store)
     assert len(handle.store.manifest.trees) > 1
     got = sorted(handle.query(path, rops=rops).to_list(), key=repr)
     assert got == expected and got
 
 
-def test_selective_queries_run_on_the_driver_with_the_same_rows(spark: Any, demo_dir: Path) -> None:
-    spark_handle = _store(spark, demo_dir)
-    local = treestore.open(demo_dir / "store")
+def test_selective_queries_run_on_the_driver_with_the_same_rows(
+    spark: Any, demo_store: Path
+) -> None:
+    spark_handle = _store(spark, demo_store)
+    local = treestore.open(demo_store)
     local.local_limit = 3
     for path, rops in [("root/12345/+/+", None), ("root/67890,12345/M/+", "str=c0,c0,cat,v1,set")]:
         expected = sorted(spark_handle.query(path, rops=rops).to_list(), key=repr)
@@ -118,11 +124,11 @@ def test_selective_queries_run_on_the_driver_with_the_same_rows(spark: Any, demo
     assert local.last_plan == "spark" and local.last_job_group is not None
 
 
-def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_dir: Path) -> None:
+def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_store: Path) -> None:
     import pyarrow as pa
 
-    handle = _store(spark, demo_dir)
-    inline = _store(spark, demo_dir)
+    handle = _store(spark, demo_store)
+    inline = _store(spark, demo_store)
     inline.results_via_files = False  # column chunks through the JVM, as on a cluster
     for path, rops, ops in [
         ("root/+/+/+:+hits", None, None),  # columns all the way
@@ -145,14 +151,14 @@ def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_dir: P
 
 
 def test_result_files_are_removed_when_the_rows_are_read_or_closed(
-    spark: Any, demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, demo_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import tempfile
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    handle = _store(spark, demo_dir)
+    handle = _store(spark, demo_store)
     assert len(handle.query("root/+/+/+").to_list()) == 12
     assert list(scratch.iterdir()) == []
     with handle.query("root/+/+/+") as rows:
