@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from loaders.job.filter_model import (
+from loaders.filters.catalogue import (
     BundleFilter,
     FieldMapping,
     fields_named,

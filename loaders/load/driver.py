@@ -31,9 +31,9 @@ from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loaders.filters.catalogue import FilterCompiler, SymbolicRecord
 from loaders.job.model import JobSpec, SourceSpec
 from loaders.load.dedup_step import DHASH, DKEY, dedup_columns, prepare_index, publish_index
-from loaders.load.filter_columns import FilterCompiler, SymbolicRecord
 from loaders.load.inputs import InputFile, list_fields, list_input_files, read_source
 from loaders.load.options import DEFAULT_MAX_REJECTED
 from loaders.load.progress import spark_progress

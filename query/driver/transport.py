@@ -24,7 +24,6 @@ import pyarrow as pa
 
 from query.driver.result import Piece
 from query.ops.columns import Chunk
-from treestore import errors
 from treestore.errors import PositionedError, StoreError, TreestoreError
 
 __all__ = [
@@ -65,11 +64,20 @@ def encode_error(exc: TreestoreError) -> bytes:
     return msgpack.packb({"type": type(exc).__name__, "message": str(exc)})
 
 
+def _error_classes() -> dict[str, type[TreestoreError]]:
+    """Every class of the exception tree, by name."""
+    found: dict[str, type[TreestoreError]] = {}
+    todo: list[type[TreestoreError]] = [TreestoreError]
+    while todo:
+        kind = todo.pop()
+        found[kind.__name__] = kind
+        todo.extend(kind.__subclasses__())
+    return found
+
+
 def _raise_error(payload: bytes) -> None:
     error = msgpack.unpackb(payload)
-    kind = getattr(errors, error["type"], None)
-    if not (isinstance(kind, type) and issubclass(kind, TreestoreError)):
-        kind = StoreError  # a class this process does not know: still a treestore error
+    kind = _error_classes().get(error["type"], StoreError)  # unknown: still a store error
     positioned = error.get("positioned")
     if positioned is not None and issubclass(kind, PositionedError):
         raise kind(

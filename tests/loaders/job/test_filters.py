@@ -10,9 +10,13 @@ from typing import Any
 
 import pytest
 
-from loaders.job.filter_model import parse_bundle_filter, parse_value_filter
+from loaders.filters.catalogue import (
+    FilterCompiler,
+    SymbolicRecord,
+    parse_bundle_filter,
+    parse_value_filter,
+)
 from loaders.job.text import JobText
-from loaders.load.filter_columns import FilterCompiler, SymbolicRecord
 
 pytestmark = pytest.mark.spark
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loaders.job.filter_model import ChainFilter, FieldFilter, ValueFilter
+from loaders.filters.catalogue import ChainFilter, FieldFilter, ValueFilter
 from loaders.job.model import load_job
 from shell.demo import DEMO_JOB
 from treestore.errors import JobConfigError
