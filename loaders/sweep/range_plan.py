@@ -1,0 +1,374 @@
+"""The sweep's range plan, for every aggregation and past memory: the generalised rows
+(events ``a``, interval starts ``b+`` and ends ``b-``) range-partitioned by (id, time,
+kind) with sampled bounds (``repartitionByRange``), so a hot id spans several
+partitions, sorted within partitions (by one packed long key when ids and times are
+whole numbers) and swept with a running state; what each partition's first and last
+ids opened and closed is carried into the next partitions by the driver.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import msgpack
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import StructField, StructType
+
+from loaders.sweep.columns import arrow_type, interval_bounds, time_as_long
+from loaders.sweep.kernels import (
+    END,
+    EVENT,
+    KIND_ORDER,
+    START,
+    Aggregation,
+    PartitionSummary,
+    carry_ins,
+    replay,
+    running_totals,
+    sweep_rows,
+)
+from loaders.sweep.report import SweepReport
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+
+__all__ = ["carry_totals", "range_sweep"]
+
+ID, TIME, ROLE, KIND, VALUE, KEY = "__id", "__time", "__role", "__kind", "__value", "__key"
+PART, HEAD, SUMMARY = "__partition", "__head", "__summary"
+
+
+def range_sweep(
+    spark: SparkSession,
+    events: DataFrame,
+    intervals: DataFrame,
+    columns: dict[str, str],
+    closed: str,
+    aggregation: Aggregation,
+    out_type: DataType,
+    partitions: int | None,
+    report: SweepReport,
+) -> DataFrame:
+    """The range plan: the generalised rows range-partitioned by (id, time, kind) with
+    sampled bounds, each partition swept with a running state, carries added between them."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    _, rows, counts = _generalised(events, intervals, columns, closed)
+    count_row = counts.first()
+    assert count_row is not None
+    rows = _packed_key(rows, report, count_row)
+    report.events, report.skipped_events = int(count_row[0]), int(count_row[1] or 0)
+    report.intervals = int(count_row["intervals"])
+    report.skipped_intervals = int(count_row["skipped_intervals"] or 0)
+    n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    order = [F.col(KEY)] if report.packed_key else [F.col(ID), F.col(TIME), F.col(KIND)]
+    arranged = rows.repartitionByRange(n, *order).sortWithinPartitions(*order)
+    # Python needs only the id, the role, the value and the events' own columns.
+    arranged = arranged.select(ID, ROLE, VALUE, *[f"`{c}`" for c in events.columns])
+    if aggregation.vectorized:
+        return _one_pass_sum(arranged, aggregation, events, out_type, report)
+    arranged = arranged.persist(StorageLevel.MEMORY_AND_DISK)
+    summary_rows = arranged.mapInArrow(_summary_task(), "summary binary").collect()
+    summaries = [msgpack.unpackb(r["summary"], strict_map_key=False) for r in summary_rows]
+    _balance(report, [s["rows"] for s in summaries])
+    carry = carry_ins(summaries)
+    schema = StructType([*events.schema.fields, StructField("value", out_type)])
+    task = _sweep_task(aggregation, carry, events.columns, arrow_type(out_type, arranged))
+    return arranged.mapInArrow(task, schema)
+
+
+def _generalised(
+    events: DataFrame,
+    intervals: DataFrame,
+    columns: dict[str, str],
+    closed: str,
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(events kept, generalised rows, skipped-row counts)."""
+    from pyspark.sql import functions as F
+
+    order = KIND_ORDER[closed]
+    event_time = time_as_long(events, columns["time"])
+    event_id = interval_id = F.col(f"`{columns['id']}`")
+    value = F.col(f"`{columns['value']}`")
+    kept_events = events.where(event_id.isNotNull() & event_time.isNotNull())
+    start, end, valid = interval_bounds(intervals, columns, closed)
+    kept_intervals = intervals.where(valid)
+    payload = [F.col(f"`{c}`") for c in events.columns]
+    a_rows = kept_events.select(
+        event_id.alias(ID),
+        event_time.alias(TIME),
+        F.lit(EVENT).alias(ROLE),
+        F.lit(order[EVENT]).alias(KIND),
+        F.lit(None).cast(intervals.schema[columns["value"]].dataType).alias(VALUE),
+        *payload,
+    )
+    nulls = [F.lit(None).cast(events.schema[c].dataType).alias(c) for c in events.columns]
+    b_plus, b_minus = (
+        kept_intervals.select(
+            interval_id.alias(ID),
+            time.alias(TIME),
+            F.lit(role).alias(ROLE),
+            F.lit(order[role]).alias(KIND),
+            value.alias(VALUE),
+            *nulls,
+        )
+        for time, role in ((start, START), (end, END))
+    )
+    rows = a_rows.unionByName(b_plus).unionByName(b_minus)
+    # One job counts the skipped rows and finds the id and time ranges (for the packed key).
+    event_ok = event_id.isNotNull() & event_time.isNotNull()
+    interval_ok = F.coalesce(valid, F.lit(False))
+    counts = events.select(
+        F.count(F.lit(1)).alias("events"),
+        F.sum((~event_ok).cast("long")).alias("skipped_events"),
+        F.min(F.when(event_ok, event_id)).alias("id_low"),
+        F.max(F.when(event_ok, event_id)).alias("id_high"),
+        F.min(F.when(event_ok, event_time)).alias("time_low"),
+        F.max(F.when(event_ok, event_time)).alias("time_high"),
+    ).crossJoin(
+        intervals.select(
+            F.count(F.lit(1)).alias("intervals"),
+            F.sum((~interval_ok).cast("long")).alias("skipped_intervals"),
+            F.min(F.when(interval_ok, interval_id)).alias("id_low_b"),
+            F.max(F.when(interval_ok, interval_id)).alias("id_high_b"),
+            F.min(F.when(interval_ok, start)).alias("time_low_b"),
+            F.max(F.when(interval_ok, end)).alias("time_high_b"),
+        )
+    )
+    return kept_events, rows, counts
+
+
+def _packed_key(rows: DataFrame, report: SweepReport, ranges: Any) -> DataFrame:
+    """Add one long sort key (id, time, kind) when ids and times are whole numbers that fit."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegralType
+
+    if (
+        not isinstance(rows.schema[ID].dataType, IntegralType)
+        or rows.schema[TIME].dataType.simpleString() != "bigint"
+    ):
+        return rows.withColumn(KEY, F.lit(0).cast("long"))
+    lows = [v for v in (ranges["id_low"], ranges["id_low_b"]) if v is not None]
+    highs = [v for v in (ranges["id_high"], ranges["id_high_b"]) if v is not None]
+    t_lows = [v for v in (ranges["time_low"], ranges["time_low_b"]) if v is not None]
+    t_highs = [v for v in (ranges["time_high"], ranges["time_high_b"]) if v is not None]
+    if not lows or not t_lows:
+        return rows.withColumn(KEY, F.lit(0).cast("long"))
+    bounds = (min(lows), max(highs), min(t_lows), max(t_highs))
+    id_bits = max(1, int(bounds[1] - bounds[0]).bit_length())
+    time_bits = max(1, int(bounds[3] - bounds[2]).bit_length())
+    if id_bits + time_bits + 2 > 63:
+        report.notes.append("ids and times too wide to pack: sorting by three columns")
+        return rows.withColumn(KEY, F.lit(0).cast("long"))
+    report.packed_key = True
+    key = (
+        F.shiftleft((F.col(ID) - F.lit(bounds[0])).cast("long"), time_bits + 2)
+        + F.shiftleft(F.col(TIME) - F.lit(bounds[2]), 2)
+        + F.col(KIND)
+    )
+    return rows.withColumn(KEY, key)
+
+
+def _summary_task() -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Pass one: per partition, its first and last id and their net open values."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        summary = PartitionSummary()
+        for batch in batches:
+            summary.feed(
+                batch.column(ID).to_pylist(),
+                batch.column(ROLE).to_pylist(),
+                batch.column(VALUE).to_pylist(),
+            )
+        payload = msgpack.packb(summary.to_dict(context.partitionId() if context else 0))
+        yield pa.RecordBatch.from_arrays([pa.array([payload], pa.binary())], ["summary"])
+
+    return run
+
+
+def _sweep_task(
+    aggregation: Aggregation,
+    carry: dict[int, tuple[Any, list[Any]]],
+    event_columns: list[str],
+    value_arrow_type: pa.DataType,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Pass two: sweep each partition from its carry-in; emit event rows with their value."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context else 0
+        state: tuple[Any, Any] | None = None
+        if partition in carry:
+            first_id, pairs = carry[partition]
+            state = (first_id, replay(aggregation, [(v, c) for v, c in pairs]))
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if aggregation.vectorized:
+                ids = batch.column(ID).to_numpy(zero_copy_only=False)
+                roles = batch.column(ROLE).to_numpy(zero_copy_only=False)
+                values = pc.fill_null(batch.column(VALUE), 0).to_numpy(zero_copy_only=False)
+            else:
+                ids = batch.column(ID).to_pylist()
+                roles = batch.column(ROLE).to_pylist()
+                values = batch.column(VALUE).to_pylist()
+            results, state = sweep_rows(aggregation, ids, roles, values, state)
+            events = batch.filter(pc.equal(batch.column(ROLE), EVENT))
+            if events.num_rows:
+                columns = [events.column(c) for c in event_columns]
+                value = pa.array(results, type=value_arrow_type)
+                yield pa.RecordBatch.from_arrays([*columns, value], [*event_columns, "value"])
+
+    return run
+
+
+def _balance(report: SweepReport, sizes: list[int]) -> None:
+    report.partitions = len(sizes)
+    report.max_partition_rows = max(sizes, default=0)
+    report.median_partition_rows = statistics.median(sizes) if sizes else 0
+
+
+def _local_sum_task(
+    aggregation: Aggregation, event_fields: list[pa.Field], value_arrow_type: pa.DataType
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The one pass of sum/count: sweep from zero, flag the first id's rows, summarize."""
+    event_columns = [f.name for f in event_fields]
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context else 0
+        state: tuple[Any, Any] | None = None
+        first: Any = None
+        first_net: Any = 0
+        head_open = True
+        rows = 0
+        names = [*event_columns, "value", PART, HEAD, SUMMARY]
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            rows += batch.num_rows
+            ids = batch.column(ID).to_numpy(zero_copy_only=False)
+            roles = batch.column(ROLE).to_numpy(zero_copy_only=False)
+            values = pc.fill_null(batch.column(VALUE), 0).to_numpy(zero_copy_only=False)
+            if first is None:
+                first = ids[0].item() if hasattr(ids[0], "item") else ids[0]
+            running = running_totals(aggregation, ids, roles, values, state)
+            head = np.zeros(len(ids), dtype=bool)
+            if head_open:
+                other = np.flatnonzero(ids != ids[0]) if ids[0] == first else np.array([0])
+                end = int(other[0]) if len(other) else len(ids)
+                head[:end] = True
+                if end:
+                    first_net = running[end - 1].item()
+                head_open = end == len(ids)
+            last = ids[-1].item() if hasattr(ids[-1], "item") else ids[-1]
+            state = (last, running[-1].item())
+            is_event = roles == EVENT
+            events = batch.filter(pa.array(is_event))
+            if events.num_rows:
+                columns = [events.column(c) for c in event_columns]
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        *columns,
+                        pa.array(running[is_event], type=value_arrow_type),
+                        pa.array(np.full(events.num_rows, partition, dtype=np.int32)),
+                        pa.array(head[is_event]),
+                        pa.nulls(events.num_rows, pa.binary()),
+                    ],
+                    names,
+                )
+        last_id, last_net = state if state is not None else (None, 0)
+        summary = {
+            "partition": partition,
+            "first": first,
+            "last": last_id,
+            "rows": rows,
+            "first_net": first_net,
+            "last_net": last_net,
+        }
+        empty = [pa.nulls(1, f.type) for f in event_fields] + [pa.nulls(1, value_arrow_type)]
+        yield pa.RecordBatch.from_arrays(
+            [
+                *empty,
+                pa.array([partition], pa.int32()),
+                pa.nulls(1, pa.bool_()),
+                pa.array([msgpack.packb(summary)], pa.binary()),
+            ],
+            names,
+        )
+
+    return run
+
+
+def carry_totals(summaries: list[dict[str, Any]]) -> dict[int, Any]:
+    """Each partition's carry-in for sum/count: its first id's total from earlier partitions."""
+    carry: dict[int, Any] = {}
+    open_id: Any = object()
+    total: Any = 0
+    for summary in sorted(summaries, key=lambda s: s["partition"]):
+        if summary["rows"] == 0:
+            continue
+        first, last = summary["first"], summary["last"]
+        if first == open_id and total:
+            carry[summary["partition"]] = total
+        if first == last and first == open_id:
+            total += summary["first_net"]
+        else:
+            open_id, total = last, summary["last_net"]
+    return carry
+
+
+def _one_pass_sum(
+    arranged: DataFrame,
+    aggregation: Aggregation,
+    events: DataFrame,
+    out_type: DataType,
+    report: SweepReport,
+) -> DataFrame:
+    """sum/count in one sweep: results are corrected afterwards by each partition's carry-in."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, BooleanType, IntegerType
+
+    value_arrow = arrow_type(out_type, arranged)
+    fields = [pa.field(f.name, arrow_type(f.dataType, arranged)) for f in events.schema.fields]
+    task = _local_sum_task(aggregation, fields, value_arrow)
+    schema = StructType(
+        [
+            *events.schema.fields,
+            StructField("value", out_type),
+            StructField(PART, IntegerType()),
+            StructField(HEAD, BooleanType()),
+            StructField(SUMMARY, BinaryType()),
+        ]
+    )
+    swept = arranged.mapInArrow(task, schema).persist(StorageLevel.MEMORY_AND_DISK)
+    rows = swept.where(F.col(SUMMARY).isNotNull()).select(SUMMARY).collect()
+    summaries = [msgpack.unpackb(r[SUMMARY], strict_map_key=False) for r in rows]
+    _balance(report, [s["rows"] for s in summaries])
+    carry = carry_totals(summaries)
+    correction = F.lit(0).cast(out_type)
+    if carry:
+        table = F.create_map(
+            *[x for p, c in carry.items() for x in (F.lit(p), F.lit(c).cast(out_type))]
+        )
+        correction = F.when(
+            F.col(HEAD), F.coalesce(table[F.col(PART)], F.lit(0).cast(out_type))
+        ).otherwise(0)
+    result = swept.where(F.col(SUMMARY).isNull()).withColumn(
+        "value", (F.col("value") + correction).cast(out_type)
+    )
+    return result.drop(PART, HEAD, SUMMARY)
