@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from query.ops.compiler import OpsPlan, compile_ops
+from query.ops.compiler import OpsPipeline, compile_ops
 from query.syntax.ast import Bound, Element, Path, Property
 from query.syntax.path_parser import parse_path
 from query.walk.row_walker import run_path
@@ -19,7 +19,7 @@ from query.walk.row_walker import run_path
 __all__ = [
     "Bound",
     "Element",
-    "OpsPlan",
+    "OpsPipeline",
     "Path",
     "Property",
     "apply_ops",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import pyarrow as pa
 
 from query.ops import Value
-from query.ops.compiler import OpsPlan
+from query.ops.compiler import OpsPipeline
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -83,11 +83,11 @@ class Rows:
     def __init__(
         self,
         produce: Callable[[], Iterator[Piece]],
-        driver: OpsPlan | None = None,
+        driver: OpsPipeline | None = None,
         labels: tuple[str, ...] | None = None,
     ) -> None:
         self._produce = produce
-        self._driver = driver or OpsPlan()
+        self._driver = driver or OpsPipeline()
         self.labels = labels
         self._source: Iterator[Piece] | None = None
         self._iterator: Iterator[tuple[Value, ...]] | None = None

@@ -40,7 +40,7 @@ from query.driver.transport import (
 )
 from query.ops import Value
 from query.ops.columns import Chunk, rows_of
-from query.ops.compiler import OpsPlan, compile_ops
+from query.ops.compiler import OpsPipeline, compile_ops
 from query.syntax.ast import Path
 from query.syntax.path_parser import parse_path
 from query.walk.column_engine import column_types, run_path_columns, supports
@@ -67,12 +67,12 @@ LOCAL_LIMIT = 20_000
 (``TREESTORE_LOCAL_QUERY_LIMIT`` overrides it; -1 sends every query to Spark)."""
 
 
-def shard_rows(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[tuple[Value, ...]]:
+def shard_rows(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[tuple[Value, ...]]:
     """The rows of one shard: ``path`` over its tree, then ``rops``."""
     return rops.run(run_path(tree, path))
 
 
-def shard_output(tree: ShardTree, path: Path, rops: OpsPlan) -> Iterator[Chunk | list[Any]]:
+def shard_output(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[Chunk | list[Any]]:
     """One shard's rows for a scan: column chunks while the path and the leading rops can
     run on columns (see :mod:`query.walk.column_engine`), else lists of rows that grow from
     :data:`_FIRST_CHUNK` to :data:`PIECE_ROWS` (so the first rows leave early)."""
@@ -99,7 +99,7 @@ def _shard_task(
     pages: PageStore,
     states: dict[int, ShardState],
     path: Path,
-    rops: OpsPlan,
+    rops: OpsPipeline,
     folder: str | None = None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: shard numbers in, encoded pieces of rows out.
@@ -196,7 +196,7 @@ class QueryStore:
     ) -> None:
         self.store = version
         self.last_job_group: str | None = None  # the Spark job group of the latest query
-        self.last_plan: str | None = None  # "local" or "spark": how the latest query ran
+        self.last_run: str | None = None  # "local" or "spark": where the latest query ran
         self.results_via_files = True
         """With Spark running on this machine (a ``local`` master), column chunks come back
         through a temporary folder instead of through the JVM (several times faster)."""
@@ -229,17 +229,19 @@ class QueryStore:
         Syntax errors are raised here, before anything runs; the rows come lazily.
         """
         parsed = parse_path(path)
-        shard_plan = compile_ops(rops)
-        driver_plan = compile_ops(ops)
+        rops_pipeline = compile_ops(rops)
+        ops_pipeline = compile_ops(ops)
 
         def produce() -> Iterator[Piece]:
             if self._selective(parsed):
-                self.last_plan = "local"
-                return self._local_pieces(parsed, shard_plan)
-            self.last_plan = "spark"
-            return self._shard_pieces(parsed, shard_plan)
+                self.last_run = "local"
+                return self._local_pieces(parsed, rops_pipeline)
+            self.last_run = "spark"
+            return self._shard_pieces(parsed, rops_pipeline)
 
-        return Rows(produce, driver_plan, None if (shard_plan or driver_plan) else parsed.labels())
+        return Rows(
+            produce, ops_pipeline, None if (rops_pipeline or ops_pipeline) else parsed.labels()
+        )
 
     def _tree(self, shard: int) -> ShardTree:
         tree = self._trees.get(shard)
@@ -277,14 +279,14 @@ class QueryStore:
                 return False
         return True
 
-    def _local_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:
+    def _local_pieces(self, path: Path, rops: OpsPipeline) -> Iterator[Piece]:
         """The shards' rows, computed on the driver, in shard order."""
         for shard in sorted(self.store.manifest.trees):
             rows = shard_rows(self._tree(shard), path, rops)
             while piece := list(itertools.islice(rows, PIECE_ROWS)):
                 yield piece
 
-    def _shard_pieces(self, path: Path, rops: OpsPlan) -> Iterator[Piece]:
+    def _shard_pieces(self, path: Path, rops: OpsPipeline) -> Iterator[Piece]:
         """The shards' rows as each shard's task sends them (a generator), in shard order.
 
         With Spark on this machine, one Spark job runs every shard (a few tasks, each

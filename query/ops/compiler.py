@@ -1,4 +1,4 @@
-"""Op strings -> a plan of op instances that runs over a stream of rows.
+"""Op strings -> a pipeline of op instances that runs over a stream of rows.
 
 An op string is ``name=args;name=args``. Ops are looked up in
 :data:`query.ops.REGISTRY`; inside ``args`` a backslash takes the next
@@ -19,7 +19,7 @@ from query.ops import REGISTRY, Op, OpArgs, Row, Value
 from query.syntax.lark_support import Failure, parse, parser
 from treestore.errors import OpError
 
-__all__ = ["OpsPlan", "compile_ops"]
+__all__ = ["OpsPipeline", "compile_ops"]
 
 
 def _unescape(token: Token) -> tuple[str, tuple[int, ...]]:
@@ -50,7 +50,7 @@ def _syntax_error(text: str, failure: Failure) -> OpError:
 
 
 @dataclass(frozen=True)
-class OpsPlan:
+class OpsPipeline:
     """A chain of ops, applied left to right."""
 
     ops: tuple[Op, ...] = ()
@@ -63,9 +63,9 @@ class OpsPlan:
             stream = op.run(stream)
         return (tuple(row) for row in stream)
 
-    def column_prefix(self, types: list[str]) -> tuple[tuple[Op, ...], OpsPlan]:
+    def column_prefix(self, types: list[str]) -> tuple[tuple[Op, ...], OpsPipeline]:
         """The leading ops that run on column chunks typed ``types`` (see
-        :mod:`query.ops.columns`), and a plan of the ops after them (which run on rows)."""
+        :mod:`query.ops.columns`), and a pipeline of the ops after them (which run on rows)."""
         ops: list[Op] = []
         for op in self.ops:
             out = op.column_types(types)
@@ -73,20 +73,20 @@ class OpsPlan:
                 break
             ops.append(op)
             types = out
-        return tuple(ops), OpsPlan(self.ops[len(ops) :], self.text)
+        return tuple(ops), OpsPipeline(self.ops[len(ops) :], self.text)
 
     def __bool__(self) -> bool:
         return bool(self.ops)
 
 
-def compile_ops(text: str | None) -> OpsPlan:
-    """Parse an op string into a plan; raise :class:`OpError` at the offending column.
+def compile_ops(text: str | None) -> OpsPipeline:
+    """Parse an op string into a pipeline; raise :class:`OpError` at the offending column.
 
     >>> list(compile_ops("str=c0,c1,cat,v2,set").run([["A", 1, "art"]]))
     [('A', 1, 'A1')]
     """
     if text is None or not text.strip():
-        return OpsPlan()
+        return OpsPipeline()
     tree = parse(parser("query.syntax", "ops.lark", "ops"), text, partial(_syntax_error, text))
     ops: list[Op] = []
     op_tree: Any
@@ -108,4 +108,4 @@ def compile_ops(text: str | None) -> OpsPlan:
         op = op_class(OpArgs(name, args_text, columns, text))
         op.bind(compile_ops)
         ops.append(op)
-    return OpsPlan(tuple(ops), text)
+    return OpsPipeline(tuple(ops), text)

@@ -225,13 +225,13 @@ class GroupByOp(Op):
         self.compile: Callable[[str], Any] | None = None
 
     def bind(self, compile_ops: Callable[[str], Any]) -> None:
-        """Take the op compiler (the plan hands it over) and check OPS now."""
+        """Take the op compiler (the pipeline hands it over) and check OPS now."""
         self.compile = compile_ops
         compile_ops(self.ops_text)
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Each key's rows through its own ops."""
-        assert self.compile is not None, "groupby runs inside an ops plan"
+        assert self.compile is not None, "groupby runs inside an ops pipeline"
         groups: dict[tuple[Value, ...], list[Row]] = {}
         for row in rows:
             key = tuple(cell(row, k) for k in self.keys)

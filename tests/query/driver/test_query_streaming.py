@@ -117,11 +117,11 @@ def test_selective_queries_run_on_the_driver_with_the_same_rows(
     for path, rops in [("root/12345/+/+", None), ("root/67890,12345/M/+", "str=c0,c0,cat,v1,set")]:
         expected = sorted(spark_handle.query(path, rops=rops).to_list(), key=repr)
         assert sorted(local.query(path, rops=rops).to_list(), key=repr) == expected and expected
-        assert local.last_plan == "local"
+        assert local.last_run == "local"
     assert local.last_job_group is None  # no Spark job ran
     # root's 4 children are more than the limit: a scan goes to Spark
     assert sorted(local.query("root/+").to_list()) == sorted(spark_handle.query("root/+"))
-    assert local.last_plan == "spark" and local.last_job_group is not None
+    assert local.last_run == "spark" and local.last_job_group is not None
 
 
 def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_store: Path) -> None:

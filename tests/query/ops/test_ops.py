@@ -63,9 +63,11 @@ def test_merge_emits_every_n_rows() -> None:
 
 
 def test_plan_is_reusable() -> None:
-    plan = compile_ops("merge=ks")
+    pipeline = compile_ops("merge=ks")
     assert (
-        list(plan.run([["a", 1], ["a", 1]])) == list(plan.run([["a", 1], ["a", 1]])) == [("a", 2)]
+        list(pipeline.run([["a", 1], ["a", 1]]))
+        == list(pipeline.run([["a", 1], ["a", 1]]))
+        == [("a", 2)]
     )
 
 

@@ -50,13 +50,13 @@ _MERGE = st.text(alphabet="kijlu", min_size=1, max_size=4)
 def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyped-def]
     types, rows, cuts = table
     try:
-        plan = compile_ops(text)
+        pipeline = compile_ops(text)
     except OpError:
         assume(False)
-    (op,) = plan.ops
+    (op,) = pipeline.ops
     out_types = op.column_types(list(types))
     assume(out_types is not None)
-    expected = list(plan.run([list(r) for r in rows]))
+    expected = list(pipeline.run([list(r) for r in rows]))
     chunks = list(op.run_columns(_chunks(types, rows, cuts)))
     assert [tuple(r) for r in rows_of(iter(chunks))] == expected
     for count, columns in chunks:

@@ -57,8 +57,8 @@ def test_limit_stops_reading_its_input() -> None:
 def test_sort_spills_to_disk_past_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(table_ops, "SORT_BUDGET_ROWS", 7)
     rows = [[i % 13, f"r{i}"] for i in range(100)]
-    plan = compile_ops("sort=0:n:d")
-    sorter = plan.ops[0]
+    pipeline = compile_ops("sort=0:n:d")
+    sorter = pipeline.ops[0]
     assert isinstance(sorter, table_ops.SortOp) and sorter.budget == 7
     spilled: list[int] = []
     original = table_ops._spill
@@ -68,7 +68,7 @@ def test_sort_spills_to_disk_past_its_budget(monkeypatch: pytest.MonkeyPatch) ->
         return original(items)
 
     monkeypatch.setattr(table_ops, "_spill", counting)
-    out = [list(r) for r in plan.run(rows)]
+    out = [list(r) for r in pipeline.run(rows)]
     assert out == sorted(rows, key=lambda r: -r[0])  # stable: equal keys keep input order
     assert len(spilled) == 14 and set(spilled) == {7}
 
