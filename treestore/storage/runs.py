@@ -7,7 +7,7 @@ point, which is their UTF-8 byte order). A run stores such entries in pages of
 bounded size:
 
 * ``NAME.pages``: the pages, back to back. A page is a msgpack list of columns
-  ``[parent_ids, names, node_ids, hits, node_counts, data]``.
+  ``[parent_ids, names, node_ids, hits, child_counts, data]``.
 * ``NAME.index``: per page its first and last key, offset, length, entry count
   and XXH64 checksum, so finding one child, a name prefix or a name range reads
   only the pages that can hold it; and a Bloom filter of the run's keys (1%

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from query.syntax.ast import Bound, Element, Path, Property
 from query.syntax.path_parser import parse_path
-from query.walk import column_engine as colexec
+from query.walk import column_engine
 from query.walk.column_engine import run_path_columns, supports
 from query.walk.row_walker import run_path
 from treestore.storage.pagestore import MemoryPageStore
@@ -103,7 +103,7 @@ _STAND_IN_THEN_EMPTY_NAME = Path((_hidden(("b",), default="a"), _hidden(("",))))
 def test_columns_give_the_walkers_rows(batches, path, chunk_rows, whole) -> None:  # type: ignore[no-untyped-def]
     """By pages, and (where a frontier is big enough) from the whole tree read at once."""
     tree = _tree(batches)
-    with mock.patch.object(colexec, "whole_tree_budget", return_value=1 << 30 if whole else -1):
+    with mock.patch.object(column_engine, "whole_tree_budget", return_value=1 << 30 if whole else -1):
         assert _rows(tree, path, chunk_rows) == list(run_path(tree, path))
 
 
@@ -121,7 +121,7 @@ def test_a_scan_of_a_bigger_tree_in_slices() -> None:
         expected = list(run_path(tree, path))
         assert expected, text
         assert _rows(tree, path, 50) == expected
-        with mock.patch.object(colexec, "whole_tree_budget", return_value=-1):
+        with mock.patch.object(column_engine, "whole_tree_budget", return_value=-1):
             assert _rows(tree, path, 50) == expected
 
 

@@ -50,7 +50,7 @@ def test_children_come_in_utf8_byte_order(store: PageStore) -> None:
     assert names.index("\uff61") < names.index("\U0001f600")
 
 
-def test_hits_node_counts_and_lookups(store: PageStore) -> None:
+def test_hits_child_counts_and_lookups(store: PageStore) -> None:
     tree = build_tree(store, [["root", "x", "1"], ["root", "x", "2"], ["root", "y"]])
     root = tree.child(tree.root, "root")
     assert root is not None and (root.hits, root.child_count) == (3, 2)
