@@ -103,7 +103,9 @@ _STAND_IN_THEN_EMPTY_NAME = Path((_hidden(("b",), default="a"), _hidden(("",))))
 def test_columns_give_the_walkers_rows(batches, path, chunk_rows, whole) -> None:  # type: ignore[no-untyped-def]
     """By pages, and (where a frontier is big enough) from the whole tree read at once."""
     tree = _tree(batches)
-    with mock.patch.object(column_engine, "whole_tree_budget", return_value=1 << 30 if whole else -1):
+    with mock.patch.object(
+        column_engine, "whole_tree_budget", return_value=1 << 30 if whole else -1
+    ):
         assert _rows(tree, path, chunk_rows) == list(run_path(tree, path))
 
 
