@@ -74,3 +74,22 @@ def demo_store(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_demo_inputs(folder)
     run_load(spark, load_job(folder / "job.json"), folder / "store")  # type: ignore[arg-type]
     return folder / "store"
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark standalone cluster on loopback (a master, two 1-core workers): its URL.
+
+    Started once for the run from the pyspark install, stopped by pid at the end,
+    also when tests fail. A cluster that does not come up fails the test with its logs.
+    """
+    from tests.spark_cluster import start_cluster
+
+    try:
+        cluster = start_cluster(tmp_path_factory.mktemp("spark-cluster"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
