@@ -19,25 +19,15 @@ costs more than the whole lookup).
 from __future__ import annotations
 
 import itertools
-import shutil
-import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from query.driver.channel import RowChannel, TaskSender
 from query.driver.result import Piece, Rows
-from query.driver.transport import (
-    ERROR,
-    RESULT_SCHEMA,
-    ShardFiles,
-    decode_piece,
-    encode_error,
-    encode_piece,
-    read_shard_files,
-    result_batch,
-)
+from query.driver.transport import ERROR, encode_error, encode_piece
 from query.ops import Value
 from query.ops.columns import Chunk, rows_of
 from query.ops.compiler import OpsPipeline, compile_ops
@@ -62,6 +52,8 @@ PIECE_ROWS = 8192
 """The most rows a shard sends in one piece (a task's pieces grow to it from
 :data:`_FIRST_CHUNK`, so the first rows leave early)."""
 _FIRST_CHUNK = 64
+_NO_OUTPUT = "done boolean"
+"""The query tasks' Spark output: none (their rows go through the channel)."""
 LOCAL_LIMIT = 20_000
 """A query whose leading name lookups reach at most this many children runs on the driver
 (``TREESTORE_LOCAL_QUERY_LIMIT`` overrides it; -1 sends every query to Spark)."""
@@ -100,36 +92,34 @@ def _shard_task(
     states: dict[int, ShardState],
     path: Path,
     rops: OpsPipeline,
-    folder: str | None = None,
+    address: tuple[str, int],
+    token: bytes,
+    compress: bool,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs: shard numbers in, encoded pieces of rows out.
+    """The function each Spark task runs: shard numbers in, nothing out.
 
-    Rows leave in chunks that start small, so the first rows reach the driver
-    early (see :func:`shard_output`). With ``folder`` (Spark runs on the
-    driver's machine), the pieces go there as files (see
-    :mod:`query.driver.transport`) and the task's Spark output is empty.
+    The task sends each shard's rows to the driver's :class:`RowChannel` at ``address``,
+    in pieces that start small so the first rows reach the driver early (see
+    :func:`shard_output`), then says the shard is done. A treestore error is sent as a
+    piece too, and raised on the driver.
     """
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         failpoint("in-query-task")
-        for batch in batches:
-            for shard in batch.column(0).to_pylist():
-                files = ShardFiles(folder, shard) if folder is not None else None
-                try:
-                    tree = ShardTree(pages, states[shard], shard=shard)
-                    for output in shard_output(tree, path, rops):
-                        kind, payload = encode_piece(output, compress=files is None)
-                        if files is None:
-                            yield result_batch(kind, payload)
-                        else:
-                            files.write(kind, payload)
-                except TreestoreError as exc:
-                    if files is None:
-                        yield result_batch(ERROR, encode_error(exc))
-                    else:
-                        files.write(ERROR, encode_error(exc))
-                if files is not None:
-                    files.finish()
+        sender = TaskSender(address, token)
+        try:
+            for batch in batches:
+                for shard in batch.column(0).to_pylist():
+                    try:
+                        tree = ShardTree(pages, states[shard], shard=shard)
+                        for output in shard_output(tree, path, rops):
+                            sender.send(shard, *encode_piece(output, compress=compress))
+                    except TreestoreError as exc:
+                        sender.send(shard, ERROR, encode_error(exc))
+                    sender.finish(shard)
+        finally:
+            sender.close()
+        yield from ()
 
     return run
 
@@ -145,7 +135,7 @@ class _BackgroundSparkJob:
         def run() -> None:
             spark.sparkContext.setJobGroup(group, "treestore query", interruptOnCancel=True)
             try:
-                frame.mapInArrow(task, RESULT_SCHEMA).collect()
+                frame.mapInArrow(task, _NO_OUTPUT).collect()
             except BaseException as exc:
                 self.error = exc
 
@@ -163,22 +153,11 @@ class _BackgroundSparkJob:
             raise self.error
 
 
-def _pieces_through_files(
-    spark: SparkSession, frame: Any, task: Any, shards: list[int], folder: str, group: str
-) -> Iterator[Piece]:
-    """One Spark job for every shard; the tasks' pieces read from ``folder`` in shard order."""
-    spark_job = _BackgroundSparkJob(spark, frame, task, group)
-    finished = False
-    try:
-        with spark_errors(StoreError, "The query's Spark job"):
-            yield from read_shard_files(folder, shards, spark_job.running)
-            spark_job.finish()
-        finished = True
-    finally:
-        if not finished:
-            spark.sparkContext.cancelJobGroup(group)
-            spark_job.thread.join()
-        shutil.rmtree(folder, ignore_errors=True)
+def _driver_address(spark: SparkSession) -> tuple[str, str | None]:
+    """Where executors reach the driver (``spark.driver.host``) and the address to bind."""
+    conf = spark.sparkContext.getConf()
+    host = conf.get("spark.driver.host") or "127.0.0.1"
+    return host, conf.get("spark.driver.bindAddress")
 
 
 class QueryStore:
@@ -197,9 +176,6 @@ class QueryStore:
         self.store = version
         self.last_job_group: str | None = None  # the Spark job group of the latest query
         self.last_run: str | None = None  # "local" or "spark": where the latest query ran
-        self.results_via_files = True
-        """With Spark running on this machine (a ``local`` master), column chunks come back
-        through a temporary folder instead of through the JVM (several times faster)."""
         self.local_limit = int(env_number("TREESTORE_LOCAL_QUERY_LIMIT", LOCAL_LIMIT, whole=True))
         """Children the leading lookups may reach for a query to run on the driver (-1: never)."""
         self._spark = spark
@@ -287,14 +263,12 @@ class QueryStore:
                 yield piece
 
     def _shard_pieces(self, path: Path, rops: OpsPipeline) -> Iterator[Piece]:
-        """The shards' rows as each shard's task sends them (a generator), in shard order.
+        """The shards' rows as the tasks send them (a generator), in shard order.
 
-        With Spark on this machine, one Spark job runs every shard (a few tasks, each
-        over consecutive shards) and the rows come through files (see
-        :mod:`query.driver.transport`). Otherwise the Spark job runs
-        partition by partition (one shard each), the next one computed while
-        the current one's rows are read. Closing the generator early (a
-        ``limit``, a ``break``, Ctrl-C) cancels what is still running.
+        ONE Spark job runs every shard: a few tasks, each over consecutive shards, the
+        first shard first; the rows come through the driver's :class:`RowChannel` and
+        are read while later tasks still run. Closing the generator early (a
+        ``limit``, a ``break``, Ctrl-C) cancels the job.
         """
         from pyspark.sql import functions as F
 
@@ -307,33 +281,32 @@ class QueryStore:
             F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int")
         )
         context = spark.sparkContext
-        scratch = None
-        partitions = len(shards)
-        if self.results_via_files and (context.master or "").startswith("local"):
-            scratch = tempfile.mkdtemp(prefix="treestore-query-")
-            # a Python task costs ~50 ms on its own: a few tasks, each running its
-            # consecutive shards one after the other, the first shard first
-            partitions = min(partitions, 2 * context.defaultParallelism)
+        # a Python task costs ~50 ms on its own: a few tasks, each running its
+        # consecutive shards one after the other
+        partitions = min(len(shards), 2 * context.defaultParallelism)
         frame = spark.range(0, len(shards), 1, partitions).select(
             shard_of_partition.cast("int").alias("shard")
         )
         group = self.last_job_group = f"treestore-query-{uuid.uuid4().hex}"
-        task = _shard_task(self.store.pages, states, path, rops, scratch)
-        if scratch is not None:
-            yield from _pieces_through_files(spark, frame, task, shards, scratch, group)
-            return
-        context.setJobGroup(group, "treestore query", interruptOnCancel=True)
+        host, bind = _driver_address(spark)
+        channel = RowChannel(host, bind)
+        remote = not (context.master or "").startswith("local")
+        task = _shard_task(
+            self.store.pages, states, path, rops, channel.address, channel.token, remote
+        )
+        spark_job = _BackgroundSparkJob(spark, frame, task, group)
         finished = False
         try:
             with spark_errors(StoreError, "The query's Spark job"):
-                results = frame.mapInArrow(task, RESULT_SCHEMA).toLocalIterator(True)
-                for kind, payload in results:
-                    yield decode_piece(kind, payload)
+                yield from channel.pieces(shards, spark_job)
+                spark_job.finish()
             finished = True
         finally:
             if not finished:
                 context.cancelJobGroup(group)
-            context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+            channel.close()
+            if not finished:
+                spark_job.thread.join()
 
 
 def open_store(

@@ -1,22 +1,12 @@
-"""How a shard task's rows reach the driver: encoded pieces, through Spark or through files.
+"""How a shard task's rows are encoded for the driver: pieces of ``(kind, payload)``.
 
-A piece is encoded as ``(kind, payload)``: :data:`COLUMNS` (one Arrow IPC
-record batch), :data:`ROWS` (a msgpack list of rows, so ints stay ints and
-nulls stay nulls) or :data:`ERROR` (a treestore error to raise on the driver).
-
-Through Spark, each piece is one row of the task's output. When Spark runs on
-the driver's machine (a ``local`` master), the tasks instead write their
-pieces as numbered files to a scratch folder (:class:`ShardFiles`) and the
-driver reads them shard by shard as they appear (:func:`read_shard_files`):
-one Spark job for all shards, nothing big crosses the JVM, and the first rows
-are read while later shards still run.
+A piece is :data:`COLUMNS` (one Arrow IPC record batch), :data:`ROWS` (a msgpack
+list of rows, so ints stay ints and nulls stay nulls) or :data:`ERROR` (a
+treestore error to raise on the driver). :mod:`query.driver.channel` carries them.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgpack
@@ -29,23 +19,15 @@ from treestore.errors import PositionedError, StoreError, TreestoreError
 __all__ = [
     "COLUMNS",
     "ERROR",
-    "RESULT_SCHEMA",
     "ROWS",
-    "ShardFiles",
     "decode_piece",
     "encode_error",
     "encode_piece",
-    "read_shard_files",
-    "result_batch",
 ]
 
 ROWS, ERROR, COLUMNS = 0, 1, 2
-RESULT_SCHEMA = "kind tinyint, payload binary"
 _COMPRESSED = pa.ipc.IpcWriteOptions(compression="lz4")
-"""Column chunks sent through Spark are LZ4-compressed: names compress well, and every
-byte crosses the JVM."""
-_POLL_SECONDS = (0.001, 0.02)
-"""The driver looks for a shard's next file this often (first, at most)."""
+"""Column chunks sent from another machine are LZ4-compressed: names compress well."""
 
 
 def encode_error(exc: TreestoreError) -> bytes:
@@ -113,79 +95,3 @@ def decode_piece(kind: int, payload: bytes) -> Piece:
     if kind == COLUMNS:
         return pa.ipc.open_stream(payload).read_next_batch()
     return list(map(tuple, msgpack.unpackb(payload)))
-
-
-def result_batch(kind: int, payload: bytes) -> pa.RecordBatch:
-    """One row of a task's Spark output."""
-    return pa.RecordBatch.from_arrays(
-        [pa.array([kind], pa.int8()), pa.array([payload], pa.binary())], ["kind", "payload"]
-    )
-
-
-def _piece_file(folder: str, shard: int, number: int, kind: int) -> str:
-    return os.path.join(folder, f"{shard:06d}-{number:08d}.{kind}")
-
-
-def _done_file(folder: str, shard: int) -> str:
-    return os.path.join(folder, f"{shard:06d}.done")
-
-
-class ShardFiles:
-    """A task's side of the file channel: one shard's pieces as numbered files."""
-
-    def __init__(self, folder: str, shard: int) -> None:
-        self.folder, self.shard, self.written = folder, shard, 0
-
-    def write(self, kind: int, payload: bytes) -> None:
-        """Add the next piece (written whole, then renamed into place)."""
-        name = _piece_file(self.folder, self.shard, self.written, kind)
-        with open(name + ".tmp", "wb") as out:
-            out.write(payload)
-        os.rename(name + ".tmp", name)
-        self.written += 1
-
-    def finish(self) -> None:
-        """Say that the shard has no more pieces."""
-        with open(_done_file(self.folder, self.shard), "wb"):
-            pass
-
-
-def _next_piece(folder: str, shard: int, number: int) -> tuple[int, bytes] | None:
-    for kind in (COLUMNS, ROWS, ERROR):
-        name = _piece_file(folder, shard, number, kind)
-        try:
-            with open(name, "rb") as source:
-                payload = source.read()
-        except FileNotFoundError:
-            continue
-        os.remove(name)
-        return kind, payload
-    return None
-
-
-def read_shard_files(
-    folder: str, shards: list[int], running: Callable[[], bool]
-) -> Iterator[Piece]:
-    """The pieces the tasks write to ``folder``, shard by shard in the order given, each as
-    soon as it is there. Stops early (without an error) if ``running()`` turns false
-    before a shard is done: the caller raises the job's error."""
-    for shard in shards:
-        number = 0
-        wait = _POLL_SECONDS[0]
-        while True:
-            found = _next_piece(folder, shard, number)
-            if found is not None:
-                number += 1
-                wait = _POLL_SECONDS[0]
-                yield decode_piece(*found)
-                continue
-            if os.path.exists(_done_file(folder, shard)):
-                if (found := _next_piece(folder, shard, number)) is None:
-                    break  # done, and every piece (written before the mark) read
-                number += 1
-                yield decode_piece(*found)
-                continue
-            if not running() and not os.path.exists(_done_file(folder, shard)):
-                return
-            time.sleep(wait)
-            wait = min(wait * 2, _POLL_SECONDS[1])

@@ -20,30 +20,31 @@ def _store(spark: Any, store: Path) -> Any:
     return handle
 
 
-def test_the_first_row_comes_before_the_last_shard_runs(spark: Any, demo_store: Path) -> None:
-    """Through Spark (as on a cluster): one job per shard, run one ahead of the reader."""
+def test_one_spark_job_runs_every_shard_and_the_first_row_comes_before_it_ends(
+    spark: Any, demo_store: Path
+) -> None:
     handle = _store(spark, demo_store)
-    handle.results_via_files = False
     shards = len(handle.store.manifest.trees)
     assert shards >= 3
     tracker = spark.sparkContext.statusTracker()
     rows = handle.query("root/+/+/+")
     first = next(rows)
-    started = tracker.getJobIdsForGroup(handle.last_job_group)
-    assert 1 <= len(started) <= 2 < shards  # most shards have not run yet
+    (job,) = tracker.getJobIdsForGroup(handle.last_job_group)
     rest = list(rows)
-    assert len(tracker.getJobIdsForGroup(handle.last_job_group)) == shards
     assert len([first, *rest]) == 12
+    assert tracker.getJobIdsForGroup(handle.last_job_group) == [job]  # one job, every shard
+    assert handle.query("root/+/+/+").to_list() == [first, *rest]  # same rows, same order
 
 
-def test_on_a_local_master_one_job_runs_every_shard(spark: Any, demo_store: Path) -> None:
+def test_rows_come_in_shard_order(spark: Any, demo_store: Path) -> None:
     handle = _store(spark, demo_store)
-    tracker = spark.sparkContext.statusTracker()
-    rows = handle.query("root/+/+/+").to_list()
-    assert len(rows) == 12
-    assert len(tracker.getJobIdsForGroup(handle.last_job_group)) == 1
-    handle.results_via_files = False
-    assert handle.query("root/+/+/+").to_list() == rows  # the same rows, in the same order
+    expected = []
+    for shard in sorted(handle.store.manifest.trees):  # each shard's children of root, by name
+        tree = handle.store.tree(shard)
+        top = tree.child(tree.root, "root")
+        expected += [node.name for node in tree.children(top)] if top is not None else []
+    assert len(expected) == 4 and expected != sorted(expected)  # shard order is not name order
+    assert [row[0] for row in handle.query("root/+")] == expected
 
 
 def test_closing_the_rows_cancels_the_query(spark: Any, demo_store: Path) -> None:
@@ -128,8 +129,6 @@ def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_store:
     import pyarrow as pa
 
     handle = _store(spark, demo_store)
-    inline = _store(spark, demo_store)
-    inline.results_via_files = False  # column chunks through the JVM, as on a cluster
     for path, rops, ops in [
         ("root/+/+/+:+hits", None, None),  # columns all the way
         *[(path, rops, None) for path, rops in QUERIES],
@@ -142,7 +141,6 @@ def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_store:
             row for b in batches for row in zip(*(c.to_pylist() for c in b.columns), strict=True)
         ]
         assert got == rows, (path, rops, ops)
-        assert inline.query(path, rops=rops, ops=ops).to_list() == rows
         table = handle.query(path, rops=rops, ops=ops).to_arrow()
         assert [tuple(r.values()) for r in table.to_pylist()] == rows
     scan = list(handle.query("root/+/+/+:+hits").batches())
@@ -150,19 +148,18 @@ def test_batches_stream_typed_columns_and_match_the_rows(spark: Any, demo_store:
     assert {b.schema.types[3] for b in scan} == {pa.int64()}
 
 
-def test_result_files_are_removed_when_the_rows_are_read_or_closed(
+def test_a_query_needs_no_scratch_folder_on_the_driver(
     spark: Any, demo_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Rows reach the driver through its socket, not through files executors cannot see."""
     import tempfile
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     handle = _store(spark, demo_store)
-    assert len(handle.query("root/+/+/+").to_list()) == 12
-    assert list(scratch.iterdir()) == []
     with handle.query("root/+/+/+") as rows:
         next(rows)
-        (folder,) = scratch.iterdir()  # in use while the rows are read
-        assert folder.name.startswith("treestore-query-")
+        assert list(scratch.iterdir()) == []
+        assert len(list(rows)) == 11
     assert list(scratch.iterdir()) == []

@@ -1,21 +1,15 @@
-"""The file channel: pieces read shard by shard, as soon as they are written."""
+"""Pieces of rows: encoded with their types, and sent over the channel to the driver, read
+shard by shard as soon as they arrive."""
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from query.driver.transport import (
-    ERROR,
-    ShardFiles,
-    decode_piece,
-    encode_error,
-    encode_piece,
-    read_shard_files,
-)
+from query.driver.channel import RowChannel, TaskSender
+from query.driver.transport import ERROR, decode_piece, encode_error, encode_piece
 from treestore.errors import (
     CorruptPageError,
     LoadError,
@@ -57,26 +51,43 @@ def test_an_error_reaches_the_driver_as_its_own_class(error: TreestoreError) -> 
     assert str(caught.value) == str(error)
 
 
-def test_the_first_piece_is_read_before_the_last_shard_is_written(tmp_path: Path) -> None:
+class _Job:
+    """A stand-in for the Spark job: running until told otherwise."""
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+        self.alive = True
+
+    def running(self) -> bool:
+        return self.alive
+
+
+def test_the_first_piece_is_read_before_the_last_shard_is_sent() -> None:
+    channel = RowChannel("127.0.0.1")
     release = threading.Event()
 
-    def tasks() -> None:
-        for shard in (2, 0, 1):  # shards finish out of order
-            files = ShardFiles(str(tmp_path), shard)
+    def task(shards: tuple[int, ...]) -> None:
+        sender = TaskSender(channel.address, channel.token)
+        for shard in shards:
             if shard == 1:
                 release.wait(10)
-            files.write(*encode_piece([(f"s{shard}-a",)]))
-            files.write(*encode_piece([(f"s{shard}-b",)]))
-            files.finish()
+            sender.send(shard, *encode_piece([(f"s{shard}-a",)]))
+            sender.send(shard, *encode_piece([(f"s{shard}-b",)]))
+            sender.finish(shard)
+        sender.close()
 
-    writer = threading.Thread(target=tasks)
-    writer.start()
-    pieces = read_shard_files(str(tmp_path), [0, 1, 2], writer.is_alive)
+    job = _Job()
+    senders = [threading.Thread(target=task, args=(s,)) for s in [(2,), (0, 1)]]
+    for sender in senders:
+        sender.start()
+    pieces = channel.pieces([0, 1, 2], job)
     first = next(pieces)
-    assert first == [("s0-a",)] and not release.is_set()  # shard 1 has not been written yet
+    assert first == [("s0-a",)] and not release.is_set()  # shard 1 has not been sent yet
     release.set()
     rest = list(pieces)
-    writer.join()
+    for sender in senders:
+        sender.join()
+    channel.close()
     assert [row for piece in rest for row in piece] == [
         ("s0-b",),
         ("s1-a",),
@@ -84,18 +95,60 @@ def test_the_first_piece_is_read_before_the_last_shard_is_written(tmp_path: Path
         ("s2-a",),
         ("s2-b",),
     ]
-    # every piece file was removed once read
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{s:06d}.done" for s in (0, 1, 2)]
 
 
-def test_a_shard_error_is_raised_and_a_dead_job_stops_the_reading(tmp_path: Path) -> None:
-    files = ShardFiles(str(tmp_path), 0)
-    files.write(*encode_piece([("ok",)]))
-    files.write(ERROR, encode_error(StoreError("shard 0 is damaged")))
-    files.finish()
-    pieces = read_shard_files(str(tmp_path), [0], lambda: True)
+def test_a_retried_task_repeats_nothing_and_a_stranger_is_not_heard() -> None:
+    channel = RowChannel("127.0.0.1")
+    stranger = TaskSender(channel.address, b"x" * 16)
+    stranger.send(0, *encode_piece([("intruder",)]))
+    stranger.close()
+    first_try = TaskSender(channel.address, channel.token)
+    first_try.send(0, *encode_piece([("a",)]))
+    first_try.close()  # died after one piece
+    second_try = TaskSender(channel.address, channel.token)
+    second_try.send(0, *encode_piece([("a",)]))
+    second_try.send(0, *encode_piece([("b",)]))
+    second_try.finish(0)
+    second_try.close()
+    job = _Job()
+    assert list(channel.pieces([0], job)) == [[("a",)], [("b",)]]
+    channel.close()
+
+
+def test_waiting_pieces_beyond_the_budget_go_to_a_file_and_come_back() -> None:
+    channel = RowChannel("127.0.0.1", budget=100)
+    sender = TaskSender(channel.address, channel.token)
+    big = [("x" * 60,)]
+    for shard in (1, 0):  # shard 1 waits while shard 0 is read
+        sender.send(shard, *encode_piece(big))
+        sender.send(shard, *encode_piece(big))
+        sender.finish(shard)
+    sender.close()
+    assert list(channel.pieces([0, 1], _Job())) == [big] * 4
+    channel.close()
+
+
+def test_a_shard_error_is_raised_and_a_failed_job_stops_the_reading() -> None:
+    channel = RowChannel("127.0.0.1")
+    sender = TaskSender(channel.address, channel.token)
+    sender.send(0, *encode_piece([("ok",)]))
+    sender.send(0, ERROR, encode_error(StoreError("shard 0 is damaged")))
+    sender.finish(0)
+    sender.close()
+    job = _Job()
+    pieces = channel.pieces([0, 1], job)
     assert next(pieces) == [("ok",)]
     with pytest.raises(StoreError, match="damaged"):
         next(pieces)
-    # a job that ended without shard 1's files: the reading stops, the caller raises
-    assert list(read_shard_files(str(tmp_path), [1], lambda: False)) == []
+    # a job that failed without shard 1's rows: the reading stops, the caller raises
+    job.alive, job.error = False, RuntimeError("task lost")
+    assert list(channel.pieces([1], job)) == []
+    channel.close()
+
+
+def test_a_task_that_cannot_reach_the_driver_says_so() -> None:
+    channel = RowChannel("127.0.0.1")
+    address = channel.address
+    channel.close()
+    with pytest.raises(StoreError, match="cannot reach the driver"):
+        TaskSender(address, channel.token)

@@ -1,0 +1,144 @@
+"""Where stores and input files live: a plain path or a URI, opened as a pyarrow filesystem.
+
+A location is a local path (``/data/in``, ``in/``, ``~/x``) or a URI that pyarrow
+knows (``file://``, ``s3://bucket/prefix``, ``gs://``, ``hdfs://``). Object stores
+take their endpoint and credentials from the usual settings (``AWS_ENDPOINT_URL``,
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``,
+``AWS_REGION``, ``AWS_PROFILE`` and its files), so MinIO, R2 and real S3 need no code.
+
+Spark executors need the same settings as the driver. :class:`FilesystemSettings`
+captures them on the driver (a profile is resolved there into its keys) and a task
+applies them before it opens anything: every Spark task of treestore that touches a
+store or an input file takes the captured settings with it, whatever session runs it.
+The captured values never appear in a message or a ``repr``.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from treestore.errors import StoreError, TreestoreError
+
+if TYPE_CHECKING:
+    from pyarrow import fs as pafs
+
+__all__ = ["FilesystemSettings", "is_uri", "open_location"]
+
+CARRIED = (
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_EC2_METADATA_DISABLED",
+)
+"""The environment variables a task takes from the driver."""
+
+
+def is_uri(location: str) -> bool:
+    """Whether ``location`` is a URI (``scheme://...``) rather than a plain path."""
+    return "://" in location
+
+
+def open_location(
+    location: str | os.PathLike[str], error: type[TreestoreError] = StoreError
+) -> tuple[pafs.FileSystem, str]:
+    """The filesystem of ``location`` and the path in it (a plain path: local, absolute).
+
+    A URI pyarrow cannot open raises ``error`` naming the location and what to check.
+    """
+    from pyarrow import fs as pafs
+
+    text = os.fspath(location)
+    if not is_uri(text):
+        return pafs.LocalFileSystem(), str(Path(text).expanduser().resolve())
+    if text.startswith("file://"):
+        return pafs.LocalFileSystem(), text.removeprefix("file://") or "/"
+    try:
+        filesystem, path = pafs.FileSystem.from_uri(text)
+    except (ValueError, OSError) as exc:
+        raise error(
+            f"Cannot open {text}: {_one_line(exc)}. Check the URI's scheme and, for an "
+            "object store, AWS_ENDPOINT_URL and the credentials."
+        ) from exc
+    return filesystem, path.rstrip("/") or "/"
+
+
+def _one_line(exc: BaseException) -> str:
+    """An OSError from pyarrow's S3 client in one line, without request ids."""
+    text = " ".join(str(exc).split())
+    return text.split(" (Request ID")[0][:300]
+
+
+def describe_error(exc: BaseException) -> str:
+    """The useful part of a filesystem error (a refused endpoint, a missing bucket, a
+    denied access), in one line."""
+    text = _one_line(exc)
+    hints = {
+        "NO_SUCH_BUCKET": "the bucket does not exist (create it, or fix the URI)",
+        "NETWORK_CONNECTION": "the endpoint refuses connections (check AWS_ENDPOINT_URL)",
+        "ACCESS_DENIED": "access denied (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+        "INVALID_ACCESS_KEY_ID": "the access key is unknown (check AWS_ACCESS_KEY_ID)",
+        "SIGNATURE_DOES_NOT_MATCH": "wrong secret key (check AWS_SECRET_ACCESS_KEY)",
+    }
+    for code, meaning in hints.items():
+        if code in text:
+            return f"{meaning}: {text}"
+    return text
+
+
+def join(root: str, name: str) -> str:
+    """``name`` under ``root`` in a filesystem's own path syntax."""
+    return posixpath.join(root, name)
+
+
+@dataclass(frozen=True)
+class FilesystemSettings:
+    """The driver's filesystem settings, for a task to apply (values hidden from ``repr``)."""
+
+    values: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def capture(cls) -> FilesystemSettings:
+        """The settings of this process; an ``AWS_PROFILE`` is resolved into its keys here,
+        so executors need no profile files."""
+        found = {name: os.environ[name] for name in CARRIED if os.environ.get(name)}
+        if os.environ.get("AWS_PROFILE") and "AWS_ACCESS_KEY_ID" not in found:
+            found.update(_profile_keys(os.environ["AWS_PROFILE"]))
+        return cls(tuple(sorted(found.items())))
+
+    def apply(self) -> None:
+        """Set the captured settings in this process (a task's Python worker)."""
+        for name, value in self.values:
+            if os.environ.get(name) != value:
+                os.environ[name] = value
+
+    def __repr__(self) -> str:
+        names = ", ".join(name for name, _ in self.values)
+        return f"FilesystemSettings({names})"
+
+
+def _profile_keys(profile: str) -> dict[str, str]:
+    """The keys and region of an AWS profile, resolved with boto3 (empty if it has none)."""
+    try:
+        import boto3
+    except ImportError:
+        return {}
+    session = boto3.Session(profile_name=profile)
+    found: dict[str, str] = {}
+    credentials = session.get_credentials()
+    if credentials is not None:
+        frozen = credentials.get_frozen_credentials()
+        found["AWS_ACCESS_KEY_ID"] = frozen.access_key
+        found["AWS_SECRET_ACCESS_KEY"] = frozen.secret_key
+        if frozen.token:
+            found["AWS_SESSION_TOKEN"] = frozen.token
+    if session.region_name:
+        found["AWS_REGION"] = session.region_name
+    return found
