@@ -93,3 +93,29 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield cluster.url
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real S3-compatible server (moto's) on loopback for the whole run, stopped by pid."""
+    from tests.s3_server import start_s3_server
+
+    try:
+        server = start_s3_server(tmp_path_factory.mktemp("s3-server"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: object, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new bucket on the S3 server, with the AWS settings that reach it set: its URI."""
+    from tests.s3_server import S3Server
+
+    assert isinstance(s3_server, S3Server)
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    return f"s3://{s3_server.new_bucket()}"

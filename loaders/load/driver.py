@@ -256,8 +256,10 @@ def run_load(
         on_event(Message(line))
 
     writer = StoreWriter(store_dir, job.shards, job.hash)
-    with store_lock(writer.pages, f"a load of {job.file}", on_event):
-        writer = StoreWriter(writer.pages, job.shards, job.hash)  # re-read under the lock
+    with store_lock(writer.pages, f"a load of {job.file}", on_event) as lease:
+        # re-read under the lock; a manifest a killed load left unpublished goes
+        writer = StoreWriter(writer.pages, job.shards, job.hash, fence=lease.verify)
+        writer.drop_unpublished()
         with spark_progress(spark, on_event):
             result = _load_locked(spark, job, writer, log, max_rejected, reprocess_changed)
         if result.version is not None:

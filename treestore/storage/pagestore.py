@@ -24,13 +24,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 
 from treestore.errors import StoreError
+from treestore.filesystems import FilesystemSettings, is_uri, open_location
 
-__all__ = ["FilePageStore", "MemoryPageStore", "PageStore", "page_store_for"]
+if TYPE_CHECKING:
+    from pyarrow import fs as pafs
+
+__all__ = ["FilePageStore", "MemoryPageStore", "PageStore", "create_s3_object", "page_store_for"]
 
 
 class PageStore(ABC):
@@ -69,6 +73,11 @@ class PageStore(ABC):
         buffer = io.BytesIO()
         yield buffer
         self.write(name, buffer.getvalue())
+
+    @abstractmethod
+    def create(self, name: str, data: bytes) -> bool:
+        """Create blob ``name`` only if it does not exist, atomically: two callers racing
+        to create it can never both succeed. False if it exists already."""
 
     @abstractmethod
     def exists(self, name: str) -> bool:
@@ -112,6 +121,13 @@ class MemoryPageStore(PageStore):
         with self._lock:
             self.blobs[name] = bytes(data)
 
+    def create(self, name: str, data: bytes) -> bool:
+        with self._lock:
+            if name in self.blobs:
+                return False
+            self.blobs[name] = bytes(data)
+            return True
+
     def exists(self, name: str) -> bool:
         return name in self.blobs
 
@@ -131,19 +147,40 @@ class FilePageStore(PageStore):
     """Blobs as files under a root folder of a pyarrow filesystem."""
 
     def __init__(self, location: str | os.PathLike[str]) -> None:
-        from pyarrow import fs as pafs
-
         text = os.fspath(location)
-        if "://" in text:
-            try:
-                self.fs, root = pafs.FileSystem.from_uri(text)
-            except (ValueError, OSError) as exc:
-                raise StoreError(f"Cannot open store location {text}: {exc}") from exc
-        else:
-            self.fs, root = pafs.LocalFileSystem(), str(Path(text).expanduser().resolve())
-        self.root = root.rstrip("/") or "/"
-        self.is_local = isinstance(self.fs, pafs.LocalFileSystem)
-        self.location = text if "://" in text else self.root
+        self._uri = is_uri(text)
+        self.location = text.rstrip("/") if self._uri else str(Path(text).expanduser().resolve())
+        self.settings = FilesystemSettings.capture() if self._uri else FilesystemSettings()
+        """The driver's object-store settings, applied wherever this store is opened (a
+        task's worker on an executor included)."""
+        self._fs: pafs.FileSystem | None = None
+        self._root: str | None = None
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled for Spark tasks without the open filesystem (opened again where used)."""
+        return {**self.__dict__, "_fs": None, "_root": None}
+
+    def _open(self) -> tuple[pafs.FileSystem, str]:
+        if self._fs is None or self._root is None:
+            self.settings.apply()
+            self._fs, root = open_location(self.location)
+            self._root = root.rstrip("/") or "/"
+        return self._fs, self._root
+
+    @property
+    def fs(self) -> pafs.FileSystem:
+        """The pyarrow filesystem the store lives on."""
+        return self._open()[0]
+
+    @property
+    def root(self) -> str:
+        """The store's folder in :attr:`fs`."""
+        return self._open()[1]
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the store is on the local filesystem."""
+        return not self._uri or self.location.startswith("file://")
 
     def _path(self, name: str) -> str:
         return posixpath.join(self.root, name)
@@ -191,10 +228,9 @@ class FilePageStore(PageStore):
                     handle.flush()
                     os.fsync(handle.fileno())
                 os.replace(temp, path)
-            else:
-                with self.fs.open_output_stream(temp) as stream:
+            else:  # an object appears whole when its upload completes: no rename needed
+                with self.fs.open_output_stream(path) as stream:
                     yield stream  # type: ignore[misc]
-                self.fs.move(temp, path)
         except OSError as exc:
             raise StoreError(f"{path} cannot be written: {exc}") from exc
         finally:
@@ -207,6 +243,35 @@ class FilePageStore(PageStore):
     def write(self, name: str, data: bytes) -> None:
         with self.writer(name) as out:
             out.write(data)
+
+    def create(self, name: str, data: bytes) -> bool:
+        """Exclusive creation: a hard link of a complete temporary file on a local
+        filesystem, a conditional write (``If-None-Match: *``) on S3."""
+        path = self._path(name)
+        if self.is_local:
+            folder = os.path.dirname(path)
+            os.makedirs(folder, exist_ok=True)
+            temp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+            try:
+                with open(temp, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.link(temp, path)
+            except FileExistsError:
+                return False
+            except OSError as exc:
+                raise StoreError(f"{path} cannot be written: {exc}") from exc
+            finally:
+                with contextlib.suppress(OSError):
+                    os.remove(temp)
+            return True
+        if self.location.startswith("s3://"):
+            return create_s3_object(path, data, self.settings)
+        if self.exists(name):  # other filesystems: no exclusive create in pyarrow
+            return False
+        self.write(name, data)
+        return True
 
     def exists(self, name: str) -> bool:
         from pyarrow import fs as pafs
@@ -243,3 +308,26 @@ def page_store_for(location: str | os.PathLike[str] | PageStore) -> PageStore:
     if isinstance(location, PageStore):
         return location
     return FilePageStore(location)
+
+
+def create_s3_object(path: str, data: bytes, settings: FilesystemSettings) -> bool:
+    """Create the S3 object at ``path`` (``bucket/key``) only if it does not exist, with a
+    conditional write (``If-None-Match: *``, S3 and most S3-compatible stores since 2024).
+    False if it exists."""
+    try:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError as exc:  # pragma: no cover - boto3 is a dependency
+        raise StoreError("A store on S3 needs boto3: pip install boto3.") from exc
+    settings.apply()
+    bucket, _, key = path.partition("/")
+    try:
+        boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
+            return False
+        raise StoreError(f"s3://{path} cannot be written: {exc}") from exc
+    except BotoCoreError as exc:
+        raise StoreError(f"s3://{path} cannot be written: {exc}") from exc
+    return True

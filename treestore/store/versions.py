@@ -4,7 +4,8 @@ Layout of a store (a local folder, or a pyarrow filesystem URI)::
 
     store.json                         shard count and shard hash, fixed for life
     CURRENT                            the published version number
-    LOCK                               present while a load (or gc) runs: who holds it
+    locks/000012.json                  the lock's leases: the newest says who holds the
+                                       store while a load (or gc) runs (treestore.store.lock)
     versions/000007.json               a version's manifest: per shard its runs,
                                        next node id, node count and bytes; the
                                        loaded input files; recent load reports
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +43,6 @@ from treestore.storage.tree import ShardTree
 
 __all__ = [
     "DEFAULT_RETENTION",
-    "LOCK_NAME",
     "Manifest",
     "StoreVersion",
     "StoreWriter",
@@ -57,7 +57,6 @@ __all__ = [
 _STORE_FORMAT = 2
 _KEPT_LOAD_REPORTS = 100
 DEFAULT_RETENTION = 5
-LOCK_NAME = "LOCK"
 
 
 @dataclass(frozen=True)
@@ -223,7 +222,11 @@ class StoreWriter:
     """
 
     def __init__(
-        self, location: str | os.PathLike[str] | PageStore, shards: int, hash_name: str = HASH_NAME
+        self,
+        location: str | os.PathLike[str] | PageStore,
+        shards: int,
+        hash_name: str = HASH_NAME,
+        fence: Callable[[], None] | None = None,
     ):
         self.pages = page_store_for(location)
         if self.pages.exists("store.json"):
@@ -235,7 +238,7 @@ class StoreWriter:
                     "A store keeps its shard count and hash for life: load into a new store."
                 )
         else:
-            strangers = [n for n in self.pages.list() if n != LOCK_NAME]
+            strangers = [n for n in self.pages.list() if not n.startswith("locks/")]
             if strangers:
                 raise StoreError(
                     f"{self.pages.location} is not empty and is not a treestore store: "
@@ -244,7 +247,17 @@ class StoreWriter:
             config = {"format": _STORE_FORMAT, "shards": shards, "hash": hash_name}
             self.pages.write("store.json", json.dumps(config, indent=1).encode())
         self.shards = shards
+        self.fence = fence
+        """Called just before publishing: raises if this writer lost the store's lock."""
         self.base = read_manifest(self.pages, current_version(self.pages), shards)
+
+    def drop_unpublished(self) -> list[int]:
+        """Delete manifests above the published version: left by loads killed between
+        writing their manifest and publishing it. Call it only while holding the lock."""
+        dropped = [v for v in published_versions(self.pages) if v > self.base.version]
+        for version in dropped:
+            self.pages.delete(manifest_name(version))
+        return dropped
 
     def publish(
         self,
@@ -253,7 +266,11 @@ class StoreWriter:
         report: Mapping[str, Any],
         failpoint: Any = None,
     ) -> Manifest:
-        """Publish the next version with the new states of the shards in ``trees``."""
+        """Publish the next version with the new states of the shards in ``trees``.
+
+        The manifest is created exclusively, so of two writers publishing the same
+        version number one fails; ``CURRENT`` then names it.
+        """
         version = self.base.version + 1
         manifest = Manifest(
             version=version,
@@ -262,7 +279,13 @@ class StoreWriter:
             inputs={**self.base.inputs, **inputs},
             loads=(*self.base.loads, {**report, "version": version})[-_KEPT_LOAD_REPORTS:],
         )
-        self.pages.write(manifest_name(version), manifest.to_json())
+        if self.fence is not None:
+            self.fence()
+        if not self.pages.create(manifest_name(version), manifest.to_json()):
+            raise StoreError(
+                f"Another process published version {version} of {self.pages.location} while "
+                "this one ran; nothing of this run was published. Run it again."
+            )
         if failpoint:
             failpoint("after-manifest")
         self.pages.write("CURRENT", f"{version}\n".encode())

@@ -17,6 +17,8 @@ import treestore
 from loaders import load_job, run_load
 from shell.cli import main
 from treestore.events import as_lines
+from treestore.storage.pagestore import page_store_for
+from treestore.store.lock import lock_holder
 
 pytestmark = pytest.mark.spark
 
@@ -96,7 +98,7 @@ def test_driver_killed_before_publishing(
     # the previous version is intact and queryable; the dead load's lock is left behind
     assert treestore.open(store).version == 1
     assert _tree_dump(store) == before
-    assert (store / "LOCK").exists()
+    assert lock_holder(page_store_for(store)) is not None
     rows = treestore.open(store, spark=spark).query("root/+/M/+").to_list()  # type: ignore[arg-type]
     assert sorted(rows) == [("12345", "abc"), ("67890", "xyz"), ("67890", "zzz")]
     # the next load takes the dead load's lock over and finishes the job, counting nothing twice
@@ -114,7 +116,7 @@ def test_driver_killed_before_publishing(
     files = [p for p in (store / "trees").rglob("*") if p.is_file()]
     on_disk = {str(p.relative_to(store)).rsplit(".", 1)[0] for p in files}
     assert on_disk == referenced
-    assert not (store / "LOCK").exists()
+    assert lock_holder(page_store_for(store)) is None
 
 
 def test_task_killed_fails_the_load_and_the_next_one_completes(
