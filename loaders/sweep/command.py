@@ -10,8 +10,11 @@ events at that id and time.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from loaders.job.model import ElementSpec, JobSpec, MapSpec, SourceSpec
 from loaders.load.driver import run_load
@@ -26,7 +29,7 @@ from loaders.sweep.options import (
 from treestore.errors import LoadError, StoreError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.spark import spark_errors
-from treestore.storage.pagestore import page_store_for
+from treestore.storage.pagestore import PageStore, page_store_for
 from treestore.store.versions import StoreWriter, open_version
 
 if TYPE_CHECKING:
@@ -83,7 +86,35 @@ def _timed(frame: DataFrame, columns: list[str], time_format: str | None) -> Dat
     return frame
 
 
-def _results_job(name: str, folder: Path, id_col: str, time_col: str, shards: int) -> JobSpec:
+def _parts_writer(
+    pages: PageStore, folder: str
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A Spark task writing its partition of the results as one Parquet file in the store,
+    through the store's own filesystem (a folder, S3, HDFS): ``FOLDER/part-NNNNN.parquet``.
+    A retried task writes the same name again."""
+
+    def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        part = context.partitionId() if context is not None else 0
+        remaining = iter(batches)
+        first = next((batch for batch in remaining if batch.num_rows), None)
+        if first is None:
+            return  # an empty partition leaves no file
+        with pages.writer(f"{folder}/part-{part:05d}.parquet") as out:
+            writer = pq.ParquetWriter(out, first.schema)
+            writer.write_batch(first)
+            for batch in remaining:
+                writer.write_batch(batch)
+            writer.close()
+        yield pa.RecordBatch.from_pydict({"files": [1]}, schema=pa.schema([("files", pa.int32())]))
+
+    return write
+
+
+def _results_job(name: str, folder: str, id_col: str, time_col: str, shards: int) -> JobSpec:
     where = f"sweep {name}"
     tree = (
         ElementSpec("const", f"{where}: name", value=name),
@@ -91,7 +122,7 @@ def _results_job(name: str, folder: Path, id_col: str, time_col: str, shards: in
         ElementSpec("value", f"{where}: time", key=time_col),
         ElementSpec("value", f"{where}: value", key="value"),
     )
-    source = SourceSpec(name=f"sweep-{name}", path=str(folder), format="parquet", shard_by=id_col)
+    source = SourceSpec(name=f"sweep-{name}", path=folder, format="parquet", shard_by=id_col)
     return JobSpec(where, shards, (source,), MapSpec(), tree)
 
 
@@ -121,8 +152,6 @@ def run_sweep(
         raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
     if not name or "/" in name:
         raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
-    if pages.local_path("store.json") is None:
-        raise LoadError("treestore sweep keeps its results in a local store folder.")
     if pages.exists("store.json"):
         shards = open_version(pages).shards
     StoreWriter(pages, shards)  # creates the store if it is new, so the results can live in it
@@ -149,12 +178,13 @@ def run_sweep(
         if out:
             results.write.mode("overwrite").parquet(out)
             results = spark.read.parquet(out)
-        folder = Path(pages.location) / "sweeps" / name
-        results.write.mode("errorifexists").parquet(str(folder))
+        folder = f"sweeps/{name}"
+        results.mapInArrow(_parts_writer(pages, folder), "files int").collect()
     spark.catalog.clearCache()  # the swept rows were cached for the writes above
     for line in report.lines():
         on_event(Message(line))
-    job = _results_job(name, folder, names["id"], names["time"], shards)
+    where = f"{pages.location}/{folder}"
+    job = _results_job(name, where, names["id"], names["time"], shards)
     result = run_load(spark, job, store, on_event=on_event)
     on_event(Message(f"results kept in {store} as version {result.version}: query '{name}/+/+/+'"))
     return report
