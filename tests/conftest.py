@@ -77,8 +77,8 @@ def demo_store(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Spark standalone cluster on loopback (a master, two 1-core workers): its URL.
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A Spark standalone cluster on loopback (a master, two 1-core workers).
 
     Started once for the run from the pyspark install, stopped by pid at the end,
     also when tests fail. A cluster that does not come up fails the test with its logs.
@@ -90,7 +90,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except RuntimeError as exc:
         pytest.fail(str(exc))
     try:
-        yield cluster.url
+        yield cluster
     finally:
         cluster.stop()
 

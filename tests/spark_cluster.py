@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from treestore.filesystems import DRIVER_ONLY_ENV
+
 __all__ = ["Cluster", "start_cluster"]
 
 STARTUP_SECONDS = 90
@@ -41,6 +43,9 @@ class Cluster:
 
     url: str
     folder: Path
+    driver_only: Path
+    """A folder the executors are told only the driver has (a task opening a path under it
+    fails): drivers keep their job files, current folder and temporary files there."""
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def stop(self) -> None:
@@ -66,7 +71,9 @@ def start_cluster(folder: Path, workers: int = 2) -> Cluster:
     port = _free_port()
     env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_LOCAL_DIRS", None)
-    cluster = Cluster(f"spark://127.0.0.1:{port}", folder)
+    driver_only = folder / "driver-only"
+    driver_only.mkdir()
+    cluster = Cluster(f"spark://127.0.0.1:{port}", folder, driver_only)
     master_log = folder / "master.log"
     master = [
         spark_class, "org.apache.spark.deploy.master.Master",
@@ -76,7 +83,12 @@ def start_cluster(folder: Path, workers: int = 2) -> Cluster:
     for number in range(workers):
         work = folder / f"worker-{number}"
         (work / "tmp").mkdir(parents=True)
-        worker_env = {**env, "TMPDIR": str(work / "tmp"), "SPARK_WORKER_DIR": str(work)}
+        worker_env = {
+            **env,
+            "TMPDIR": str(work / "tmp"),
+            "SPARK_WORKER_DIR": str(work),
+            DRIVER_ONLY_ENV: str(driver_only),
+        }
         worker = [
             spark_class, "org.apache.spark.deploy.worker.Worker",
             "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",

@@ -26,7 +26,7 @@ from treestore.errors import StoreError, TreestoreError
 if TYPE_CHECKING:
     from pyarrow import fs as pafs
 
-__all__ = ["FilesystemSettings", "is_uri", "open_location"]
+__all__ = ["DRIVER_ONLY_ENV", "FilesystemSettings", "check_reachable", "is_uri", "open_location"]
 
 CARRIED = (
     "AWS_ENDPOINT_URL",
@@ -39,6 +39,9 @@ CARRIED = (
     "AWS_EC2_METADATA_DISABLED",
 )
 """The environment variables a task takes from the driver."""
+DRIVER_ONLY_ENV = "TREESTORE_DRIVER_ONLY_PATHS"
+"""Folders (``os.pathsep``-separated) that only the driver has: set on executors, a task
+that opens a local path under one of them fails at once instead of reading by luck."""
 
 
 def is_uri(location: str) -> bool:
@@ -57,9 +60,9 @@ def open_location(
 
     text = os.fspath(location)
     if not is_uri(text):
-        return pafs.LocalFileSystem(), str(Path(text).expanduser().resolve())
+        return pafs.LocalFileSystem(), check_reachable(str(Path(text).expanduser().resolve()))
     if text.startswith("file://"):
-        return pafs.LocalFileSystem(), text.removeprefix("file://") or "/"
+        return pafs.LocalFileSystem(), check_reachable(text.removeprefix("file://") or "/")
     try:
         filesystem, path = pafs.FileSystem.from_uri(text)
     except (ValueError, OSError) as exc:
@@ -68,6 +71,19 @@ def open_location(
             "object store, AWS_ENDPOINT_URL and the credentials."
         ) from exc
     return filesystem, path.rstrip("/") or "/"
+
+
+def check_reachable(path: str) -> str:
+    """``path``, unless it lies in a folder that only the driver has (:data:`DRIVER_ONLY_ENV`,
+    set in the executors' environment): then a :class:`StoreError` naming it."""
+    for folder in filter(None, os.environ.get(DRIVER_ONLY_ENV, "").split(os.pathsep)):
+        if path == folder or path.startswith(folder.rstrip("/") + "/"):
+            raise StoreError(
+                f"A task was given {path}, which only the driver has ({folder}). Put inputs "
+                "and stores where every executor reaches them: a URI (s3://, hdfs://) or a "
+                "folder mounted at the same path on every node."
+            )
+    return path
 
 
 def _one_line(exc: BaseException) -> str:

@@ -3,7 +3,8 @@
 A job mirrors a Hydra job config (see the README): ``shards``, ``source`` (a
 list consumed in order), ``map`` (``fields``, ``filter_in``, ``filter_out``)
 and ``tree.root`` (path elements). Relative paths resolve against the job
-file's folder. Every error points at the offending value in the file.
+file's folder; a URI (``s3://bucket/in/``) stays as it is. Every error points at
+the offending value in the file.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from loaders.filters.catalogue import (
     parse_fields,
 )
 from loaders.job.text import JobText, KeyPath, read_job_file
+from treestore.filesystems import is_uri
 from treestore.sharding import HASH_NAME
 
 __all__ = ["AttachmentSpec", "ElementSpec", "JobSpec", "MapSpec", "SourceSpec", "load_job"]
@@ -228,9 +230,9 @@ class _Validator:
         assert raw_path is not None
         return SourceSpec(
             name=self.text(doc, "name", path) or f"source{path[-1]}",
-            path=str((self.base / raw_path).resolve())
-            if not Path(raw_path).is_absolute()
-            else raw_path,
+            path=raw_path
+            if is_uri(raw_path) or Path(raw_path).is_absolute()
+            else str((self.base / raw_path).resolve()),
             format=fmt,  # type: ignore[arg-type]
             header=self.flag(doc, "header", path, True),
             columns=self.names(doc["columns"], (*path, "columns")) if "columns" in doc else (),

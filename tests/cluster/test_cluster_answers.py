@@ -1,63 +1,117 @@
-"""On a real Spark standalone cluster, treestore gives the answers local[*] gives."""
+"""On a real Spark standalone cluster, treestore gives exactly the answers local[*] gives:
+from the Python API with a user's own SparkSession, and from the command line with
+``--master`` or ``TREESTORE_SPARK_MASTER``. Executors never get a path only the driver has."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import treestore
-from loaders import load_job, run_load
 from shell.demo import DEMO_OPS, DEMO_PATH
+from tests.cluster.scenario import run_scenario
+from tests.spark_cluster import Cluster
 
-QUERIES = [(DEMO_PATH, DEMO_OPS), ("root/+:+hits", None), ("root/+/+/+", None)]
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cli(*args: str) -> str:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(
-        [sys.executable, "-m", "treestore", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+def _driver_env(cluster: Cluster, folder: Path, **extra: str) -> dict[str, str]:
+    """A driver's environment: its temporary files in a folder only the driver has."""
+    (folder / "tmp").mkdir(parents=True, exist_ok=True)
+    return {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYTHONPATH": str(ROOT),
+        "TMPDIR": str(folder / "tmp"),
+        **extra,
+    }
+
+
+def _run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
 
 
-def test_the_demo_load_and_queries_give_the_local_answers(
-    spark: Any, spark_cluster: str, demo_dir: Path, demo_store: Path
+def test_every_feature_gives_the_local_answers_on_the_cluster(
+    spark: Any, spark_cluster: Cluster, tmp_path: Path
+) -> None:
+    """Loads (incremental, dedup, pending), queries (rows, Arrow, pandas, one Spark job
+    each), both sweep plans, info, check and gc: the same answers, compared whole."""
+    local = run_scenario(
+        spark, str(tmp_path / "local-in"), str(tmp_path / "local-stores"),
+        tmp_path / "local-shared", tmp_path / "local-work",
+    )  # fmt: skip
+    driver = spark_cluster.driver_only / "scenario"
+    out = tmp_path / "cluster.json"
+    command = [
+        sys.executable, "-m", "tests.cluster.scenario", "--master", spark_cluster.url,
+        "--inputs", str(tmp_path / "cluster-in"), "--stores", str(tmp_path / "cluster-stores"),
+        "--shared", str(tmp_path / "cluster-shared"), "--work", str(driver / "work"),
+        "--out", str(out),
+    ]  # fmt: skip
+    done = _run(command, driver, _driver_env(spark_cluster, driver))
+    assert done.returncode == 0, done.stderr[-4000:]
+    on_cluster = json.loads(out.read_text())
+    assert on_cluster == local
+    assert all(q["jobs"] == 1 for q in on_cluster["demo"]["queries"].values())
+
+
+def _cli(cluster: Cluster, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    driver = cluster.driver_only / "cli"
+    return _run(
+        [sys.executable, "-m", "treestore", *args], driver, _driver_env(cluster, driver, **env)
+    )
+
+
+def _tsv(rows: Any) -> str:
+    return "".join("\t".join("" if v is None else str(v) for v in row) + "\n" for row in rows)
+
+
+def test_the_command_line_on_the_cluster_gives_the_local_answers(
+    spark: Any, spark_cluster: Cluster, demo_dir: Path, demo_store: Path
 ) -> None:
     store = demo_dir / "cluster-store"
-    _cli("load", str(demo_dir / "job.json"), "--store", str(store), "--master", spark_cluster)
+    loaded = _cli(
+        spark_cluster, "load", str(demo_dir / "job.json"), "--store", str(store),
+        "--master", spark_cluster.url,
+    )  # fmt: skip
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
     local = treestore.open(demo_store, spark=spark)
-    for path, rops in QUERIES:
-        options = ["--rops", rops] if rops else []
-        on_cluster = _cli("query", str(store), path, *options, "--master", spark_cluster)
-        expected = "".join(
-            "\t".join("" if v is None else str(v) for v in row) + "\n"
-            for row in local.query(path, rops=rops)
-        )
-        assert on_cluster == expected, path
+    master = {"TREESTORE_SPARK_MASTER": spark_cluster.url, "TREESTORE_LOCAL_QUERY_LIMIT": "-1"}
+    queried = _cli(spark_cluster, "query", str(store), DEMO_PATH, "--rops", DEMO_OPS, **master)
+    assert queried.returncode == 0, queried.stderr[-3000:]
+    assert queried.stdout == _tsv(local.query(DEMO_PATH, rops=DEMO_OPS))
+    shell = _cli(spark_cluster, "shell", str(store), "-e", "root/+:+hits", **master)
+    assert shell.returncode == 0, shell.stderr[-3000:]
+    assert shell.stdout == _tsv(local.query("root/+:+hits"))
 
 
-def test_an_incremental_load_on_the_cluster_reads_only_new_files(
-    spark: Any, spark_cluster: str, demo_dir: Path
+def test_a_path_only_the_driver_has_never_reaches_a_task(
+    spark_cluster: Cluster, demo_dir: Path
 ) -> None:
-    cluster_store, local_store = demo_dir / "cluster-store", demo_dir / "local-store"
-    job = str(demo_dir / "job.json")
-    _cli("load", job, "--store", str(cluster_store), "--master", spark_cluster)
-    run_load(spark, load_job(job), local_store)
-    (demo_dir / "mapping" / "mapping-0002.tsv").write_text("TIME\tUID\tPUID\n1\t67890\tnew\n")
-    second = _cli("load", job, "--store", str(cluster_store), "--master", spark_cluster)
-    assert (
-        "source attributes: 0 new file(s)" in second and "source mapping: 1 new file(s)" in second
-    )
-    run_load(spark, load_job(job), local_store)
-    on_cluster = _cli("query", str(cluster_store), "root/+/M/+", "--master", spark_cluster)
-    local = treestore.open(local_store, spark=spark).query("root/+/M/+").to_list()
-    assert on_cluster == "".join(f"{uid}\t{puid}\n" for uid, puid in local)
-    assert ("67890", "new") in local
+    """The job file and its inputs in the driver's own folder: the load fails, saying so."""
+    from shell.demo import write_demo_inputs
+
+    own = spark_cluster.driver_only / "cli" / "job"
+    write_demo_inputs(own)
+    failed = _cli(
+        spark_cluster, "load", str(own / "job.json"), "--store", str(demo_dir / "store"),
+        "--master", spark_cluster.url,
+    )  # fmt: skip
+    assert failed.returncode != 0
+    assert "which only the driver has" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    assert not (demo_dir / "store" / "CURRENT").exists()
+
+
+@pytest.fixture(autouse=True)
+def _driver_folders(spark_cluster: Cluster) -> None:
+    (spark_cluster.driver_only / "cli").mkdir(parents=True, exist_ok=True)
+    (spark_cluster.driver_only / "scenario").mkdir(parents=True, exist_ok=True)

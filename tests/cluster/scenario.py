@@ -1,0 +1,218 @@
+"""Everything treestore does, run on one SparkSession, its answers as plain data.
+
+:func:`run_scenario` loads, queries, dedups, keeps pending records, sweeps with both
+plans, and reads the store's info, check and gc; the cluster tests run it once on the
+local session and once in a driver of the standalone cluster (``python -m
+tests.cluster.scenario``, with a SparkSession built there the way a user builds one),
+and compare the two answers whole. Inputs and stores live under the locations given
+(a folder or an ``s3://`` URI); the job files are written to ``work``, which the
+executors must never need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from loaders import load_job, run_load
+from loaders.sweep.command import run_sweep
+from shell.demo import DEMO_JOB, DEMO_OPS, DEMO_PATH, write_demo_inputs
+from shell.info import write_info
+from tests.loaders.load.test_dedup_load import FIRST, SECOND
+from tests.loaders.load.test_dedup_load import JOB as DEDUP_JOB
+from tests.loaders.tree.test_load_pending import JOB as PENDING_JOB
+from treestore import open as open_store
+from treestore.filesystems import open_location
+from treestore.storage.pagestore import page_store_for
+from treestore.store.lock import store_lock
+from treestore.store.maintenance import check_store, collect_garbage
+
+__all__ = ["run_scenario"]
+
+QUERIES = [
+    (DEMO_PATH, DEMO_OPS),
+    ("root/+:+hits", None),
+    ("root/+/+/+", None),
+    ("root/+/M/+", None),
+]
+EVENTS = "id,time\n1,1\n1,5\n2,3\n2,9\n3,4\n"
+INTERVALS = "id,start,end,points\n1,0,4,2\n1,3,6,5\n2,2,8,1\n3,5,7,4\n"
+
+
+def _put(location: str, name: str, text: str) -> None:
+    """Write ``text`` as the file ``name`` under ``location`` (a folder or a URI)."""
+    filesystem, root = open_location(location)
+    path = f"{root}/{name}"
+    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with filesystem.open_output_stream(path) as out:
+        out.write(text.encode())
+
+
+def _job(work: Path, name: str, job: dict[str, Any], paths: dict[str, str]) -> Path:
+    """Write ``job`` to ``work/NAME.json`` with its sources' paths replaced."""
+    job = copy.deepcopy(job)
+    for source in job["source"]:
+        source["path"] = paths[source["name"]]
+    file = work / f"{name}.json"
+    file.write_text(json.dumps(job))
+    return file
+
+
+def _plain(value: Any) -> Any:
+    """Values as JSON keeps them (numpy and pandas scalars as Python ones)."""
+    return json.loads(
+        json.dumps(value, default=lambda v: v.item() if hasattr(v, "item") else str(v))
+    )
+
+
+def _answers(spark: Any, store: str) -> dict[str, Any]:
+    """Every query of :data:`QUERIES` as rows, Arrow and pandas, and the Spark jobs each
+    query started."""
+    handle = open_store(store, spark=spark)
+    handle.local_limit = -1  # every query through Spark
+    tracker = spark.sparkContext.statusTracker()
+    found: dict[str, Any] = {}
+    for path, rops in QUERIES:
+        rows = handle.query(path, rops=rops).to_list()
+        jobs = len(tracker.getJobIdsForGroup(handle.last_job_group))
+        table = handle.query(path, rops=rops).to_arrow().to_pylist()
+        frame = handle.query(path, rops=rops).to_pandas().to_dict("records")
+        found[path] = _plain({"rows": rows, "arrow": table, "pandas": frame, "jobs": jobs})
+    return found
+
+
+def _report(result: Any) -> dict[str, Any]:
+    """What a load's report says that does not depend on where or how fast it ran."""
+    report = result.report
+    return _plain(
+        {
+            "version": result.version,
+            "sources": report.get("sources"),
+            "pending": report.get("pending"),
+        }
+    )
+
+
+def _demo(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
+    local = work / "demo-inputs"
+    write_demo_inputs(local)
+    for file in sorted(p for p in local.rglob("*") if p.is_file() and p.suffix == ".tsv"):
+        _put(inputs, f"demo/{file.relative_to(local)}", file.read_text())
+    paths = {s["name"]: f"{inputs}/demo/{s['name']}/" for s in DEMO_JOB["source"]}
+    job = load_job(_job(work, "demo", DEMO_JOB, paths))
+    store = f"{stores}/demo"
+    first = _report(run_load(spark, job, store))
+    before = _answers(spark, store)
+    _put(inputs, "demo/mapping/mapping-0002.tsv", "TIME\tUID\tPUID\n1\t67890\tnew\n")
+    second = _report(run_load(spark, load_job(work / "demo.json"), store))
+    return {"first": first, "queries": before, "second": second, "after": _answers(spark, store)}
+
+
+def _dedup(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
+    def tsv(rows: list[tuple[int, str, str]]) -> str:
+        return "TIME\tUID\tURL\n" + "".join(f"{t}\t{u}\t{url}\n" for t, u, url in rows)
+
+    _put(inputs, "clicks/c1.tsv", tsv(FIRST))
+    _put(inputs, "clicks/c2.tsv", tsv([(1, "u2", "a"), (5, "u4", "e")]))
+    file = _job(work, "dedup", DEDUP_JOB, {"clicks": f"{inputs}/clicks/"})
+    store = f"{stores}/dedup"
+    first = _report(run_load(spark, load_job(file), store))
+    _put(inputs, "clicks/c3.tsv", tsv(SECOND))
+    second = _report(run_load(spark, load_job(file), store))
+    hits = open_store(store, spark=spark).query("root/+/+:+hits").to_list()
+    return {"first": first, "second": second, "hits": sorted(hits)}
+
+
+def _pending(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
+    paths = {"attributes": f"{inputs}/pending/a/", "mapping": f"{inputs}/pending/m/"}
+    file = _job(work, "pending", PENDING_JOB, paths)
+    store = f"{stores}/pending"
+    _put(inputs, "pending/a/1.csv", "U\nu1\n")
+    _put(inputs, "pending/m/1.csv", "U,P\nu2,p2\nu3,p3\n")  # no node for u2, u3 yet
+    first = _report(run_load(spark, load_job(file), store))
+    _put(inputs, "pending/a/2.csv", "U\nu2\n")  # u2's node appears: its record applies
+    second = _report(run_load(spark, load_job(file), store))
+    rows = open_store(store, spark=spark).query("root/+/M/+/seen:+hits").to_list()
+    return {"first": first, "second": second, "rows": sorted(rows)}
+
+
+def _sweeps(spark: Any, stores: str, shared: Path) -> dict[str, Any]:
+    shared.mkdir(parents=True, exist_ok=True)
+    (shared / "events.csv").write_text(EVENTS)
+    (shared / "intervals.csv").write_text(INTERVALS)
+    store = f"{stores}/sweeps"
+    found = {}
+    for plan in ("range", "broadcast"):
+        run_sweep(
+            spark, str(shared / "events.csv"), str(shared / "intervals.csv"), store, plan,
+            agg="sum", plan=plan, shards=2,
+        )  # fmt: skip
+        found[plan] = sorted(open_store(store, spark=spark).query(f"{plan}/+/+/+").to_list())
+    return _plain(found)
+
+
+def _maintenance(stores: str) -> dict[str, Any]:
+    store = f"{stores}/demo"
+    shown = io.StringIO()
+    write_info(store, shown)
+    pages = page_store_for(store)
+    with store_lock(pages, "gc"):
+        removed = collect_garbage(pages, keep=1)
+    return {
+        "info": [  # without the loads' times
+            re.sub(r" at \S+ \([\d.]+ s\)", "", line)
+            for line in shown.getvalue().replace(store, "STORE").splitlines()
+        ],
+        "check": check_store(store),
+        "gc": removed,
+        "check after gc": check_store(store),
+    }
+
+
+def run_scenario(spark: Any, inputs: str, stores: str, shared: Path, work: Path) -> dict[str, Any]:
+    """Run everything on ``spark``; the answers, as JSON-able data."""
+    work.mkdir(parents=True, exist_ok=True)
+    return _plain(
+        {
+            "demo": _demo(spark, inputs, stores, work),
+            "dedup": _dedup(spark, inputs, stores, work),
+            "pending": _pending(spark, inputs, stores, work),
+            "sweeps": _sweeps(spark, stores, shared),
+            "maintenance": _maintenance(stores),
+        }
+    )
+
+
+def main() -> None:
+    """Run the scenario in a driver of its own, on ``--master``, and write the answers."""
+    parser = argparse.ArgumentParser()
+    for name in ("--master", "--inputs", "--stores", "--shared", "--work", "--out"):
+        parser.add_argument(name, required=True)
+    options = parser.parse_args()
+    from pyspark.sql import SparkSession
+
+    spark = (  # a user's own session: treestore is given it, it does not make it
+        SparkSession.builder.master(options.master)
+        .appName("treestore-cluster-scenario")
+        .config("spark.ui.enabled", "false")
+        .config("spark.executor.memory", "512m")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    answers = run_scenario(
+        spark, options.inputs, options.stores, Path(options.shared), Path(options.work)
+    )
+    Path(options.out).write_text(json.dumps(answers, indent=1))
+    spark.stop()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
