@@ -72,7 +72,7 @@ def start_cluster(folder: Path, workers: int = 2) -> Cluster:
     env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_LOCAL_DIRS", None)
     driver_only = folder / "driver-only"
-    driver_only.mkdir()
+    driver_only.mkdir(parents=True)
     cluster = Cluster(f"spark://127.0.0.1:{port}", folder, driver_only)
     master_log = folder / "master.log"
     master = [
