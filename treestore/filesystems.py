@@ -26,7 +26,14 @@ from treestore.errors import StoreError, TreestoreError
 if TYPE_CHECKING:
     from pyarrow import fs as pafs
 
-__all__ = ["DRIVER_ONLY_ENV", "FilesystemSettings", "check_reachable", "is_uri", "open_location"]
+__all__ = [
+    "DRIVER_ONLY_ENV",
+    "FilesystemSettings",
+    "check_reachable",
+    "describe_error",
+    "is_uri",
+    "open_location",
+]
 
 CARRIED = (
     "AWS_ENDPOINT_URL",
@@ -97,14 +104,19 @@ def describe_error(exc: BaseException) -> str:
     denied access), in one line."""
     text = _one_line(exc)
     hints = {
-        "NO_SUCH_BUCKET": "the bucket does not exist (create it, or fix the URI)",
-        "NETWORK_CONNECTION": "the endpoint refuses connections (check AWS_ENDPOINT_URL)",
-        "ACCESS_DENIED": "access denied (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
-        "INVALID_ACCESS_KEY_ID": "the access key is unknown (check AWS_ACCESS_KEY_ID)",
-        "SIGNATURE_DOES_NOT_MATCH": "wrong secret key (check AWS_SECRET_ACCESS_KEY)",
-    }
-    for code, meaning in hints.items():
-        if code in text:
+        "the bucket does not exist (create it, or fix the URI)": (
+            "NO_SUCH_BUCKET", "NoSuchBucket", "not found. To create buckets"
+        ),
+        "the endpoint refuses connections (check AWS_ENDPOINT_URL)": (
+            "NETWORK_CONNECTION", "Could not connect to the endpoint"
+        ),
+        "access denied (check the credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)": (
+            "ACCESS_DENIED", "AccessDenied", "InvalidAccessKeyId", "INVALID_ACCESS_KEY_ID",
+            "SignatureDoesNotMatch", "SIGNATURE_DOES_NOT_MATCH",
+        ),
+    }  # fmt: skip
+    for meaning, codes in hints.items():
+        if any(code in text for code in codes):
             return f"{meaning}: {text}"
     return text
 

@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from treestore.errors import SparkSetupError, TreestoreError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "check_java", "get_session", "spark_errors"]
+__all__ = ["DEFAULT_MASTER", "check_java", "check_master", "get_session", "spark_errors"]
 
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "TREESTORE_SPARK_MASTER"
@@ -57,6 +58,29 @@ def check_java() -> int:
     return major
 
 
+def check_master(master: str, seconds: float = 5.0) -> None:
+    """Raise :class:`SparkSetupError` at once if a standalone master (``spark://host:port``,
+    or several, comma-separated) does not answer: Spark itself would retry for a minute."""
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise SparkSetupError(
+                f"The Spark master {master!r} is not a valid URL: write spark://HOST:PORT."
+            )
+        try:
+            with socket.create_connection((host, int(port)), timeout=seconds):
+                return
+        except OSError as exc:
+            reasons.append(f"{address}: {exc.strerror or exc}")
+    raise SparkSetupError(
+        f"Cannot reach the Spark master {master} ({'; '.join(reasons)}): check the URL "
+        "(--master or TREESTORE_SPARK_MASTER) and that the master runs."
+    )
+
+
 def get_session(master: str | None = None, *, app_name: str = "treestore") -> SparkSession:
     """Return the process's SparkSession, creating it with treestore's settings.
 
@@ -72,6 +96,7 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     chosen = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+    check_master(chosen)
     log_option = f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}"
     builder = (
         SparkSession.builder.master(chosen)
@@ -105,6 +130,13 @@ def _summary(exc: BaseException) -> str:
     ours = [line for line in lines if line.startswith("treestore.errors.")]
     if ours:
         return ours[-1][:500]
+    missing = [m for line in lines if (m := re.search(r"No module named '([\w.]+)'", line))]
+    if missing:
+        return (
+            f"the executors' Python cannot import {missing[0].group(1)!r}: install treestore "
+            "on every node, or ship the project's environment to the executors (README: "
+            "Running on a cluster)"
+        )
     if any("Python worker exited unexpectedly" in line for line in lines):
         return "a Python worker died (it crashed or was killed); nothing was published"
     raised = [line for line in lines if re.match(r"^[\w.$]+(Error|Exception): ", line)]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import pyarrow as pa
 
 from treestore.errors import StoreError
-from treestore.filesystems import FilesystemSettings, is_uri, open_location
+from treestore.filesystems import FilesystemSettings, describe_error, is_uri, open_location
 
 if TYPE_CHECKING:
     from pyarrow import fs as pafs
@@ -185,23 +185,27 @@ class FilePageStore(PageStore):
     def _path(self, name: str) -> str:
         return posixpath.join(self.root, name)
 
+    def _failed(self, name: str, doing: str, exc: OSError) -> StoreError:
+        """A filesystem error as one line: where, what, and what to check."""
+        return StoreError(f"{self.location}/{name} {doing}: {describe_error(exc)}")
+
     def read(self, name: str) -> bytes:
         try:
             with self.fs.open_input_stream(self._path(name)) as stream:
                 return bytes(stream.read())
         except FileNotFoundError:
-            raise StoreError(f"{self._path(name)} does not exist.") from None
+            raise StoreError(f"{self.location}/{name} does not exist.") from None
         except OSError as exc:
-            raise StoreError(f"{self._path(name)} cannot be read: {exc}") from exc
+            raise self._failed(name, "cannot be read", exc) from exc
 
     def read_range(self, name: str, offset: int, length: int) -> bytes:
         try:
             with self.fs.open_input_file(self._path(name)) as handle:
                 return bytes(handle.read_at(length, offset))
         except FileNotFoundError:
-            raise StoreError(f"{self._path(name)} does not exist.") from None
+            raise StoreError(f"{self.location}/{name} does not exist.") from None
         except OSError as exc:
-            raise StoreError(f"{self._path(name)} cannot be read: {exc}") from exc
+            raise self._failed(name, "cannot be read", exc) from exc
 
     def read_table(self, name: str) -> pa.Table:
         """The blob ``name`` read as an Arrow IPC stream (``pyarrow.ArrowException`` if it is
@@ -232,13 +236,11 @@ class FilePageStore(PageStore):
                 with self.fs.open_output_stream(path) as stream:
                     yield stream  # type: ignore[misc]
         except OSError as exc:
-            raise StoreError(f"{path} cannot be written: {exc}") from exc
+            raise self._failed(name, "cannot be written", exc) from exc
         finally:
-            from pyarrow import fs as pafs
-
-            with contextlib.suppress(OSError):
-                if self.fs.get_file_info(temp).type != pafs.FileType.NotFound:
-                    self.fs.delete_file(temp)
+            if self.is_local:
+                with contextlib.suppress(OSError):
+                    os.remove(temp)
 
     def write(self, name: str, data: bytes) -> None:
         with self.writer(name) as out:
@@ -261,7 +263,7 @@ class FilePageStore(PageStore):
             except FileExistsError:
                 return False
             except OSError as exc:
-                raise StoreError(f"{path} cannot be written: {exc}") from exc
+                raise self._failed(name, "cannot be written", exc) from exc
             finally:
                 with contextlib.suppress(OSError):
                     os.remove(temp)
@@ -276,7 +278,10 @@ class FilePageStore(PageStore):
     def exists(self, name: str) -> bool:
         from pyarrow import fs as pafs
 
-        return self.fs.get_file_info(self._path(name)).type == pafs.FileType.File
+        try:
+            return self.fs.get_file_info(self._path(name)).type == pafs.FileType.File
+        except OSError as exc:
+            raise self._failed(name, "cannot be looked up", exc) from exc
 
     def list(self, prefix: str = "") -> list[str]:
         from pyarrow import fs as pafs
@@ -284,19 +289,30 @@ class FilePageStore(PageStore):
         base = self._path(prefix) if prefix else self.root
         selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
         names = []
-        for info in self.fs.get_file_info(selector):
+        try:
+            found = self.fs.get_file_info(selector)
+        except OSError as exc:
+            raise self._failed(prefix, "cannot be listed", exc) from exc
+        for info in found:
             if info.type == pafs.FileType.File:
                 names.append(posixpath.relpath(info.path, self.root))
         return sorted(names)
 
     def delete(self, name: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
+        try:
             self.fs.delete_file(self._path(name))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise self._failed(name, "cannot be deleted", exc) from exc
 
     def size(self, name: str) -> int:
-        info = self.fs.get_file_info(self._path(name))
+        try:
+            info = self.fs.get_file_info(self._path(name))
+        except OSError as exc:
+            raise self._failed(name, "cannot be looked up", exc) from exc
         if info.size is None:
-            raise StoreError(f"{self._path(name)} does not exist.")
+            raise StoreError(f"{self.location}/{name} does not exist.")
         return int(info.size)
 
     def local_path(self, name: str) -> Path | None:
@@ -327,7 +343,7 @@ def create_s3_object(path: str, data: bytes, settings: FilesystemSettings) -> bo
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
             return False
-        raise StoreError(f"s3://{path} cannot be written: {exc}") from exc
+        raise StoreError(f"s3://{path} cannot be written: {describe_error(exc)}") from exc
     except BotoCoreError as exc:
-        raise StoreError(f"s3://{path} cannot be written: {exc}") from exc
+        raise StoreError(f"s3://{path} cannot be written: {describe_error(exc)}") from exc
     return True
