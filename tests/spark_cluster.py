@@ -71,6 +71,8 @@ def start_cluster(folder: Path, workers: int = 2) -> Cluster:
     port = _free_port()
     env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_LOCAL_DIRS", None)
+    for name in [n for n in env if n.startswith("AWS_")]:
+        env.pop(name)  # executors reach an object store only with the settings tasks carry
     driver_only = folder / "driver-only"
     driver_only.mkdir(parents=True)
     cluster = Cluster(f"spark://127.0.0.1:{port}", folder, driver_only)

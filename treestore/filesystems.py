@@ -15,6 +15,7 @@ The captured values never appear in a message or a ``repr``.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 from treestore.errors import StoreError, TreestoreError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyarrow import fs as pafs
 
 __all__ = [
@@ -31,8 +33,12 @@ __all__ = [
     "FilesystemSettings",
     "check_reachable",
     "describe_error",
+    "input_file",
+    "input_stream",
+    "is_file",
     "is_uri",
     "open_location",
+    "split_location",
 ]
 
 CARRIED = (
@@ -46,6 +52,7 @@ CARRIED = (
     "AWS_EC2_METADATA_DISABLED",
 )
 """The environment variables a task takes from the driver."""
+_BUCKET_SCHEMES = frozenset({"s3", "gs", "gcs"})
 DRIVER_ONLY_ENV = "TREESTORE_DRIVER_ONLY_PATHS"
 """Folders (``os.pathsep``-separated) that only the driver has: set on executors, a task
 that opens a local path under one of them fails at once instead of reading by luck."""
@@ -78,6 +85,71 @@ def open_location(
             "object store, AWS_ENDPOINT_URL and the credentials."
         ) from exc
     return filesystem, path.rstrip("/") or "/"
+
+
+def split_location(
+    location: str, error: type[TreestoreError] = StoreError
+) -> tuple[pafs.FileSystem, str, str]:
+    """``location``'s filesystem, its path there, and the prefix that makes a path of that
+    filesystem a location again (``""`` for local paths, ``"s3://"``, ``"hdfs://host:port"``).
+
+    ``file://`` URIs become plain local paths.
+    """
+    filesystem, path = open_location(location, error)
+    text = os.fspath(location)
+    if not is_uri(text) or text.startswith("file://"):
+        return filesystem, path, ""
+    at = text.find(path, text.index("://") + 3)
+    return filesystem, path, text[:at] if at >= 0 else text.split("://")[0] + "://"
+
+
+@functools.lru_cache(maxsize=16)
+def _filesystem_at(authority: str, settings: tuple[tuple[str, str], ...]) -> pafs.FileSystem:
+    """One filesystem per URI authority (and settings), reused by every file a task reads."""
+    del settings  # part of the key only: new settings, a new filesystem
+    filesystem, _ = open_location(authority + "/", StoreError)
+    return filesystem
+
+
+def _opened(location: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and path of an input file's location (cached per authority)."""
+    from pyarrow import fs as pafs
+
+    if not is_uri(location):
+        return pafs.LocalFileSystem(), check_reachable(location)
+    if location.startswith("file://"):
+        return pafs.LocalFileSystem(), check_reachable(location.removeprefix("file://"))
+    scheme, rest = location.split("://", 1)
+    host, _, inner = rest.partition("/")
+    settings = tuple((name, os.environ.get(name, "")) for name in CARRIED)
+    filesystem = _filesystem_at(f"{scheme}://{host}", settings)
+    # object stores name files bucket/key; the others by their path on the host
+    return filesystem, rest if scheme in _BUCKET_SCHEMES else "/" + inner
+
+
+def input_stream(location: str) -> pa.NativeFile:
+    """A file (a local path or a URI) opened for reading once through, decompressed by its
+    extension (``.gz``, ``.bz2``, ``.zst``...). A local path in a folder only the driver has
+    raises :class:`StoreError` (see :func:`check_reachable`)."""
+    filesystem, path = _opened(location)
+    return filesystem.open_input_stream(path, compression="detect")
+
+
+def is_file(location: str) -> bool:
+    """Whether a file (a local path or a URI) exists."""
+    from pyarrow import fs as pafs
+
+    filesystem, path = _opened(location)
+    try:
+        return bool(filesystem.get_file_info(path).type == pafs.FileType.File)
+    except OSError:
+        return False
+
+
+def input_file(location: str) -> pa.NativeFile:
+    """A file (a local path or a URI) opened for random access (Parquet footers)."""
+    filesystem, path = _opened(location)
+    return filesystem.open_input_file(path)
 
 
 def check_reachable(path: str) -> str:

@@ -230,9 +230,7 @@ class _Validator:
         assert raw_path is not None
         return SourceSpec(
             name=self.text(doc, "name", path) or f"source{path[-1]}",
-            path=raw_path
-            if is_uri(raw_path) or Path(raw_path).is_absolute()
-            else str((self.base / raw_path).resolve()),
+            path=_source_location(raw_path, self.base),
             format=fmt,  # type: ignore[arg-type]
             header=self.flag(doc, "header", path, True),
             columns=self.names(doc["columns"], (*path, "columns")) if "columns" in doc else (),
@@ -424,3 +422,13 @@ def load_job(path: str | Path) -> JobSpec:
     """Read and validate the job file at ``path``."""
     job = read_job_file(path)
     return _Validator(job, Path(path).resolve().parent).job_spec()
+
+
+def _source_location(raw: str, base: Path) -> str:
+    """A source's ``path`` as a location: a URI as written (``file://`` as its local path),
+    a relative path resolved against the job file's folder ``base``."""
+    if raw.startswith("file://"):
+        raw = raw.removeprefix("file://") or "/"
+    if is_uri(raw) or Path(raw).is_absolute():
+        return raw
+    return str((base / raw).resolve())

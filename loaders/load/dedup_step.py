@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -36,6 +35,7 @@ from loaders.load.inputs import InputFile, read_source
 from loaders.load.readers import REJECT
 from loaders.load.shard_frames import SHARD, partition_by_shard, shard_column
 from treestore.errors import LoadError, StoreError
+from treestore.filesystems import is_file
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.store.dedup_index import (
@@ -278,7 +278,7 @@ def _loaded_files(writer: StoreWriter, source: SourceSpec, after: int = 0) -> li
     for path, entry in sorted(writer.base.inputs.items()):
         if entry.get("source") == source.name and int(entry.get("version", 0)) > after:
             found.append(InputFile(path, int(entry["size"]), int(entry["mtime_ns"])))
-    missing = [f.path for f in found if not Path(f.path).is_file()]
+    missing = [f.path for f in found if not is_file(f.path)]
     if missing:
         raise LoadError(
             f"The dedup index of source {source.name!r} must be rebuilt from the files already "

@@ -1,5 +1,10 @@
 """Input files: finding a source's files and reading them into a DataFrame.
 
+A source's ``path`` is a local file, folder or glob, or the same as a URI
+(``s3://bucket/in/``, ``s3://bucket/in/*.tsv``, ``hdfs://nn:8020/in``), listed on
+the driver through pyarrow filesystems; the tasks open each file by the same
+location (:mod:`treestore.filesystems`), with the driver's filesystem settings.
+
 Every field is read as text (lists of text for JSON/Parquet lists), so the
 map filters and the tree see the same values whatever the format. Each record
 also carries ``__file`` (the file's number) and ``__line`` (its line number).
@@ -7,6 +12,7 @@ also carries ``__file`` (the file's number) and ``__line`` (its line number).
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -18,6 +24,7 @@ import pyarrow as pa
 from loaders.job.model import SourceSpec
 from loaders.load.readers import FILE_COLUMN, ReadPlan, read_files, sample_list_fields
 from treestore.errors import LoadError
+from treestore.filesystems import FilesystemSettings, is_uri, split_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,8 +54,68 @@ def _visible(path: Path, root: Path) -> bool:
     return not any(part.startswith((".", "_")) for part in parts)
 
 
+def _matches(parts: list[str], pattern: list[str]) -> bool:
+    """Whether path segments ``parts`` match glob segments ``pattern`` (``**``: any depth)."""
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_matches(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
+    return (
+        bool(parts)
+        and fnmatch.fnmatchcase(parts[0], pattern[0])
+        and not (parts[0].startswith(".") and not pattern[0].startswith("."))
+        and _matches(parts[1:], pattern[1:])
+    )
+
+
+def _list_remote(source: SourceSpec) -> list[InputFile]:
+    """The files of a source whose path is a URI, listed through its pyarrow filesystem."""
+    from pyarrow import fs as pafs
+
+    filesystem, path, prefix = split_location(source.path, LoadError)
+    segments = path.split("/")
+    fixed = next((i for i, part in enumerate(segments) if set(part) & _GLOB_CHARS), None)
+    root = "/".join(segments[:fixed]) if fixed is not None else path
+    try:
+        found = filesystem.get_file_info(root)
+        if found.type == pafs.FileType.File and fixed is None:
+            infos = [found]
+        elif found.type == pafs.FileType.Directory:
+            listed = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
+            infos = [info for info in listed if info.type == pafs.FileType.File]
+        else:
+            infos = []
+    except OSError as exc:
+        from treestore.filesystems import describe_error
+
+        raise LoadError(
+            f"Source {source.name!r}: cannot list {source.path}: {describe_error(exc)}"
+        ) from None
+    if fixed is not None:
+        pattern = segments[fixed:]
+        infos = [i for i in infos if _matches(i.path[len(root) :].strip("/").split("/"), pattern)]
+    elif found.type == pafs.FileType.Directory:
+        hidden = (".", "_")
+        infos = [
+            i
+            for i in infos
+            if not any(p.startswith(hidden) for p in i.path[len(root) :].strip("/").split("/"))
+        ]
+    elif not infos:
+        raise LoadError(
+            f"Source {source.name!r}: {source.path} does not exist. "
+            "Give a file, a folder or a glob in the job's 'path'."
+        )
+    return sorted(
+        (InputFile(prefix + i.path, i.size or 0, i.mtime_ns or 0) for i in infos),
+        key=lambda f: f.path,
+    )
+
+
 def list_input_files(source: SourceSpec) -> list[InputFile]:
     """The files of ``source``: the file, the visible files under the folder, or the glob's."""
+    if is_uri(source.path):
+        return _list_remote(source)
     if any(c in source.path for c in _GLOB_CHARS):
         matches = sorted(Path(p) for p in glob.glob(source.path, recursive=True))
         return [InputFile.at(p) for p in matches if p.is_file()]
@@ -92,11 +159,13 @@ def read_source(
     plan = ReadPlan(source.format, source.header, source.columns, wanted, lists & set(wanted))
     # Biggest files first, dealt round-robin over the tasks, so tasks get similar work.
     numbers = numbers or {f.path: i for i, f in enumerate(files)}
+    settings = FilesystemSettings.capture()
     by_size = [(numbers[f.path], f.path) for f in sorted(files, key=lambda f: -f.size)]
     tasks = max(1, min(len(by_size), spark.sparkContext.defaultParallelism * 2))
     dealt = [by_size[i::tasks] for i in range(tasks)]
 
     def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        settings.apply()
         for batch in batches:
             for task in batch.column(0).to_pylist():
                 yield from read_files(plan, dealt[task])

@@ -9,6 +9,10 @@ load; its path travels once, not per row), ``__line`` (the physical
 line, or the row number in a Parquet file) and ``__reject``: null for a good
 record, else why the record was set aside (then ``__text`` holds the raw line).
 
+A file is a local path or a URI (``s3://bucket/in/a.tsv``), opened through
+:mod:`treestore.filesystems` in the task: executors read what the driver listed
+from the same location, never from a folder only the driver has.
+
 Values are text; a field is a list of texts when the source holds lists there
 (JSON arrays, Parquet lists), as found by sampling the first files.
 """
@@ -26,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from treestore.errors import LoadError
+from treestore.filesystems import input_file, input_stream
 
 __all__ = ["FILE_COLUMN", "LINE", "REJECT", "TEXT", "ReadPlan", "read_files"]
 
@@ -81,7 +86,8 @@ def sample_list_fields(fmt: str, paths: list[str], fields: Iterable[str]) -> fro
 
         for path in paths[:_SAMPLE_FILES]:
             try:
-                schema = pq.read_schema(path)
+                with input_file(path) as source:
+                    schema = pq.read_schema(source)
             except (OSError, pa.ArrowException):
                 continue  # reading it fails the load with a clear message
             for spec in schema:
@@ -91,7 +97,7 @@ def sample_list_fields(fmt: str, paths: list[str], fields: Iterable[str]) -> fro
                     found.add(spec.name)
     elif fmt == "json":
         for path in paths[:_SAMPLE_FILES]:
-            with pa.input_stream(path, compression="detect") as stream:
+            with input_stream(path) as stream:
                 lines = stream.read(1 << 20).split(b"\n")[:_SAMPLE_LINES]
             for line in lines:
                 try:
@@ -205,7 +211,7 @@ def _blank_lines(path: str) -> np.ndarray:
     """The (1-based) numbers of the empty lines of a text file, found with memchr-speed scans."""
     blanks: list[int] = []
     line, carry = 1, b""
-    with pa.input_stream(path, compression="detect") as stream:
+    with input_stream(path) as stream:
         while True:
             block = stream.read(_CSV_BLOCK_BYTES)
             data = carry + block
@@ -230,7 +236,7 @@ def _blank_lines(path: str) -> np.ndarray:
 def _first_line(path: str) -> bytes | None:
     """The first line of a text file that is not blank (None for a file of blank lines)."""
     found = b""
-    with pa.input_stream(path, compression="detect") as stream:
+    with input_stream(path) as stream:
         while block := stream.read(1 << 16):
             found += block
             for line in found.split(b"\n")[:-1]:
@@ -306,7 +312,7 @@ def _read_delimited(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.Reco
         include_columns=list(present.values()),
         column_types={f: pa.binary() for f in present.values()},
     )
-    with pa.input_stream(path, compression="detect") as stream:
+    with input_stream(path) as stream:
         try:
             reader = csv.open_csv(
                 stream,
@@ -417,7 +423,7 @@ def _json_slow(
 
 def _read_json(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.RecordBatch]:
     next_line, rest = 1, b""
-    with pa.input_stream(path, compression="detect") as stream:
+    with input_stream(path) as stream:
         while True:
             block = stream.read(_JSON_CHUNK_BYTES)
             data = rest + block
@@ -437,7 +443,7 @@ def _read_json(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.RecordBat
 def _read_parquet(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.RecordBatch]:
     import pyarrow.parquet as pq
 
-    with pq.ParquetFile(path) as parquet:
+    with input_file(path) as source, pq.ParquetFile(source) as parquet:
         present = [name for name in plan.fields if name in parquet.schema_arrow.names]
         row = 1
         for batch in parquet.iter_batches(batch_size=65536, columns=present):

@@ -39,11 +39,13 @@ def _run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
     )
 
 
-def test_every_feature_gives_the_local_answers_on_the_cluster(
-    spark: Any, spark_cluster: Cluster, tmp_path: Path
+def test_every_feature_gives_the_local_answers_on_the_cluster_and_s3(
+    spark: Any, spark_cluster: Cluster, s3_bucket: str, tmp_path: Path
 ) -> None:
     """Loads (incremental, dedup, pending), queries (rows, Arrow, pandas, one Spark job
-    each), both sweep plans, info, check and gc: the same answers, compared whole."""
+    each), both sweep plans, info, check and gc: the same answers, compared whole, from
+    local folders on local[*] and from inputs and stores on the S3 server on the cluster
+    (whose workers have no AWS settings of their own: the tasks carry the driver's)."""
     local = run_scenario(
         spark, str(tmp_path / "local-in"), str(tmp_path / "local-stores"),
         tmp_path / "local-shared", tmp_path / "local-work",
@@ -52,7 +54,7 @@ def test_every_feature_gives_the_local_answers_on_the_cluster(
     out = tmp_path / "cluster.json"
     command = [
         sys.executable, "-m", "tests.cluster.scenario", "--master", spark_cluster.url,
-        "--inputs", str(tmp_path / "cluster-in"), "--stores", str(tmp_path / "cluster-stores"),
+        "--inputs", f"{s3_bucket}/in", "--stores", f"{s3_bucket}/stores",
         "--shared", str(tmp_path / "cluster-shared"), "--work", str(driver / "work"),
         "--out", str(out),
     ]  # fmt: skip
