@@ -72,13 +72,17 @@ def _list_remote(source: SourceSpec) -> list[InputFile]:
     """The files of a source whose path is a URI, listed through its pyarrow filesystem."""
     from pyarrow import fs as pafs
 
-    filesystem, path, prefix = split_location(source.path, LoadError)
-    segments = path.split("/")
-    fixed = next((i for i, part in enumerate(segments) if set(part) & _GLOB_CHARS), None)
-    root = "/".join(segments[:fixed]) if fixed is not None else path
+    first_glob = next((i for i, c in enumerate(source.path) if c in _GLOB_CHARS), None)
+    if first_glob is None:  # a file or a folder
+        filesystem, root, prefix = split_location(source.path, LoadError)
+        pattern: list[str] | None = None
+    else:  # list the folder before the first glob character, match what follows
+        cut = source.path.rfind("/", 0, first_glob)
+        filesystem, root, prefix = split_location(source.path[:cut], LoadError)
+        pattern = source.path[cut + 1 :].split("/")
     try:
         found = filesystem.get_file_info(root)
-        if found.type == pafs.FileType.File and fixed is None:
+        if found.type == pafs.FileType.File and pattern is None:
             infos = [found]
         elif found.type == pafs.FileType.Directory:
             listed = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
@@ -91,8 +95,7 @@ def _list_remote(source: SourceSpec) -> list[InputFile]:
         raise LoadError(
             f"Source {source.name!r}: cannot list {source.path}: {describe_error(exc)}"
         ) from None
-    if fixed is not None:
-        pattern = segments[fixed:]
+    if pattern is not None:
         infos = [i for i in infos if _matches(i.path[len(root) :].strip("/").split("/"), pattern)]
     elif found.type == pafs.FileType.Directory:
         hidden = (".", "_")
