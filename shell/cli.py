@@ -108,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="broadcast (sum/count: intervals indexed in memory, no shuffle), range "
         "(range-partitioned sweep, every --agg) or auto (default: broadcast when it fits)",
     )
+    sweep.add_argument(
+        "--format",
+        dest="input_format",
+        choices=sorted(set(sweep_options.INPUT_FORMATS.values())),
+        help="the format of both inputs (default: told by their names)",
+    )
     sweep.add_argument("--out", help="also write the results as Parquet here")
     sweep.add_argument(
         "--time-format", help="how string times read, e.g. 'HH:mm' (Spark datetime pattern)"
@@ -190,6 +196,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             plan=args.plan,
             columns={role: getattr(args, f"{role}_col") for role in sweep_options.COLUMNS},
             time_format=args.time_format,
+            input_format=args.input_format,
             parquet_out=args.out,
             shards=args.shards,
         )

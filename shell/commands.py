@@ -100,6 +100,7 @@ def command_sweep(
     time_format: str | None,
     parquet_out: str | None,
     shards: int,
+    input_format: str | None = None,
 ) -> None:
     """``treestore sweep``: run the interval sweep and keep its results in the store."""
     from loaders.sweep.command import run_sweep
@@ -117,6 +118,7 @@ def command_sweep(
             plan=plan,
             columns=dict(columns),
             time_format=time_format,
+            input_format=input_format,
             out=parquet_out,
             shards=shards,
             on_event=on_event,

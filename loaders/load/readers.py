@@ -32,7 +32,16 @@ import pyarrow as pa
 from treestore.errors import LoadError
 from treestore.filesystems import input_file, input_stream
 
-__all__ = ["FILE_COLUMN", "LINE", "REJECT", "TEXT", "ReadPlan", "read_files"]
+__all__ = [
+    "FILE_COLUMN",
+    "LINE",
+    "REJECT",
+    "TEXT",
+    "ReadPlan",
+    "read_files",
+    "sample_field_names",
+    "sample_list_fields",
+]
 
 FILE_COLUMN, LINE, REJECT, TEXT = "__file", "__line", "__reject", "__text"
 """Columns of every read row: file number, line number, why rejected, rejected line's text."""
@@ -107,6 +116,43 @@ def sample_list_fields(fmt: str, paths: list[str], fields: Iterable[str]) -> fro
                 if isinstance(doc, dict):
                     found |= {k for k, v in doc.items() if k in wanted and isinstance(v, list)}
     return frozenset(found)
+
+
+def sample_field_names(fmt: str, paths: list[str]) -> tuple[str, ...]:
+    """The field names of a source's first files, in order of appearance: the header of
+    csv/tsv files, the keys of JSON lines' objects, the columns of Parquet files."""
+    names: dict[str, None] = {}
+    for path in paths[:_SAMPLE_FILES]:
+        if fmt in ("csv", "tsv"):
+            import pyarrow.csv as csv
+
+            first = _first_line(path)
+            if first is not None:
+                header = csv.read_csv(
+                    pa.py_buffer(first),
+                    read_options=csv.ReadOptions(use_threads=False),
+                    parse_options=csv.ParseOptions(
+                        delimiter="\t" if fmt == "tsv" else ",",
+                        quote_char=False if fmt == "tsv" else '"',
+                    ),
+                )
+                names.update(dict.fromkeys(header.schema.names))
+        elif fmt == "json":
+            with input_stream(path) as stream:
+                lines = stream.read(1 << 20).split(b"\n")[:_SAMPLE_LINES]
+            for line in lines:
+                try:
+                    doc = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(doc, dict):
+                    names.update(dict.fromkeys(doc))
+        else:
+            import pyarrow.parquet as pq
+
+            with input_file(path) as source:
+                names.update(dict.fromkeys(pq.read_schema(source).names))
+    return tuple(names)
 
 
 def _text(value: Any) -> str | None:

@@ -10,8 +10,10 @@ events at that id and time.
 
 from __future__ import annotations
 
+import itertools
+import posixpath
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
+from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -19,6 +21,7 @@ import pyarrow as pa
 from loaders.job.model import ElementSpec, JobSpec, MapSpec, SourceSpec
 from loaders.load.driver import run_load
 from loaders.sweep.driver import SweepReport, interval_sweep
+from loaders.sweep.inputs import read_table
 from loaders.sweep.options import (
     COLUMNS,
     DEFAULT_AGG,
@@ -35,39 +38,7 @@ from treestore.store.versions import StoreWriter, open_version
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["read_table", "run_sweep"]
-
-_FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
-
-
-def read_table(spark: SparkSession, path: str, fmt: str | None = None) -> DataFrame:
-    """Read a csv/tsv (with a header), json-lines or parquet file or folder."""
-    location = Path(path)
-    if not location.exists():
-        raise LoadError(f"{path} does not exist: give a csv, tsv, json or parquet file or folder.")
-    kind = fmt or _FORMATS.get(location.suffix.lower())
-    if kind is None and location.is_dir():
-        suffixes = {
-            p.suffix.lower()
-            for p in location.iterdir()
-            if p.is_file() and not p.name.startswith((".", "_"))
-        }
-        kinds = {_FORMATS[s] for s in suffixes if s in _FORMATS}
-        kind = kinds.pop() if len(kinds) == 1 else None
-    if kind is None:
-        raise LoadError(
-            f"Cannot tell the format of {path}: "
-            "name it .csv, .tsv, .json or .parquet, or pass --format."
-        )
-    reader = spark.read
-    with spark_errors(LoadError, f"Reading {path}"):
-        if kind in ("csv", "tsv"):
-            return reader.csv(
-                str(location), header=True, inferSchema=True, sep="\t" if kind == "tsv" else ","
-            )
-        if kind == "json":
-            return reader.json(str(location))
-        return reader.parquet(str(location))
+__all__ = ["run_sweep"]
 
 
 def _timed(frame: DataFrame, columns: list[str], time_format: str | None) -> DataFrame:
@@ -87,11 +58,12 @@ def _timed(frame: DataFrame, columns: list[str], time_format: str | None) -> Dat
 
 
 def _parts_writer(
-    pages: PageStore, folder: str
+    targets: list[tuple[PageStore, str]],
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """A Spark task writing its partition of the results as one Parquet file in the store,
-    through the store's own filesystem (a folder, S3, HDFS): ``FOLDER/part-NNNNN.parquet``.
-    A retried task writes the same name again."""
+    """A Spark task writing its partition of the results as one Parquet file in each
+    target (a page store and a folder in it: the store's ``sweeps/NAME``, ``--out``),
+    through the target's own filesystem (a folder, S3, HDFS): ``FOLDER/part-NNNNN.parquet``.
+    A retried task writes the same names again."""
 
     def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
@@ -99,19 +71,37 @@ def _parts_writer(
 
         context = TaskContext.get()
         part = context.partitionId() if context is not None else 0
-        remaining = iter(batches)
-        first = next((batch for batch in remaining if batch.num_rows), None)
+        remaining = (batch for batch in batches if batch.num_rows)
+        first = next(remaining, None)
         if first is None:
             return  # an empty partition leaves no file
-        with pages.writer(f"{folder}/part-{part:05d}.parquet") as out:
-            writer = pq.ParquetWriter(out, first.schema)
-            writer.write_batch(first)
-            for batch in remaining:
-                writer.write_batch(batch)
-            writer.close()
+        with ExitStack() as files:
+            writers = [
+                pq.ParquetWriter(
+                    files.enter_context(
+                        pages.writer(posixpath.join(folder, f"part-{part:05d}.parquet"))
+                    ),
+                    first.schema,
+                )
+                for pages, folder in targets
+            ]
+            for batch in itertools.chain([first], remaining):
+                for writer in writers:
+                    writer.write_batch(batch)
+            for writer in writers:
+                writer.close()
         yield pa.RecordBatch.from_pydict({"files": [1]}, schema=pa.schema([("files", pa.int32())]))
 
     return write
+
+
+def _out_folder(out: str) -> PageStore:
+    """``--out`` as a page store, its part files from an earlier run removed (nothing else)."""
+    pages = page_store_for(out)
+    for name in pages.list():
+        if "/" not in name and name.startswith("part-") and name.endswith(".parquet"):
+            pages.delete(name)
+    return pages
 
 
 def _results_job(name: str, folder: str, id_col: str, time_col: str, shards: int) -> JobSpec:
@@ -138,6 +128,7 @@ def run_sweep(
     plan: str = DEFAULT_PLAN,
     columns: dict[str, str] | None = None,
     time_format: str | None = None,
+    input_format: str | None = None,
     out: str | None = None,
     shards: int = DEFAULT_SHARDS,
     on_event: EventSink = ignore_events,
@@ -152,13 +143,15 @@ def run_sweep(
         raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
     if not name or "/" in name:
         raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
+    events = _timed(read_table(spark, events_path, input_format), [names["time"]], time_format)
+    intervals = _timed(
+        read_table(spark, intervals_path, input_format),
+        [names["start"], names["end"]],
+        time_format,
+    )
     if pages.exists("store.json"):
         shards = open_version(pages).shards
     StoreWriter(pages, shards)  # creates the store if it is new, so the results can live in it
-    events = _timed(read_table(spark, events_path), [names["time"]], time_format)
-    intervals = _timed(
-        read_table(spark, intervals_path), [names["start"], names["end"]], time_format
-    )
     report = SweepReport()
     with spark_errors(LoadError, "The sweep"):
         results = interval_sweep(
@@ -175,11 +168,9 @@ def run_sweep(
             value_col=names["value"],
             report=report,
         )
-        if out:
-            results.write.mode("overwrite").parquet(out)
-            results = spark.read.parquet(out)
         folder = f"sweeps/{name}"
-        results.mapInArrow(_parts_writer(pages, folder), "files int").collect()
+        targets = [(pages, folder), *([(_out_folder(out), "")] if out else [])]
+        results.mapInArrow(_parts_writer(targets), "files int").collect()
     spark.catalog.clearCache()  # the swept rows were cached for the writes above
     for line in report.lines():
         on_event(Message(line))

@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_CLOSED",
     "DEFAULT_PLAN",
     "DEFAULT_SHARDS",
+    "INPUT_FORMATS",
     "PLANS",
 ]
 
@@ -37,3 +38,13 @@ COLUMNS = {"id": "id", "time": "time", "start": "start", "end": "end", "value": 
 
 DEFAULT_SHARDS = 8
 """The shard count of a store the sweep command creates."""
+
+INPUT_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".parquet": "parquet",
+}
+"""The file name suffixes the sweep's inputs may have, and the formats they name
+(``--format`` takes one of the formats)."""

@@ -142,18 +142,25 @@ def _pending(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]
     return {"first": first, "second": second, "rows": sorted(rows)}
 
 
-def _sweeps(spark: Any, stores: str, shared: Path) -> dict[str, Any]:
-    shared.mkdir(parents=True, exist_ok=True)
-    (shared / "events.csv").write_text(EVENTS)
-    (shared / "intervals.csv").write_text(INTERVALS)
+def _sweeps(spark: Any, inputs: str, stores: str) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    _put(inputs, "sweep/events.csv", EVENTS)
+    _put(inputs, "sweep/intervals.csv", INTERVALS)
     store = f"{stores}/sweeps"
     found = {}
     for plan in ("range", "broadcast"):
+        out = f"{stores}/sweep-out/{plan}"
         run_sweep(
-            spark, str(shared / "events.csv"), str(shared / "intervals.csv"), store, plan,
-            agg="sum", plan=plan, shards=2,
+            spark, f"{inputs}/sweep/events.csv", f"{inputs}/sweep/intervals.csv", store, plan,
+            agg="sum", plan=plan, shards=2, out=out,
         )  # fmt: skip
-        found[plan] = sorted(open_store(store, spark=spark).query(f"{plan}/+/+/+").to_list())
+        filesystem, folder = open_location(out)
+        written = pq.read_table(folder, filesystem=filesystem).to_pylist()
+        found[plan] = {
+            "rows": sorted(open_store(store, spark=spark).query(f"{plan}/+/+/+").to_list()),
+            "out": sorted(written, key=lambda row: sorted(row.items())),
+        }
     return _plain(found)
 
 
@@ -175,7 +182,7 @@ def _maintenance(stores: str) -> dict[str, Any]:
     }
 
 
-def run_scenario(spark: Any, inputs: str, stores: str, shared: Path, work: Path) -> dict[str, Any]:
+def run_scenario(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
     """Run everything on ``spark``; the answers, as JSON-able data."""
     work.mkdir(parents=True, exist_ok=True)
     return _plain(
@@ -183,7 +190,7 @@ def run_scenario(spark: Any, inputs: str, stores: str, shared: Path, work: Path)
             "demo": _demo(spark, inputs, stores, work),
             "dedup": _dedup(spark, inputs, stores, work),
             "pending": _pending(spark, inputs, stores, work),
-            "sweeps": _sweeps(spark, stores, shared),
+            "sweeps": _sweeps(spark, inputs, stores),
             "maintenance": _maintenance(stores),
         }
     )
@@ -192,7 +199,7 @@ def run_scenario(spark: Any, inputs: str, stores: str, shared: Path, work: Path)
 def main() -> None:
     """Run the scenario in a driver of its own, on ``--master``, and write the answers."""
     parser = argparse.ArgumentParser()
-    for name in ("--master", "--inputs", "--stores", "--shared", "--work", "--out"):
+    for name in ("--master", "--inputs", "--stores", "--work", "--out"):
         parser.add_argument(name, required=True)
     options = parser.parse_args()
     from pyspark.sql import SparkSession
@@ -206,9 +213,7 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    answers = run_scenario(
-        spark, options.inputs, options.stores, Path(options.shared), Path(options.work)
-    )
+    answers = run_scenario(spark, options.inputs, options.stores, Path(options.work))
     Path(options.out).write_text(json.dumps(answers, indent=1))
     spark.stop()
     sys.exit(0)

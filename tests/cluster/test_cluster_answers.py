@@ -15,7 +15,7 @@ import pytest
 
 import treestore
 from shell.demo import DEMO_OPS, DEMO_PATH
-from tests.cluster.scenario import run_scenario
+from tests.cluster.scenario import EVENTS, INTERVALS, run_scenario
 from tests.spark_cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,15 +47,14 @@ def test_every_feature_gives_the_local_answers_on_the_cluster_and_s3(
     local folders on local[*] and from inputs and stores on the S3 server on the cluster
     (whose workers have no AWS settings of their own: the tasks carry the driver's)."""
     local = run_scenario(
-        spark, str(tmp_path / "local-in"), str(tmp_path / "local-stores"),
-        tmp_path / "local-shared", tmp_path / "local-work",
-    )  # fmt: skip
+        spark, str(tmp_path / "local-in"), str(tmp_path / "local-stores"), tmp_path / "local-work"
+    )
     driver = spark_cluster.driver_only / "scenario"
     out = tmp_path / "cluster.json"
     command = [
         sys.executable, "-m", "tests.cluster.scenario", "--master", spark_cluster.url,
         "--inputs", f"{s3_bucket}/in", "--stores", f"{s3_bucket}/stores",
-        "--shared", str(tmp_path / "cluster-shared"), "--work", str(driver / "work"),
+        "--work", str(driver / "work"),
         "--out", str(out),
     ]  # fmt: skip
     done = _run(command, driver, _driver_env(spark_cluster, driver))
@@ -111,6 +110,17 @@ def test_a_path_only_the_driver_has_never_reaches_a_task(
     assert "which only the driver has" in failed.stderr
     assert "Traceback" not in failed.stderr
     assert not (demo_dir / "store" / "CURRENT").exists()
+    (own / "events.csv").write_text(EVENTS)  # the sweep's inputs too
+    (own / "intervals.csv").write_text(INTERVALS)
+    swept = _cli(
+        spark_cluster, "sweep", "--events", str(own / "events.csv"), "--intervals",
+        str(own / "intervals.csv"), "--store", str(demo_dir / "sweeps"), "--name", "s",
+        "--master", spark_cluster.url,
+    )  # fmt: skip
+    assert swept.returncode != 0
+    assert "events.csv, which only the driver has" in swept.stderr
+    assert "Traceback" not in swept.stderr
+    assert not (demo_dir / "sweeps" / "CURRENT").exists()
 
 
 @pytest.fixture(autouse=True)
