@@ -70,9 +70,14 @@ class S3Server:
         self.process.wait(timeout=30)
 
 
-def start_s3_server(folder: Path) -> S3Server:
-    """Start moto's S3 server on a free loopback port; return once it answers."""
+def start_s3_server(folder: Path, checks_credentials: bool = False) -> S3Server:
+    """Start moto's S3 server on a free loopback port; return once it answers.
+
+    ``checks_credentials``: the server refuses every request whose keys it does not know
+    (moto's ``INITIAL_NO_AUTH_ACTION_COUNT=0``), as a real S3 refuses wrong keys.
+    """
     port = _free_port()
+    env = {**os.environ, **({"INITIAL_NO_AUTH_ACTION_COUNT": "0"} if checks_credentials else {})}
     program = Path(sys.executable).with_name("moto_server")
     log = folder / "moto.log"
     with log.open("wb") as out:
@@ -81,6 +86,7 @@ def start_s3_server(folder: Path) -> S3Server:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=env,
         )
     server = S3Server(f"http://127.0.0.1:{port}", process)
     deadline = time.monotonic() + STARTUP_SECONDS

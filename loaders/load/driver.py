@@ -204,13 +204,18 @@ class _FileScan:
 
 
 def _scan_files(
-    job: JobSpec, writer: StoreWriter, log: Callable[[str], None], reprocess_changed: bool
+    job: JobSpec,
+    listed: list[list[InputFile]],
+    writer: StoreWriter,
+    log: Callable[[str], None],
+    reprocess_changed: bool,
 ) -> _FileScan:
+    """Which of each source's ``listed`` files are new to the store (or changed)."""
     loaded = writer.base.inputs
     scan = _FileScan()
-    for index, source in enumerate(job.sources):
+    for index, (source, files) in enumerate(zip(job.sources, listed, strict=True)):
         fresh = []
-        for input_file in list_input_files(source):
+        for input_file in files:
             known = loaded.get(input_file.path)
             if known is None:
                 fresh.append(input_file)
@@ -255,13 +260,19 @@ def run_load(
     def log(line: str) -> None:
         on_event(Message(line))
 
+    # inputs first: a source that cannot be listed leaves no store and no lock behind
+    phases = Timer()
+    with phases.phase("list files"):
+        listed = [list_input_files(source) for source in job.sources]
     writer = StoreWriter(store_dir, job.shards, job.hash)
     with store_lock(writer.pages, f"a load of {job.file}", on_event) as lease:
         # re-read under the lock; a manifest a killed load left unpublished goes
         writer = StoreWriter(writer.pages, job.shards, job.hash, fence=lease.verify)
         writer.drop_unpublished()
         with spark_progress(spark, on_event):
-            result = _load_locked(spark, job, writer, log, max_rejected, reprocess_changed)
+            result = _load_locked(
+                spark, job, listed, phases, writer, log, max_rejected, reprocess_changed
+            )
         if result.version is not None:
             removed = collect_garbage(writer.pages, keep_versions)
             result.report["gc"] = removed
@@ -271,14 +282,15 @@ def run_load(
 def _load_locked(
     spark: SparkSession,
     job: JobSpec,
+    listed: list[list[InputFile]],
+    phases: Timer,
     writer: StoreWriter,
     log: Callable[[str], None],
     max_rejected: int,
     reprocess_changed: bool,
 ) -> LoadResult:
-    phases = Timer()
     with phases.phase("list files"):
-        scan = _scan_files(job, writer, log, reprocess_changed)
+        scan = _scan_files(job, listed, writer, log, reprocess_changed)
     if not scan.fresh:
         log("nothing new to load: the store is unchanged")
         return LoadResult(None, {"version": writer.base.version, "changed_files": scan.changed})

@@ -1,9 +1,10 @@
 """Bad remote settings give one clear line, within seconds, and change nothing: an
 unreachable master, executors without the project's Python packages, a bucket that
-does not exist, an endpoint that refuses."""
+does not exist (for a store or for inputs), wrong credentials, an endpoint that refuses."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -92,3 +93,40 @@ def test_a_missing_bucket_and_a_refusing_endpoint_are_one_line(
     line = _one_line(capsys.readouterr().err)
     assert "the endpoint refuses connections (check AWS_ENDPOINT_URL)" in line
     assert time.monotonic() - started < 20
+
+
+@pytest.mark.spark
+def test_wrong_credentials_and_missing_buckets_refuse_a_load_and_change_nothing(
+    spark: object, s3_bucket: str, demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    from tests.s3_server import start_s3_server
+
+    job = demo_dir / "job.json"
+    started = time.monotonic()
+    assert main(["load", str(job), "--store", "s3://no-such-bucket-here/store"]) == 2
+    assert "the bucket does not exist" in _one_line(capsys.readouterr().err)
+    doc = json.loads(job.read_text())
+    doc["source"][0]["path"] = "s3://no-such-bucket-here/attributes/"
+    (demo_dir / "s3-inputs.json").write_text(json.dumps(doc))
+    assert main(["load", str(demo_dir / "s3-inputs.json"), "--store", f"{s3_bucket}/store"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "s3://no-such-bucket-here/attributes/" in line and "does not exist" in line
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    strict = start_s3_server(tmp_path, checks_credentials=True)
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", strict.endpoint)
+        for command in (
+            ["info", "s3://any-bucket/store"],
+            ["load", str(job), "--store", "s3://any-bucket/store"],
+        ):
+            assert main(command) == 2
+            line = _one_line(capsys.readouterr().err)
+            assert "access denied (check the credentials: AWS_ACCESS_KEY_ID" in line, line
+            assert "testing" not in line  # no key in a message
+    finally:
+        strict.stop()
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    assert time.monotonic() - started < 60
+    assert main(["info", f"{s3_bucket}/store"]) == 2  # the failed load made no store
+    assert "does not exist or is empty" in _one_line(capsys.readouterr().err)
