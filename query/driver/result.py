@@ -100,8 +100,18 @@ class Rows:
     def _rows(self) -> Iterator[tuple[Value, ...]]:
         if self._iterator is None:
             rows = _rows_of(self._pieces())
-            self._iterator = self._driver.run(rows) if self._driver else rows
+            self._iterator = self._stopping(self._driver.run(rows) if self._driver else rows)
         return self._iterator
+
+    def _stopping(self, rows: Iterator[tuple[Value, ...]]) -> Iterator[tuple[Value, ...]]:
+        """``rows``; once they end, the shards' pieces are closed at once: driver ops that
+        end early (``limit``) cancel the Spark job then, not when the result is dropped."""
+        try:
+            yield from rows
+        finally:
+            close = getattr(self._source, "close", None)
+            if close is not None:
+                close()
 
     def __iter__(self) -> Iterator[tuple[Value, ...]]:
         return self._rows()

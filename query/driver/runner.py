@@ -117,6 +117,7 @@ def _shard_task(
                     except TreestoreError as exc:
                         sender.send(shard, ERROR, encode_error(exc))
                     sender.finish(shard)
+                    failpoint("query-shard-sent")
         finally:
             sender.close()
         yield from ()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +49,64 @@ def test_rows_come_in_shard_order(spark: Any, demo_store: Path) -> None:
     assert [row[0] for row in handle.query("root/+")] == expected
 
 
-def test_closing_the_rows_cancels_the_query(spark: Any, demo_store: Path) -> None:
-    handle = _store(spark, demo_store)
-    shards = len(handle.store.manifest.trees)
+@pytest.fixture
+def tasks_stop_after_their_first_shard(spark: Any, tmp_path: Path) -> Any:
+    """In the next queries, every task sleeps after sending its first shard until it is
+    cancelled (the failpoint's settings reach the tasks through the session's executor
+    environment): such a query's Spark job never ends by itself."""
+    settings = {
+        "TREESTORE_FAILPOINT": "query-shard-sent",
+        "TREESTORE_FAILPOINT_MARKER": str(tmp_path / "stopped"),
+    }
+    environment = spark.sparkContext.environment
+    environment.update(settings)
+    yield tmp_path / "stopped"
+    for name in settings:
+        environment.pop(name, None)
+
+
+@pytest.fixture
+def one_shard_store(spark: Any, demo_dir: Path) -> Path:
+    """The demo loaded into one shard: a query of it is one task."""
+    job = json.loads((demo_dir / "job.json").read_text())
+    (demo_dir / "one-shard.json").write_text(json.dumps({**job, "shards": 1}))
+    run_load(spark, load_job(demo_dir / "one-shard.json"), demo_dir / "one-shard")
+    return demo_dir / "one-shard"
+
+
+@pytest.mark.parametrize("how", ["close", "limit"])
+def test_closing_the_rows_cancels_the_query(
+    spark: Any, one_shard_store: Path, tasks_stop_after_their_first_shard: Path, how: str
+) -> None:
+    """Closing the rows after the first (or a driver-side ``limit`` met) cancels the Spark
+    job. Its one task sends the shard's rows, then waits: only the cancel ends the job
+    (without it, the caller would wait for the task forever)."""
+    handle = _store(spark, one_shard_store)
     tracker = spark.sparkContext.statusTracker()
+    got: list[Any] = []
+
+    def read() -> None:
+        if how == "close":
+            with handle.query("root/+/+/+") as rows:
+                got.append(next(rows))
+            got.extend(rows)  # closed: nothing more comes
+        else:
+            got.extend(handle.query("root/+/+/+", ops="limit=1"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=120)  # a guard against a hang, not a measure of speed
+    assert not reader.is_alive(), "the query was not cancelled: its tasks still wait"
+    assert len(got) == 1
+    assert tasks_stop_after_their_first_shard.exists()  # the tasks were held
+    (job,) = tracker.getJobIdsForGroup(handle.last_job_group)
+    assert tracker.getJobInfo(job).status == "FAILED"  # cancelled, not run to its end
+
+
+def test_the_session_answers_after_a_cancelled_query(spark: Any, demo_store: Path) -> None:
+    handle = _store(spark, demo_store)
     with handle.query("root/+/+/+") as rows:
         next(rows)
-    assert list(rows) == []  # closed: nothing more comes
-    assert len(tracker.getJobIdsForGroup(handle.last_job_group)) < shards
-    # the session is fine for the next query, and a driver-side limit closes early too
     assert handle.query("root/+:+hits", ops="merge=is").to_list() == [(8,)]
 
 
