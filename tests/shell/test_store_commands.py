@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,6 +93,36 @@ def test_file_uri_store_works(spark: object, demo_dir: Path) -> None:
     rows = treestore.open(store_uri, spark=spark).query("root/+/M/+").to_list()  # type: ignore[arg-type]
     assert sorted(rows) == [("12345", "abc"), ("67890", "xyz"), ("67890", "zzz")]
     assert json.loads((demo_dir / "uri-store" / "store.json").read_text())["shards"] == 8
+
+
+def test_every_command_on_a_store_on_the_s3_server(
+    spark: object, demo_dir: Path, demo_store: Path, s3_bucket: str, capsys: Any
+) -> None:
+    """load, query, shell -e, info, check and gc on s3://...: what a local folder gives."""
+    store = f"{s3_bucket}/store"
+    assert main(["load", str(demo_dir / "job.json"), "--store", store]) == 0
+    (demo_dir / "mapping" / "mapping-0002.tsv").write_text("TIME\tUID\tPUID\n9\t12345\tnew\n")
+    assert main(["load", str(demo_dir / "job.json"), "--store", store]) == 0
+    assert "published version 2" in capsys.readouterr().out
+    local = demo_dir / "local-store"
+    run_load(spark, load_job(demo_dir / "job.json"), local)  # type: ignore[arg-type]
+    for argv in (
+        ["query", "STORE", "root/+:nodes>1/+/+", "--rops", "str=c1,v=,cat,c2,cat,v2,set;merge=kij"],
+        ["query", "STORE", "root/+/+/+:+hits", "--format", "json"],
+        ["shell", "STORE", "-e", "root/+:+hits"],
+    ):
+        assert main([store if a == "STORE" else a for a in argv]) == 0
+        on_s3 = capsys.readouterr().out
+        assert main([str(local) if a == "STORE" else a for a in argv]) == 0
+        assert on_s3 == capsys.readouterr().out and on_s3
+    assert main(["info", store]) == 0
+    info = capsys.readouterr().out
+    assert "version 2" in info and store in info
+    assert main(["check", store]) == 0
+    assert capsys.readouterr().out == "store is sound\n"
+    assert main(["gc", store, "--keep", "1"]) == 0
+    assert "removed" in capsys.readouterr().out
+    assert main(["check", store]) == 0
 
 
 @pytest.mark.parametrize(
