@@ -63,6 +63,29 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read again input files that changed after they were loaded (default: skip them)",
     )
+    load.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep loading new files as they arrive (Spark Structured Streaming): each "
+        "micro-batch publishes one version; Ctrl-C stops after the current one",
+    )
+    load.add_argument(
+        "--trigger",
+        default="10s",
+        metavar="INTERVAL",
+        help="with --follow: how often to look for new files (default %(default)s)",
+    )
+    load.add_argument(
+        "--max-files-per-trigger",
+        type=_whole_number(1),
+        metavar="N",
+        help="with --follow: at most N new files of each source per micro-batch",
+    )
+    load.add_argument(
+        "--available-now",
+        action="store_true",
+        help="with --follow: load every file there now (in micro-batches), then stop",
+    )
     _add_master(load)
 
     query = commands.add_parser("query", help="run a path query against a store")
@@ -168,6 +191,17 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         from shell.demo import run_demo
 
         run_demo(Path(args.workdir), args.master, out)
+    elif args.command == "load" and (args.follow or args.available_now):
+        return commands.command_follow(
+            args.job,
+            args.store,
+            args.master,
+            out,
+            trigger=args.trigger,
+            available_now=args.available_now,
+            max_files=args.max_files_per_trigger,
+            max_rejected=args.max_rejected,
+        )
     elif args.command == "load":
         commands.command_load(
             args.job,

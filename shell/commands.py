@@ -5,6 +5,8 @@ dispatches. Spark and the loaders are imported inside the commands that need the
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Mapping
 from typing import TextIO
 
@@ -12,6 +14,7 @@ from shell.progress_view import showing_events
 
 __all__ = [
     "command_check",
+    "command_follow",
     "command_gc",
     "command_info",
     "command_load",
@@ -49,6 +52,53 @@ def command_load(
         for line in format_load_report(result.report, store):
             print(line, file=out)
     return result.version
+
+
+def command_follow(
+    job_file: str,
+    store: str,
+    master: str | None,
+    out: TextIO,
+    *,
+    trigger: str,
+    available_now: bool,
+    max_files: int | None,
+    max_rejected: int,
+) -> int:
+    """``treestore load --follow``: load new files as they arrive until Ctrl-C/SIGTERM (the
+    first stops after the current micro-batch, a second at once), or with
+    ``--available-now`` until every file there now is loaded; then one summary line.
+    Returns the exit status: 130 when a micro-batch under way was stopped."""
+    from loaders import load_job
+    from loaders.load.follow import follow_job, parse_trigger
+
+    seconds = parse_trigger(trigger)
+    job = load_job(job_file)
+    stop, stop_now = threading.Event(), threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        if stop.is_set():
+            stop_now.set()
+            return
+        stop.set()
+        print("stopping after the current micro-batch (Ctrl-C again stops at once)", file=out)
+
+    from treestore.spark import get_session
+
+    spark = get_session(master)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with showing_events(out) as on_event:
+            summary = follow_job(
+                spark, job, store, trigger_seconds=seconds, available_now=available_now,
+                max_files=max_files, max_rejected=max_rejected, on_event=on_event, stop=stop,
+                stop_now=stop_now,
+            )  # fmt: skip
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(summary.line(), file=out)
+    return 130 if summary.interrupted else 0
 
 
 def command_query(

@@ -23,7 +23,14 @@ from treestore.errors import SparkSetupError, TreestoreError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "check_java", "check_master", "get_session", "spark_errors"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "check_java",
+    "check_master",
+    "failure_line",
+    "get_session",
+    "spark_errors",
+]
 
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "TREESTORE_SPARK_MASTER"
@@ -142,6 +149,11 @@ def _summary(exc: BaseException) -> str:
     raised = [line for line in lines if re.match(r"^[\w.$]+(Error|Exception): ", line)]
     chosen = raised[0] if raised else (lines[0] if lines else type(exc).__name__)
     return chosen[:500]
+
+
+def failure_line(exc: BaseException) -> str:
+    """A failed Spark job's cause in one line (treestore's own error when a task raised one)."""
+    return _summary(exc)
 
 
 @contextmanager

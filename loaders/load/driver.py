@@ -58,7 +58,7 @@ from treestore.store.versions import DEFAULT_RETENTION, StoreWriter
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["DEFAULT_MAX_REJECTED", "LoadResult", "run_load"]
+__all__ = ["DEFAULT_MAX_REJECTED", "LoadResult", "load_listed", "run_load"]
 
 
 @dataclass
@@ -256,10 +256,6 @@ def run_load(
     What the load finds and does, and its Spark stages as they run, go to
     ``on_event`` (see :mod:`treestore.events`); the load itself prints nothing.
     """
-
-    def log(line: str) -> None:
-        on_event(Message(line))
-
     # inputs first: a source that cannot be listed leaves no store and no lock behind
     phases = Timer()
     with phases.phase("list files"):
@@ -269,14 +265,42 @@ def run_load(
         # re-read under the lock; a manifest a killed load left unpublished goes
         writer = StoreWriter(writer.pages, job.shards, job.hash, fence=lease.verify)
         writer.drop_unpublished()
-        with spark_progress(spark, on_event):
-            result = _load_locked(
-                spark, job, listed, phases, writer, log, max_rejected, reprocess_changed
-            )
-        if result.version is not None:
-            removed = collect_garbage(writer.pages, keep_versions)
-            result.report["gc"] = removed
-        return result
+        return load_listed(
+            spark, job, writer, listed, on_event, max_rejected=max_rejected,
+            keep_versions=keep_versions, reprocess_changed=reprocess_changed, phases=phases,
+        )  # fmt: skip
+
+
+def load_listed(
+    spark: SparkSession,
+    job: JobSpec,
+    writer: StoreWriter,
+    listed: list[list[InputFile]],
+    on_event: EventSink = ignore_events,
+    *,
+    max_rejected: int = DEFAULT_MAX_REJECTED,
+    keep_versions: int = 2,
+    reprocess_changed: bool = False,
+    phases: Timer | None = None,
+    extra_report: dict[str, Any] | None = None,
+) -> LoadResult:
+    """Load the new files among ``listed`` (each source's files) through ``writer``, whose
+    store's lock the caller holds; publish one version (or nothing, if none is new) and
+    collect old versions beyond ``keep_versions``. ``extra_report`` goes into the report
+    the version keeps (a follower's micro-batch id)."""
+
+    def log(line: str) -> None:
+        on_event(Message(line))
+
+    with spark_progress(spark, on_event):
+        result = _load_locked(
+            spark, job, listed, phases or Timer(), writer, log, max_rejected,
+            reprocess_changed, extra_report or {},
+        )  # fmt: skip
+    if result.version is not None:
+        removed = collect_garbage(writer.pages, keep_versions)
+        result.report["gc"] = removed
+    return result
 
 
 def _load_locked(
@@ -288,6 +312,7 @@ def _load_locked(
     log: Callable[[str], None],
     max_rejected: int,
     reprocess_changed: bool,
+    extra_report: dict[str, Any],
 ) -> LoadResult:
     with phases.phase("list files"):
         scan = _scan_files(job, listed, writer, log, reprocess_changed)
@@ -347,6 +372,7 @@ def _load_locked(
         for index, files in scan.fresh.items()
         for f in files
     }
+    report.update(extra_report)
     trees = {row["shard"]: ShardState.from_json(row["state"]) for row in report.pop("states")}
     del report["files"]
     new_runs = report.pop("dedup")

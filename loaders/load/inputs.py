@@ -29,7 +29,14 @@ from treestore.filesystems import FilesystemSettings, is_uri, split_location
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FILE_COLUMN", "InputFile", "list_fields", "list_input_files", "read_source"]
+__all__ = [
+    "FILE_COLUMN",
+    "InputFile",
+    "accepts",
+    "list_fields",
+    "list_input_files",
+    "read_source",
+]
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -113,6 +120,24 @@ def _list_remote(source: SourceSpec) -> list[InputFile]:
         (InputFile(prefix + i.path, i.size or 0, i.mtime_ns or 0) for i in infos),
         key=lambda f: f.path,
     )
+
+
+def accepts(source: SourceSpec, path: str) -> bool:
+    """Whether :func:`list_input_files` would list the local file ``path`` for ``source``
+    (the same rules, for a file found some other way: by a stream)."""
+    pattern = source.path
+    first_glob = next((i for i, c in enumerate(pattern) if c in _GLOB_CHARS), None)
+    if first_glob is not None:
+        cut = pattern.rfind("/", 0, first_glob)
+        root = str(Path(pattern[:cut] or "/").resolve()).rstrip("/") + "/"
+        if not path.startswith(root):
+            return False
+        return _matches(path[len(root) :].split("/"), pattern[cut + 1 :].split("/"))
+    given = Path(pattern)
+    if given.is_file():
+        return path == str(given.resolve())
+    base = str(given.resolve()).rstrip("/") + "/"
+    return path.startswith(base) and _visible(Path(path), Path(base))
 
 
 def list_input_files(source: SourceSpec) -> list[InputFile]:

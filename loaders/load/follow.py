@@ -1,0 +1,372 @@
+"""Continuous loads (``treestore load --follow``): Spark's Structured Streaming finds the
+new input files, and each micro-batch is applied as one load.
+
+Each source of the job is a streaming file source (Spark's ``binaryFile`` format over
+the source's folder, reading only the files' names: the content column is never
+selected), so Spark itself keeps which files it has offered, in a checkpoint inside
+the store (``stream/checkpoint``), and honours the trigger (``--trigger 10s``, or
+``--available-now``: every file there now, then stop) and ``--max-files-per-trigger``
+(per source). The sources' streams are one union, so a micro-batch holds the new
+files of every source; ``foreachBatch`` hands them to the load (the same readers,
+filters, dedup index and trees as ``treestore load``), which applies the sources in
+the job's order and publishes exactly one version, under the store's lock, held for
+the follower's whole life.
+
+Exactly once: a file is loaded when the version that marks it loaded is published
+(the marks are those of batch loads, so switching between ``load`` and ``load
+--follow`` never loads a file twice or skips one); a micro-batch replayed after a
+crash finds its files marked and publishes nothing. Each version a follower
+publishes records its micro-batch id in its load report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from loaders.job.model import JobSpec, SourceSpec
+from loaders.load.driver import LoadResult, load_listed
+from loaders.load.inputs import InputFile, accepts
+from loaders.load.options import DEFAULT_MAX_REJECTED
+from treestore.errors import LoadError
+from treestore.events import EventSink, Message, ignore_events
+from treestore.filesystems import is_uri
+from treestore.spark import failure_line, spark_errors
+from treestore.storage.pagestore import page_store_for
+from treestore.store.lock import store_lock
+from treestore.store.versions import StoreWriter
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["FollowSummary", "follow_job", "parse_trigger"]
+
+STREAM_FOLDER = "stream"
+"""The follower's folder in the store: Spark's checkpoint and the job it follows."""
+_STOP_MARK = "treestore: stop requested"
+_GLOB_CHARS = frozenset("*?[")
+_BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
+
+
+def parse_trigger(text: str) -> float:
+    """A trigger interval (``10s``, ``500ms``, ``2m``, ``1.5``: seconds) in seconds."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    cleaned = text.strip().lower()
+    for unit in ("ms", "s", "m", "h"):
+        if cleaned.endswith(unit):
+            number, scale = cleaned[: -len(unit)], units[unit]
+            break
+    else:
+        number, scale = cleaned, 1.0
+    try:
+        seconds = float(number) * scale
+    except ValueError:
+        raise LoadError(
+            f"--trigger {text!r} is not a duration: give seconds (10, 10s), 500ms or 2m."
+        ) from None
+    if not 0 < seconds <= 86400:
+        raise LoadError(f"--trigger {text!r} must be more than 0 and at most a day.")
+    return seconds
+
+
+@dataclass
+class FollowSummary:
+    """What a follower did, for its closing line."""
+
+    batches: int = 0
+    files: int = 0
+    records: int = 0
+    versions: list[int] = field(default_factory=list)
+    reason: str = "the stream ended"
+    interrupted: bool = False
+    """Whether a micro-batch under way was stopped (and published nothing)."""
+
+    def line(self) -> str:
+        """One line: batches, files, records, versions published, why it stopped."""
+        published = (
+            f"versions {self.versions[0]}-{self.versions[-1]}"
+            if len(self.versions) > 1
+            else f"version {self.versions[0]}"
+            if self.versions
+            else "no new version"
+        )
+        return (
+            f"followed {self.batches} micro-batch(es): {self.files} file(s), "
+            f"{self.records:,} record(s), {published}; stopped: {self.reason}"
+        )
+
+
+def _stream_root(source: SourceSpec) -> str:
+    """The folder a source's stream watches: the folder, a file's folder, or a glob's
+    folder before its first glob character (the load's own rules then pick the files)."""
+    if is_uri(source.path):
+        raise LoadError(
+            f"Source {source.name!r}: --follow watches folders Spark reads itself; "
+            f"{source.path} is a URI. Follow a local or mounted folder, or run "
+            "'treestore load' (which reads URIs) from a scheduler."
+        )
+    path = source.path
+    first_glob = next((i for i, c in enumerate(path) if c in _GLOB_CHARS), None)
+    if first_glob is not None:
+        return path[: path.rfind("/", 0, first_glob) + 1] or "/"
+    if Path(path).is_file():
+        return str(Path(path).parent)
+    if not Path(path).is_dir():
+        raise LoadError(
+            f"Source {source.name!r}: {path} does not exist. Give a file, a folder or a "
+            "glob in the job's 'path' (the folder must exist before following it)."
+        )
+    return path
+
+
+def _job_digest(job: JobSpec) -> str:
+    """What the follower's checkpoint is tied to: the job's shards, sources, map, tree."""
+    text = repr((job.shards, job.sources, job.map, job.tree))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_job(folder: Path, job: JobSpec) -> None:
+    """Refuse a job that changed since the stream's checkpoint was made; remember it."""
+    marker = folder / "job.json"
+    digest = _job_digest(job)
+    if marker.exists():
+        known = json.loads(marker.read_text())
+        if known.get("digest") != digest:
+            raise LoadError(
+                f"The job changed since this store's follower started ({known.get('job')}); "
+                f"its stream would mix two jobs. Remove {folder} to follow the new job from "
+                "here on (files already loaded stay loaded), or load into a new store."
+            )
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"digest": digest, "job": str(job.file)}))
+
+
+def _stream(spark: SparkSession, job: JobSpec, max_files: int | None) -> DataFrame:
+    """One streaming DataFrame of (source index, file URI) over every source."""
+    from pyspark.sql import functions as F
+
+    streams = []
+    for index, source in enumerate(job.sources):
+        reader = (
+            spark.readStream.format("binaryFile")
+            .schema(_BINARY_FILE_SCHEMA)
+            .option("recursiveFileLookup", "true")
+        )
+        if max_files:
+            reader = reader.option("maxFilesPerTrigger", str(max_files))
+        streams.append(
+            reader.load(_stream_root(source)).select(F.lit(index).alias("source"), F.col("path"))
+        )
+    union = streams[0]
+    for other in streams[1:]:
+        union = union.unionByName(other)
+    return union
+
+
+def _local_path(uri: str) -> str:
+    """A path Spark gives (``file:/x/a%20b.tsv``) as the load's local path."""
+    parsed = urlparse(uri)
+    return str(Path(unquote(parsed.path)).resolve()) if parsed.scheme in ("", "file") else uri
+
+
+@dataclass
+class _Follower:
+    """One micro-batch at a time: the files Spark offers, loaded as one version."""
+
+    spark: SparkSession
+    job: JobSpec
+    store: str
+    lease: Any
+    on_event: EventSink
+    max_rejected: int
+    keep_versions: int
+    stop: threading.Event
+    summary: FollowSummary = field(default_factory=FollowSummary)
+    busy: threading.Event = field(default_factory=threading.Event)
+    failure: BaseException | None = None
+
+    def batch(self, frame: DataFrame, batch_id: int) -> None:
+        if self.stop.is_set():  # not committed: Spark offers these files again next time
+            raise RuntimeError(_STOP_MARK)
+        self.busy.set()
+        try:
+            self._apply(frame, batch_id)
+        except BaseException as exc:
+            self.failure = exc
+            raise
+        finally:
+            self.busy.clear()
+
+    def _warnings(self, event: Any) -> None:
+        """A micro-batch's load says one line (below); its warnings pass through."""
+        if isinstance(event, Message) and event.line.startswith("warning"):
+            self.on_event(event)
+
+    def _apply(self, frame: DataFrame, batch_id: int) -> None:
+        started = time.perf_counter()
+        offered: dict[int, list[InputFile]] = {}
+        for row in frame.collect():
+            path = _local_path(row["path"])
+            source = self.job.sources[row["source"]]
+            if accepts(source, path) and Path(path).is_file():
+                offered.setdefault(row["source"], []).append(InputFile.at(Path(path)))
+        listed = [
+            sorted(offered.get(i, []), key=lambda f: f.path) for i in range(len(self.job.sources))
+        ]
+        writer = StoreWriter(self.store, self.job.shards, self.job.hash, fence=self.lease.verify)
+        writer.drop_unpublished()
+        result: LoadResult = load_listed(
+            self.spark,
+            self.job,
+            writer,
+            listed,
+            self._warnings,
+            max_rejected=self.max_rejected,
+            keep_versions=self.keep_versions,
+            extra_report={"stream": {"batch": batch_id}},
+        )
+        self.summary.batches += 1
+        files = sum(len(f) for f in listed)
+        seconds = time.perf_counter() - started
+        if result.version is None:
+            self.on_event(
+                Message(f"batch {batch_id}: {files} file(s) offered, nothing new to load")
+            )
+            return
+        report = result.report
+        read = sum(int(s.get("read", 0)) for s in report.get("sources", {}).values())
+        pending = report.get("pending", {})
+        newest = max((f.mtime_ns for files_ in listed for f in files_), default=0)
+        lag = max(0.0, time.time() - newest / 1e9) if newest else 0.0
+        self.summary.files += sum(int(s.get("files", 0)) for s in report["sources"].values())
+        self.summary.records += read
+        self.summary.versions.append(result.version)
+        self.on_event(
+            Message(
+                f"batch {batch_id}: {files} file(s), {read:,} record(s), pending kept "
+                f"{pending.get('buffered', 0)} / applied {pending.get('applied', 0)} / expired "
+                f"{pending.get('expired', 0)}, version {result.version}, {seconds:.2f} s, "
+                f"lag {lag:.1f} s"
+            )
+        )
+
+
+def follow_job(
+    spark: SparkSession,
+    job: JobSpec,
+    store: str | Path,
+    *,
+    trigger_seconds: float = 10.0,
+    available_now: bool = False,
+    max_files: int | None = None,
+    max_rejected: int = DEFAULT_MAX_REJECTED,
+    keep_versions: int = 2,
+    on_event: EventSink = ignore_events,
+    stop: threading.Event | None = None,
+    stop_now: threading.Event | None = None,
+    poll_seconds: float = 0.2,
+) -> FollowSummary:
+    """Follow ``job``'s sources into ``store`` until ``stop`` is set (or, with
+    ``available_now``, until every file there at the start is loaded).
+
+    Each micro-batch publishes at most one version; ``stop`` takes effect once the
+    micro-batch under way is published, ``stop_now`` at once (the micro-batch under way
+    publishes nothing; Spark offers its files again next time).
+    """
+    stop = stop or threading.Event()
+    stop_now = stop_now or threading.Event()
+    location = str(store)
+    if is_uri(location):
+        raise LoadError(
+            f"--follow keeps Spark's streaming checkpoint in the store, so the store must be "
+            f"a folder (local or mounted), not {location}. Run 'treestore load' from a "
+            "scheduler for a store at a URI."
+        )
+    for source in job.sources:  # refuse a source that cannot be followed before anything
+        _stream_root(source)
+    pages = page_store_for(location)
+    StoreWriter(pages, job.shards, job.hash)  # creates the store if it is new
+    folder = Path(location).resolve() / STREAM_FOLDER
+    with store_lock(pages, f"a follower of {job.file} (--follow)", on_event) as lease:
+        _check_job(folder, job)
+        follower = _Follower(
+            spark, job, location, lease, on_event, max_rejected, keep_versions, stop
+        )
+        with spark_errors(LoadError, "Starting the follower's stream"):
+            query = _start(spark, job, follower, folder, max_files, trigger_seconds, available_now)
+        on_event(
+            Message(
+                f"following {len(job.sources)} source(s) into {location}"
+                + (" until every file there now is loaded" if available_now else
+                   f", a micro-batch every {trigger_seconds:g} s; Ctrl-C stops after the "
+                   "current one")
+            )
+        )  # fmt: skip
+        try:
+            _wait(query, follower, stop, stop_now, poll_seconds)
+        finally:
+            if query.isActive:
+                query.stop()
+        return follower.summary
+
+
+def _start(
+    spark: SparkSession,
+    job: JobSpec,
+    follower: _Follower,
+    folder: Path,
+    max_files: int | None,
+    trigger_seconds: float,
+    available_now: bool,
+) -> Any:
+    """Start the stream of the job's sources into the follower (a ``StreamingQuery``)."""
+    writer = (
+        _stream(spark, job, max_files)
+        .writeStream.foreachBatch(follower.batch)
+        .option("checkpointLocation", str(folder / "checkpoint"))
+    )
+    writer = (
+        writer.trigger(availableNow=True)
+        if available_now
+        else writer.trigger(processingTime=f"{round(trigger_seconds * 1000)} milliseconds")
+    )
+    return writer.start()
+
+
+def _wait(
+    query: Any,
+    follower: _Follower,
+    stop: threading.Event,
+    stop_now: threading.Event,
+    poll: float,
+) -> None:
+    """Until the query ends (available-now), ``stop`` is set outside a micro-batch, or
+    ``stop_now`` is set."""
+    while query.isActive:
+        if stop_now.is_set() or (stop.is_set() and not follower.busy.is_set()):
+            interrupted = follower.summary.interrupted = follower.busy.is_set()
+            query.stop()
+            follower.summary.reason = (
+                "asked to stop at once (the micro-batch under way published nothing)"
+                if interrupted
+                else "asked to stop"
+            )
+            return
+        query.awaitTermination(poll)
+    error = query.exception()
+    if error is None:
+        follower.summary.reason = "every available file is loaded"
+        return
+    if stop.is_set() and _STOP_MARK in str(error):
+        follower.summary.reason = "asked to stop"
+        return
+    if follower.failure is not None and isinstance(follower.failure, LoadError):
+        raise follower.failure
+    raise LoadError(f"The follower's stream failed: {failure_line(error)}")
