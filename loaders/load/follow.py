@@ -36,6 +36,7 @@ from loaders.load.inputs import InputFile, accepts
 from loaders.load.options import DEFAULT_MAX_REJECTED
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
+from treestore.failpoints import failpoint
 from treestore.filesystems import is_uri
 from treestore.spark import failure_line, spark_errors
 from treestore.storage.pagestore import page_store_for
@@ -232,6 +233,7 @@ class _Follower:
             keep_versions=self.keep_versions,
             extra_report={"stream": {"batch": batch_id}},
         )
+        failpoint("follow-after-publish")  # published; Spark has not yet noted the batch
         self.summary.batches += 1
         files = sum(len(f) for f in listed)
         seconds = time.perf_counter() - started
