@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, TextIO
+import time
+from typing import TYPE_CHECKING, Any, TextIO
 
 from loaders.tree.pending import PendingState
 from treestore.errors import StoreError
 from treestore.store.dedup_index import read_dedup_manifest
+from treestore.store.lock import lock_holder
 from treestore.store.versions import open_version, published_versions
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ def write_info(store: str, out: TextIO) -> None:
             f"{len(state.runs)} run(s){waiting}",
             file=out,
         )
+    _write_follower(version.pages, manifest, out)
     _write_dedup_index(version.pages, manifest.version, out)
     for load in manifest.loads[-RECENT_LOADS:]:
         sources = json.dumps(load["sources"], sort_keys=True)
@@ -55,6 +58,36 @@ def write_info(store: str, out: TextIO) -> None:
             f"({load['seconds']} s): {sources}",
             file=out,
         )
+
+
+def _write_follower(pages: PageStore, manifest: Any, out: TextIO) -> None:
+    """Whether a follower (``load --follow``) holds the store, its last micro-batch and lag."""
+    holder = lock_holder(pages)
+    streamed = [load for load in manifest.loads if "stream" in load]
+    if holder is None or "--follow" not in str(holder.get("purpose", "")):
+        if streamed:
+            last = streamed[-1]
+            print(
+                f"  no follower now; the last one's micro-batch {last['stream']['batch']} "
+                f"published version {last['version']}",
+                file=out,
+            )
+        return
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(holder.get("since", 0))))
+    line = (
+        f"  followed by {holder.get('purpose')}: pid {holder.get('pid')} on "
+        f"{holder.get('host')} since {since}"
+    )
+    if streamed:
+        last = streamed[-1]
+        newest = last["stream"].get("newest_file_ns")
+        clock = time.strftime("%H:%M:%S", time.localtime(newest / 1e9)) if newest else ""
+        landed = f" (its newest file landed at {clock})" if newest else ""
+        line += (
+            f"; its last micro-batch {last['stream']['batch']} published version "
+            f"{last['version']} at {last.get('started', '?')}{landed}"
+        )
+    print(line, file=out)
 
 
 def _write_dedup_index(pages: PageStore, version: int, out: TextIO) -> None:

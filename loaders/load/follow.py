@@ -221,6 +221,7 @@ class _Follower:
         listed = [
             sorted(offered.get(i, []), key=lambda f: f.path) for i in range(len(self.job.sources))
         ]
+        newest = max((f.mtime_ns for files_ in listed for f in files_), default=0)
         writer = StoreWriter(self.store, self.job.shards, self.job.hash, fence=self.lease.verify)
         writer.drop_unpublished()
         result: LoadResult = load_listed(
@@ -231,7 +232,7 @@ class _Follower:
             self._warnings,
             max_rejected=self.max_rejected,
             keep_versions=self.keep_versions,
-            extra_report={"stream": {"batch": batch_id}},
+            extra_report={"stream": {"batch": batch_id, "newest_file_ns": newest}},
         )
         failpoint("follow-after-publish")  # published; Spark has not yet noted the batch
         self.summary.batches += 1
@@ -245,7 +246,6 @@ class _Follower:
         report = result.report
         read = sum(int(s.get("read", 0)) for s in report.get("sources", {}).values())
         pending = report.get("pending", {})
-        newest = max((f.mtime_ns for files_ in listed for f in files_), default=0)
         lag = max(0.0, time.time() - newest / 1e9) if newest else 0.0
         self.summary.files += sum(int(s.get("files", 0)) for s in report["sources"].values())
         self.summary.records += read

@@ -41,7 +41,7 @@ from treestore.settings import env_number
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState, ShardTree
-from treestore.store.versions import StoreVersion, open_version
+from treestore.store.versions import StoreVersion, current_version, open_version
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -192,6 +192,20 @@ class QueryStore:
     def shards(self) -> int:
         """The store's shard count."""
         return self.store.shards
+
+    def newest_version(self) -> int:
+        """The newest version published in the store (a follower or a load may have
+        published since this handle opened)."""
+        return current_version(self.store.pages)
+
+    def refresh(self) -> bool:
+        """Move to the newest published version (queries already running keep theirs);
+        whether the version changed."""
+        if self.newest_version() == self.store.version:
+            return False
+        self.store = open_version(self.store.pages)
+        self._trees = {}
+        return True
 
     def _session(self) -> SparkSession:
         if self._spark is None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from shell.repl.session import ShellSession
+from shell.repl.session import NEWEST_CHECK_SECONDS, ShellSession
 
 if TYPE_CHECKING:
     from prompt_toolkit.history import History
@@ -127,6 +127,7 @@ def _interactive(
         lexer=ShellLexer(),
         style=STYLE,
         bottom_toolbar=toolbar(session),
+        refresh_interval=NEWEST_CHECK_SECONDS,  # redraw the toolbar: a newer version shows
         key_bindings=key_bindings(),
     )
     print(

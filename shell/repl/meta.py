@@ -58,6 +58,9 @@ class MetaSession(Protocol):
     def reload(self) -> None:
         """Open the newest published version of the store."""
 
+    def newest_version(self) -> int:
+        """The newest version published in the store (checked every few seconds)."""
+
 
 LINE_HELP = """\
 A line is a path, optionally followed by ops run in each shard's task (rops)
@@ -89,7 +92,11 @@ def command(name: str) -> Callable[[Command], Command]:
 def help_command(session: MetaSession, argument: str) -> None:
     """Show the line syntax and the meta-commands."""
     session.say(LINE_HELP + "\n\nMeta-commands:")
+    shown = set()
     for name, function in COMMANDS.items():
+        if function in shown:
+            continue  # an alias: its docstring names it
+        shown.add(function)
         first = (function.__doc__ or "").strip().splitlines()[0]
         session.say(f"  \\{name:<8} {first}")
 
@@ -155,11 +162,18 @@ def limit_command(session: MetaSession, argument: str) -> None:
     session.say(f"limit is {session.limit or 'off'}")
 
 
-@command("reload")
-def reload_command(session: MetaSession, argument: str) -> None:
-    """Open the newest published version of the store."""
+@command("refresh")
+def refresh_command(session: MetaSession, argument: str) -> None:
+    """Move to the newest published version of the store (\\reload too).
+
+    A follower or a load publishes new versions; the bottom bar says when one is out."""
+    before = session.store.version
     session.reload()
-    session.say(f"store version {session.store.version}")
+    now = session.store.version
+    session.say(f"store version {now}" + (f" (was {before})" if now != before else ""))
+
+
+COMMANDS["reload"] = refresh_command
 
 
 @command("q")

@@ -36,6 +36,10 @@ __all__ = ["CANCELLED", "ShellSession"]
 CANCELLED = "cancelled: the query's Spark jobs were stopped"
 
 
+NEWEST_CHECK_SECONDS = 2.0
+"""How often the toolbar looks for a newer version of the store."""
+
+
 class ShellSession:
     """The state of one shell: the store, the display settings, the output streams."""
 
@@ -61,6 +65,7 @@ class ShellSession:
         self.failed = False
         self.interrupted = False
         self.store: QueryStore = open_store(store_dir, session_factory=session_factory)
+        self._newest, self._newest_checked = self.store.version, -NEWEST_CHECK_SECONDS
 
     # -- output --------------------------------------------------------------
 
@@ -79,6 +84,18 @@ class ShellSession:
     def reload(self) -> None:
         """Open the newest published version of the store."""
         self.store = open_store(self.store_dir, session_factory=self.session_factory)
+
+    def newest_version(self) -> int:
+        """The newest version published in the store, read at most every 2 seconds (the
+        toolbar asks at every redraw); the session's own version if it cannot be read."""
+        now = time.monotonic()
+        if now - self._newest_checked >= NEWEST_CHECK_SECONDS:
+            self._newest_checked = now
+            try:
+                self._newest = self.store.newest_version()
+            except TreestoreError:
+                self._newest = self.store.version
+        return max(self._newest, self.store.version)
 
     def info(self) -> None:
         """Print the store's summary (as ``treestore info``)."""

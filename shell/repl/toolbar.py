@@ -1,4 +1,5 @@
-"""The bottom toolbar: which store and version, and the display settings."""
+"""The bottom toolbar: which store and version (and whether a newer one is out), and the
+display settings."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ def toolbar(session: MetaSession) -> Callable[[], str]:
     def draw() -> str:
         store = session.store
         limit = f"{session.limit:,}" if session.limit else "off"
+        newest = session.newest_version()
+        newer = f" (version {newest} is out: \\refresh)" if newest > store.version else ""
         return (
-            f" {session.store_dir}  version {store.version}, {store.shards} shards  |  "
+            f" {session.store_dir}  version {store.version}{newer}, {store.shards} shards  |  "
             f"format {session.format}, limit {limit}  |  Tab completes, \\help, Ctrl-D quits"
         )
 

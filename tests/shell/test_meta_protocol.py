@@ -25,6 +25,7 @@ class _FakeSession:
     said: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     reloads: int = 0
+    newest: int = 3
 
     def say(self, text: str) -> None:
         self.said.append(text)
@@ -37,7 +38,10 @@ class _FakeSession:
 
     def reload(self) -> None:
         self.reloads += 1
-        self.store = _Store(version=self.store.version + 1)
+        self.store = _Store(version=self.newest)
+
+    def newest_version(self) -> int:
+        return self.newest
 
 
 def _session() -> _FakeSession:
@@ -72,10 +76,15 @@ def test_bad_arguments_fail_without_changing_anything() -> None:
     ]
 
 
-def test_reload_info_quit_and_the_toolbar() -> None:
+def test_refresh_info_quit_and_the_toolbar() -> None:
     session = _session()
-    run_meta(session, "\\reload")
-    assert session.reloads == 1 and session.said[-1] == "store version 4"
+    assert "version 3, 8 shards" in toolbar(session)()
+    session.newest = 4  # a follower published a version: the toolbar says so
+    assert "version 3 (version 4 is out: \\refresh), 8 shards" in toolbar(session)()
+    run_meta(session, "\\refresh")
+    assert session.reloads == 1 and session.said[-1] == "store version 4 (was 3)"
+    run_meta(session, "\\reload")  # the same command
+    assert session.reloads == 2 and session.said[-1] == "store version 4"
     run_meta(session, "\\info")
     assert session.said[-1] == "(info)"
     assert "version 4, 8 shards" in toolbar(session)()
@@ -88,4 +97,4 @@ def test_help_lists_every_meta_command() -> None:
     session = _session()
     run_meta(session, "\\help")
     listed = {line.split()[0] for line in session.said if line.startswith("  \\")}
-    assert listed == {f"\\{name}" for name in COMMANDS}
+    assert listed == {f"\\{name}" for name in COMMANDS} - {"\\reload"}  # an alias

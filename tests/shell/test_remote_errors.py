@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -71,7 +72,17 @@ def test_executors_without_the_projects_packages_are_named(
         PYSPARK_PYTHON=str(bare / "bin" / "python"), TREESTORE_LOCAL_QUERY_LIMIT="-1",
     )  # fmt: skip
     assert done.returncode == 2
-    line = _one_line(done.stderr)
+    # local[1]'s executor is this machine: its Python daemon (the bare one) writes to the
+    # same stderr, and may print its own ConnectionResetError when the JVM drops it. On a
+    # cluster that goes to the executor's log; what treestore prints is checked whole.
+    ours = re.sub(
+        r"Traceback \(most recent call last\):\n  File \"[^\n]*pyspark/daemon\.py\".*?"
+        r"\n(ConnectionResetError|BrokenPipeError)[^\n]*\n",
+        "",
+        done.stderr,
+        flags=re.DOTALL,
+    )
+    line = _one_line(ours)
     assert "the executors' Python cannot import" in line
     assert "ship the project's environment" in line
 

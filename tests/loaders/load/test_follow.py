@@ -4,8 +4,10 @@ arrive while following, switching between load and follow, and SIGKILLs."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import treestore
 from loaders import load_job, run_load
 from loaders.load.follow import FollowSummary, follow_job, parse_trigger
 from shell.cli import main
+from shell.info import write_info
 from tests.loaders.load.test_crash_safety import _kill_all, _wait_for
 from treestore.errors import LoadError, StoreError
 from treestore.events import as_lines
@@ -106,17 +109,33 @@ def test_a_follower_loads_files_as_they_arrive_and_stops_when_asked(
     follower.start()
     try:
         _wait_until(lambda: store.exists() and _version(store) == 1, "the first batch")
+        reader = treestore.open(store, spark=spark)
         (demo_dir / "mapping" / "mapping-0002.tsv").write_text(MAPPINGS[0])
         _wait_until(lambda: _version(store) == 2, "the dropped file loaded")
         assert _hits(store) == _reference(spark, demo_dir)
+        # a reader keeps its version until it moves to the newest
+        assert (reader.version, reader.newest_version()) == (1, 2)
+        assert ("12345", "def") not in reader.query("root/+/M/+").to_list()
+        assert reader.refresh() and reader.version == 2 and not reader.refresh()
+        assert ("12345", "def") in reader.query("root/+/M/+").to_list()
         with pytest.raises(StoreError, match=r"locked by a follower of .*job\.json \(--follow\)"):
             run_load(spark, load_job(demo_dir / "job.json"), store)
+        shown = io.StringIO()
+        write_info(str(store), shown)
+        assert re.search(
+            r"followed by a follower of .*job\.json \(--follow\): pid \d+ on .* since .*; its "
+            r"last micro-batch 1 published version 2 at .* \(its newest file landed at ",
+            shown.getvalue(),
+        ), shown.getvalue()
     finally:
         stop.set()
         follower.join(timeout=120)
     assert not follower.is_alive()
     (summary,) = done
     assert summary.reason == "asked to stop" and summary.versions == [1, 2]
+    shown = io.StringIO()
+    write_info(str(store), shown)
+    assert "no follower now; the last one's micro-batch 1 published version 2" in shown.getvalue()
     (demo_dir / "mapping" / "mapping-0003.tsv").write_text(MAPPINGS[2])  # after the stop
     assert run_load(spark, load_job(demo_dir / "job.json"), store).version == 3  # lock free
 
