@@ -1,0 +1,266 @@
+"""Benchmark of continuous loads (``load --follow``) against Spark's stream-stream join.
+
+Files of the seed-004 shape land at a steady rate (an attribute file and a mapping
+file each --every seconds, --rate records per second in all; a third of the mappings
+name a UID whose attributes land one file later). treestore follows them (trigger
+--trigger); the peer, on the same files in the same session, is what seed 003
+describes: Spark's own stream-stream join of the two file streams on UID with
+watermarks, its joined rows written (noop) per micro-batch. For each side it prints
+the time from a file landing to its rows being visible (treestore: the version that
+marks it published; peer: the micro-batch that first outputs a row of it) as p50 and
+p95, the records/s it kept up with, and, for treestore, a query's time after all the
+micro-batches against the same files loaded at once.
+Goals: p95 latency under 2x the trigger at 10k records/s; throughput at least the
+peer's; print the ratios.
+
+    .venv/bin/python bench/follow.py [--rate 10000] [--seconds 30] [--every 1] [--trigger 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+
+import numpy as np  # noqa: E402
+
+import treestore  # noqa: E402
+from loaders import load_job, run_load  # noqa: E402
+from loaders.load.follow import follow_job  # noqa: E402
+from shell.demo import DEMO_OPS, DEMO_PATH, write_demo_inputs  # noqa: E402
+from treestore.events import Message  # noqa: E402
+from treestore.spark import get_session  # noqa: E402
+from treestore.store.versions import open_version  # noqa: E402
+
+
+class Landing:
+    """Writes the files at a steady rate (each written aside, then renamed into place)."""
+
+    def __init__(self, folder: Path, rate: int, every: float, seconds: float) -> None:
+        self.folder, self.rate, self.every, self.seconds = folder, rate, every, seconds
+        self.landed: dict[str, float] = {}
+        self.records: dict[str, int] = {}
+        self.rng = np.random.default_rng(3)
+        self.late: list[int] = []
+
+    def _put(self, kind: str, name: str, header: str, lines: list[str]) -> None:
+        aside = self.folder / f".{name}"
+        aside.write_text(header + "".join(lines))
+        final = self.folder / kind / name
+        os.replace(aside, final)
+        path = str(final.resolve())
+        self.landed[path] = time.time()
+        self.records[path] = len(lines)
+
+    def run(self) -> None:
+        per_file = max(1, int(self.rate * self.every / 2))
+        started, tick = time.time(), 0
+        while time.time() - started < self.seconds:
+            base = tick * per_file
+            uids = np.arange(base, base + per_file)
+            attributes = [
+                f"{tick}\tu{u}\t{','.join(map(str, self.rng.integers(0, 100, 1 + u % 3)))}\n"
+                for u in uids
+            ]
+            # two thirds map UIDs already landed, a third the UIDs of the next tick's file
+            known = self.rng.integers(0, base + per_file, per_file - per_file // 3)
+            ahead = np.arange(base + per_file, base + per_file + per_file // 3)
+            mappings = [f"{tick}\tu{u}\tp{u % 997}\n" for u in np.concatenate([known, ahead])]
+            self._put("attributes", f"a-{tick:05d}.tsv", "TIME\tUID\tATTRIBUTE_IDS\n", attributes)
+            self._put("mapping", f"m-{tick:05d}.tsv", "TIME\tUID\tPUID\n", mappings)
+            tick += 1
+            time.sleep(max(0.0, started + tick * self.every - time.time()))
+
+
+def _job(folder: Path) -> Path:
+    scratch = folder / "demo"
+    write_demo_inputs(scratch)
+    job = json.loads((scratch / "job.json").read_text())
+    job["shards"] = 8
+    # a mapping that lands before its UID waits (seed 003's buffered side) for 5 loads
+    job["tree"]["root"][1]["list"][1][0]["pending"] = {"loads": 5}
+    for source in job["source"]:
+        source["path"] = str(folder / source["name"])
+        (folder / source["name"]).mkdir(parents=True, exist_ok=True)
+    (folder / "job.json").write_text(json.dumps(job))
+    return folder / "job.json"
+
+
+def _percentiles(values: list[float]) -> tuple[float, float]:
+    return float(np.percentile(values, 50)), float(np.percentile(values, 95))
+
+
+def run_treestore(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
+    """Follow the landing files; each file's latency from the version that marks it."""
+    job = _job(folder)
+    store = folder / "store"
+    landing = Landing(folder, args.rate, args.every, args.seconds)
+    visible: dict[str, float] = {}
+    stop = threading.Event()
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, Message) and ", version " in event.line:
+            now = time.time()
+            manifest = open_version(store).manifest
+            for path, entry in manifest.inputs.items():
+                if entry["version"] == manifest.version and path not in visible:
+                    visible[path] = now
+
+    follower = threading.Thread(
+        target=follow_job,
+        args=(spark, load_job(job), store),
+        kwargs={"trigger_seconds": args.trigger, "on_event": on_event, "stop": stop},
+        daemon=True,
+    )
+    follower.start()
+    time.sleep(3)  # the stream's start
+    landing.run()
+    deadline = time.time() + 120
+    while len(visible) < len(landing.landed) and time.time() < deadline:
+        time.sleep(0.2)
+    stop.set()
+    follower.join(timeout=120)
+    latencies = [visible[p] - landing.landed[p] for p in landing.landed if p in visible]
+    span = max(visible.values()) - min(landing.landed.values())
+    handle = treestore.open(store, spark=spark)
+    handle.local_limit = -1
+    after = _query_time(handle)
+    at_once = folder / "at-once"
+    run_load(spark, load_job(job), at_once)
+    once_handle = treestore.open(at_once, spark=spark)
+    once_handle.local_limit = -1
+    same = sorted(handle.query(DEMO_PATH, rops=DEMO_OPS)) == sorted(
+        once_handle.query(DEMO_PATH, rops=DEMO_OPS)
+    )
+    return {
+        "latency": _percentiles(latencies),
+        "seen": f"{len(latencies)}/{len(landing.landed)}",
+        "throughput": sum(landing.records.values()) / span,
+        "versions": open_version(store).version,
+        "query after": after,
+        "query at once": _query_time(once_handle),
+        "same answer": same,
+    }
+
+
+def _query_time(handle: Any) -> float:
+    handle.query(DEMO_PATH, rops=DEMO_OPS).to_list()  # warm
+    started = time.perf_counter()
+    handle.query(DEMO_PATH, rops=DEMO_OPS).to_list()
+    return time.perf_counter() - started
+
+
+def run_peer(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
+    """Spark's stream-stream join of the same kind of files, with watermarks."""
+    from pyspark.sql import functions as F
+
+    for kind in ("attributes", "mapping"):
+        (folder / kind).mkdir(parents=True)
+    landing = Landing(folder, args.rate, args.every, args.seconds)
+    visible: dict[str, float] = {}
+
+    def stream(kind: str, schema: str) -> Any:
+        return (
+            spark.readStream.schema(schema)
+            .option("header", "true")
+            .option("sep", "\t")
+            .csv(str(folder / kind))
+            .withColumn(f"{kind}_file", F.col("_metadata.file_path"))
+            .withColumn(f"{kind}_at", F.current_timestamp())
+            .withWatermark(f"{kind}_at", "30 seconds")
+        )
+
+    attributes = stream("attributes", "TIME long, UID string, ATTRIBUTE_IDS string")
+    mappings = stream("mapping", "TIME long, UID string, PUID string").withColumnRenamed(
+        "UID", "M_UID"
+    )
+    joined = attributes.join(
+        mappings,
+        F.expr(
+            "UID = M_UID AND mapping_at BETWEEN attributes_at - INTERVAL 60 SECONDS "
+            "AND attributes_at + INTERVAL 60 SECONDS"
+        ),
+    )
+
+    def batch(frame: Any, batch_id: int) -> None:
+        files = frame.select("attributes_file", "mapping_file").distinct().collect()
+        now = time.time()
+        for row in files:
+            for uri in row:
+                path = str(Path(uri.removeprefix("file:")).resolve())
+                visible.setdefault(path, now)
+
+    query = (
+        joined.writeStream.foreachBatch(batch)
+        .option("checkpointLocation", str(folder / "checkpoint"))
+        .trigger(processingTime=f"{int(args.trigger * 1000)} milliseconds")
+        .start()
+    )
+    time.sleep(3)
+    landing.run()
+    deadline = time.time() + 120
+    while len(visible) < len(landing.landed) and time.time() < deadline:
+        time.sleep(0.2)
+    query.stop()
+    latencies = [visible[p] - landing.landed[p] for p in landing.landed if p in visible]
+    span = max(visible.values()) - min(landing.landed.values())
+    return {
+        "latency": _percentiles(latencies),
+        "seen": f"{len(latencies)}/{len(landing.landed)}",
+        "throughput": sum(landing.records.values()) / span,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rate", type=int, default=10_000, help="records per second, in all")
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--every", type=float, default=1.0, help="seconds between files")
+    parser.add_argument("--trigger", type=float, default=1.0, help="trigger, seconds")
+    args = parser.parse_args()
+    spark = get_session()
+    folder = Path(tempfile.mkdtemp(prefix="treestore-follow-bench-"))
+    try:
+        ours = run_treestore(spark, folder / "treestore", args)
+        peer = run_peer(spark, folder / "peer", args)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"files: an attribute and a mapping file every {args.every:g} s, {args.rate:,} "
+          f"records/s in all, for {args.seconds:g} s; trigger {args.trigger:g} s")  # fmt: skip
+    for name, found in (("treestore --follow", ours), ("Spark stream-stream join", peer)):
+        p50, p95 = found["latency"]
+        print(
+            f"{name:26} landing -> visible p50 {p50:.2f} s, p95 {p95:.2f} s "
+            f"({found['seen']} files seen); kept up with {found['throughput']:,.0f} records/s"
+        )
+    print(
+        f"treestore: {ours['versions']} versions; the seed's query after them "
+        f"{ours['query after']:.3f} s, on the same files loaded at once "
+        f"{ours['query at once']:.3f} s ({ours['query after'] / ours['query at once']:.2f}x); "
+        f"same answer: {ours['same answer']}"
+    )
+    p95 = ours["latency"][1]
+    ratio = ours["throughput"] / peer["throughput"]
+    goals = [
+        (f"p95 latency {p95:.2f} s under 2x the trigger ({2 * args.trigger:g} s)",
+         p95 < 2 * args.trigger),
+        (f"throughput {ratio:.2f}x the peer's (goal >= 1x)", ratio >= 1),
+        (f"query after the micro-batches {ours['query after'] / ours['query at once']:.2f}x "
+         "the query after one load (goal <= 1.5x)",
+         ours["query after"] <= 1.5 * ours["query at once"]),
+    ]  # fmt: skip
+    for goal, met in goals:
+        print(f"goal: {goal}: {'PASS' if met else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()
