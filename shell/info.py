@@ -53,9 +53,15 @@ def write_info(store: str, out: TextIO) -> None:
     _write_dedup_index(version.pages, manifest.version, out)
     for load in manifest.loads[-RECENT_LOADS:]:
         sources = json.dumps(load["sources"], sort_keys=True)
+        expired = load.get("expired", {}).get("files", [])
+        where = (
+            f"; expired pending records in {version.location}/{expired[0].rsplit('/', 1)[0]}/"
+            if expired
+            else ""
+        )
         print(
             f"  load -> version {load['version']} at {load['started']} "
-            f"({load['seconds']} s): {sources}",
+            f"({load['seconds']} s): {sources}{where}",
             file=out,
         )
 

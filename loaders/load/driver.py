@@ -340,6 +340,7 @@ def _load_locked(
     mapped = _with_markers(spark, _mapped(union, job, builder), writer.base.trees)
     arranged = partition_by_shard(spark, mapped, job.shards).sortWithinPartitions(ORDER)
     dedup_sources = {i: s.name for i, s in enumerate(job.sources) if s.dedup_keys}
+    stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"  # this load's folders
     spec = TaskSpec(
         builder=builder,
         source_names=tuple(s.name for s in job.sources),
@@ -347,7 +348,8 @@ def _load_locked(
         dedup_runs={name: index.runs(name) for name in dedup_sources.values()},
         states=dict(writer.base.trees),
         files=tuple(ordered),
-        rejected_folder=f"rejected/{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}",
+        rejected_folder=f"rejected/{stamp}",
+        expired_folder=f"expired/{stamp}",
         max_rejected=max_rejected,
     )
     with (

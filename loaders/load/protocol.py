@@ -58,6 +58,8 @@ class TaskSpec:
     files: tuple[str, ...]  # the input files, by their number in ``__file``
     rejected_folder: str
     max_rejected: int
+    expired_folder: str = "expired/unnamed"
+    """Where the shards write the pending records that expire in this load."""
 
 
 @dataclass(frozen=True)
@@ -85,11 +87,12 @@ class ShardResult:
     compacted: bool
     pending: PendingCounts
     task_seconds: dict[str, float] = field(default_factory=dict)
+    expired_file: str | None = None  # the shard's expired pending records (Parquet)
 
     def report(self) -> dict[str, Any]:
         """The shard's entry of the published report (without its state)."""
         entry = asdict(self)
-        del entry["shard"], entry["state"]
+        del entry["shard"], entry["state"], entry["expired_file"]
         return {**entry, "nodes": self.state["nodes"], "bytes": self.state["bytes"]}
 
 

@@ -60,6 +60,7 @@ def summarize(
         rejected["count"] += totals.rejected_count
         if totals.rejected_file:
             rejected["files"].append(totals.rejected_file)
+    expired_files = sorted(r.expired_file for r in shard_results if r.expired_file)
     for result in shard_results:
         states.append({"shard": result.shard, "state": result.state})
         shards[str(result.shard)] = result.report()
@@ -82,6 +83,7 @@ def summarize(
         "shards": dict(sorted(shards.items(), key=lambda item: int(item[0]))),
         "rejected": rejected,
         "pending": pending,
+        "expired": {"files": expired_files},
         "phases": phases.seconds,
         "files": dict(files),
         "dedup": index_runs,
@@ -142,6 +144,12 @@ def format_load_report(report: dict[str, Any], store: str, shard_lines: int = 16
             f"  pending update-only records: {pending['buffered']:,} kept for later loads, "
             f"{pending['applied']:,} of earlier loads applied, {pending['expired']:,} expired, "
             f"{pending['waiting']:,} waiting"
+        )
+    expired = report.get("expired", {}).get("files", [])
+    if expired:
+        lines.append(
+            f"  expired pending records, with their fields and why: "
+            f"{store}/{expired[0].rsplit('/', 1)[0]}/ ({_plural(len(expired), 'file')})"
         )
     for name, paths in report.get("changed_files", {}).items():
         lines.append(

@@ -141,6 +141,7 @@ class _ShardWork:
         for shard, load in self.loads.items():
             state = load.finish()
             stats, tree = load.stats, load.tree
+            expired_file, _ = load.write_expired(self.spec.expired_folder)
             failpoint("in-task")
             yield ShardResult(
                 shard=shard,
@@ -158,6 +159,7 @@ class _ShardWork:
                     expired=stats.pending_expired,
                     waiting=load.waiting,
                 ),
+                expired_file=expired_file,
             )
 
 

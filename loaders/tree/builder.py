@@ -65,6 +65,9 @@ class ApplyStats:
     pending_expired: int = 0  # waiting records dropped: loads ran out, or past the watermark
     pending: list[pa.Table] = field(default_factory=list)
     """The records that wait for a later load (see :mod:`loaders.tree.pending`)."""
+    expired: list[pa.Table] = field(default_factory=list)
+    """The waiting records that expired here: their fields, weight and why
+    (:func:`loaders.tree.pending.expired_rows`)."""
 
 
 @dataclass
@@ -361,6 +364,11 @@ class TreeBuilder:
             left = left - 1 if batch.retry.costs_load else left
             expired = left <= 0
             batch.stats.pending_expired += int(missed.weights[expired].sum())
+            if expired.any():
+                gone = batch.table.take(pa.array(missed.rows[expired]))
+                batch.stats.expired.append(
+                    pending.expired_rows(gone, self.fields, "its loads ran out", element.place)
+                )
         else:
             left = np.full(len(missed), element.pending_loads or _NO_LIMIT, dtype=np.int64)
             expired = np.zeros(len(missed), dtype=bool)
@@ -408,6 +416,9 @@ class TreeBuilder:
             resume = self._resume.get(where.removesuffix(pending.LABEL) if at_label else where)
             if resume is None or fingerprint != self.fingerprint:
                 stats.pending_expired += int(weights.sum())  # the job's tree changed
+                stats.expired.append(
+                    pending.expired_rows(part, self.fields, "the job's tree changed", where)
+                )
                 continue
             element, rest = resume
             batch = _Batch(tree, part, stats, created_before, _Retry(element.place, costs_load))

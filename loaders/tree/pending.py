@@ -51,6 +51,7 @@ __all__ = [
     "SIDE_NAME",
     "WEIGHT",
     "PendingState",
+    "expired_rows",
     "latest_time",
     "past_watermark",
     "read_pending",
@@ -186,3 +187,37 @@ def past_watermark(
 def _numbers(values: pa.Array) -> pa.Array:
     """Text holding whole numbers as int64 (empty text as null)."""
     return pc.cast(pc.if_else(pc.equal(values, ""), None, values), pa.int64())
+
+
+def expired_rows(
+    table: pa.Table, fields: list[str] | tuple[str, ...], why: str, place: str
+) -> pa.Table:
+    """Waiting records that expire, as written under ``expired/``: the record's fields
+    (those the tree reads, as text; lists as JSON), the element it waited at, the name it
+    looked for (when known), its weight (identical records folded into one) and why."""
+    import json
+
+    size = table.num_rows
+    columns: dict[str, pa.Array] = {}
+    for name in fields:
+        if name not in table.column_names or name.startswith("__"):
+            continue  # absent, or the builder's own (filters' outcomes)
+        column = table.column(name)
+        if pa.types.is_list(column.type):
+            column = pa.array(
+                [None if v is None else json.dumps(v) for v in column.to_pylist()], pa.string()
+            )
+        columns[name] = column.cast(pa.string())
+    columns["element"] = pa.array([place.removesuffix(LABEL)] * size, pa.string())
+    columns["looked_for"] = (
+        table.column(NAME).cast(pa.string())
+        if NAME in table.column_names
+        else pa.nulls(size, pa.string())
+    )
+    columns["weight"] = (
+        table.column(WEIGHT).cast(pa.int64())
+        if WEIGHT in table.column_names
+        else pa.array(np.ones(size, dtype=np.int64))
+    )
+    columns["why"] = pa.array([why] * size, pa.string())
+    return pa.table(columns)

@@ -17,12 +17,15 @@ builder.
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from loaders.tree.builder import ApplyStats, TreeBuilder
 from loaders.tree.pending import (
+    ELEMENT,
     SIDE_NAME,
     WEIGHT,
     PendingState,
+    expired_rows,
     latest_time,
     past_watermark,
     read_pending,
@@ -100,6 +103,21 @@ class ShardLoad:
         )
         return tree.commit(side={SIDE_NAME: pending.side_files()})
 
+    def write_expired(self, folder: str) -> tuple[str | None, int]:
+        """Write the records that expired in this load (after :meth:`finish`) as one
+        Parquet file under ``folder`` in the store; its name (None if none expired) and
+        how many records it holds (by weight)."""
+        tables = [t for t in self.stats.expired if t.num_rows]
+        if not tables:
+            return None, 0
+        table = pa.concat_tables(tables, promote_options="permissive")
+        import pyarrow.parquet as pq
+
+        name = f"{folder}/shard-{self.shard:05d}.parquet"
+        with self.pages.writer(name) as out:  # a retried task writes the same name again
+            pq.write_table(table, out)
+        return name, int(pc.sum(table.column("weight")).as_py())
+
     def _expire_late(self, latest: int | None) -> None:
         """Drop the waiting records that the watermark (``latest`` minus their element's
         delay) has passed, and those of elements that wait only on it which have no time;
@@ -112,6 +130,17 @@ class ShardLoad:
                 table, builder.pending_time, builder.pending_delays, latest, builder.time_only
             )
             stats.pending_expired += int(table.column(WEIGHT).to_numpy()[late].sum())
+            if late.any():
+                gone = table.filter(pa.array(late))
+                stats.expired.extend(
+                    expired_rows(
+                        gone.filter(pc.equal(gone.column(ELEMENT), place)),
+                        builder.fields,
+                        "the watermark passed it",
+                        place,
+                    )
+                    for place in pc.unique(gone.column(ELEMENT)).to_pylist()
+                )
             kept.append(table.filter(pa.array(~late)))
         stats.pending = kept
 

@@ -32,8 +32,8 @@ def collect_garbage(
 ) -> dict[str, int]:
     """Delete versions beyond the newest ``keep`` and every file no kept version uses.
 
-    Runs, side files, dedup index runs and files of rejected records (kept while a kept
-    version's load report names them; a failed load's are removed) go.
+    Runs, side files, dedup index runs and files of rejected and of expired records (kept
+    while a kept version's load report names them; a failed load's are removed) go.
 
     Call it while holding the store's lock. Returns counts of what was removed.
     """
@@ -50,6 +50,7 @@ def collect_garbage(
         referenced |= {name.rsplit(".", 1)[0] for name in manifest.side_files()}
         for load in manifest.loads:
             rejected.update(load.get("rejected", {}).get("files", []))
+            rejected.update(load.get("expired", {}).get("files", []))
     removed = {"versions": 0, "files": 0}
     for version in published_versions(store):
         if version not in kept:
@@ -63,7 +64,7 @@ def collect_garbage(
     for name in unused_dedup_runs(store):
         store.delete(name)
         removed["files"] += 1
-    for name in store.list("rejected"):
+    for name in [*store.list("rejected"), *store.list("expired")]:
         if name not in rejected:
             store.delete(name)
             removed["files"] += 1

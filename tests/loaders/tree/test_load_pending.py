@@ -89,6 +89,17 @@ def _load(spark: Any, folder: Path, name: str, source: str, rows: list[str]) -> 
     return result.report
 
 
+def _expired(store: Path, report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The expired records a load wrote (fields the test names, and why), sorted."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for name in report["expired"]["files"]:
+        for row in pq.read_table(store / name).to_pylist():
+            rows.append({k: v for k, v in row.items() if k not in ("element", "MAPPING")})
+    return sorted(rows, key=repr)
+
+
 def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -128,6 +139,14 @@ def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
 
     third = _load(spark, tmp_path, "third", "a", ["U", other])
     assert third["pending"] == {"buffered": 0, "applied": 0, "expired": 1, "waiting": 0}
+    # the expired record is written out with its fields and why, and listed
+    assert _expired(tmp_path / "store", third) == [
+        {"U": late, "P": "p2", "looked_for": late, "weight": 1, "why": "its loads ran out"}
+    ]
+    assert any("expired pending records" in line for line in format_load_report(third, "s"))
+    shown = io.StringIO()
+    write_info(str(tmp_path / "store"), shown)
+    assert f"expired pending records in {tmp_path / 'store'}/expired/" in shown.getvalue()
     version = open_version(tmp_path / "store")
     assert all(not PendingState.of(state).files for state in version.manifest.trees.values())
     collect_garbage(tmp_path / "store", keep=1)
@@ -203,9 +222,15 @@ def test_waiting_records_expire_when_the_watermark_of_their_time_passes(
     assert first["pending"] == {"buffered": 3, "applied": 0, "expired": 1, "waiting": 2}
     assert first["rejected"]["count"] == 1
     assert PendingState.of(open_version(tmp_path / "store").manifest.trees[0]).time == 5000
+    assert [(r["U"], r["T"], r["why"]) for r in _expired(tmp_path / "store", first)] == [
+        ("u1", "100", "the watermark passed it")
+    ]
     second = _load(spark, tmp_path, "second", "a", ["U,T", "u2,9000"])
     # u2 finds its node; the watermark moves to 8000 and u3 (4500) expires
     assert second["pending"] == {"buffered": 0, "applied": 1, "expired": 1, "waiting": 0}
+    assert [(r["U"], r["T"], r["why"]) for r in _expired(tmp_path / "store", second)] == [
+        ("u3", "4500", "the watermark passed it")
+    ]
     hits = {p: n.hits for p, n in open_version(tmp_path / "store").tree(0).walk()}
     assert hits[("root", "u2", "M", "p2")] == 1 and ("root", "u3") not in hits
 
