@@ -14,6 +14,7 @@ Goals: p95 latency under 2x the trigger at 10k records/s; throughput at least th
 peer's; print the ratios.
 
     .venv/bin/python bench/follow.py [--rate 10000] [--seconds 30] [--every 1] [--trigger 1]
+    .venv/bin/python bench/follow.py --compaction 500   # the read cost after N micro-batches
 """
 
 from __future__ import annotations
@@ -220,15 +221,58 @@ def run_peer(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
     }
 
 
+def run_compaction(spark: Any, folder: Path, batches: int) -> None:
+    """``batches`` small file pairs loaded one micro-batch each (--available-now, one file
+    per source per trigger), then the seed's query against the same files loaded at once."""
+    job = _job(folder)
+    landing = Landing(folder, rate=200, every=1.0, seconds=0)
+    per_file = 100
+    for tick in range(batches):
+        base = tick * per_file
+        attributes = [f"{tick}\tu{u}\t{u % 97},{u % 13}\n" for u in range(base, base + per_file)]
+        mappings = [f"{tick}\tu{u}\tp{u % 997}\n" for u in range(base, base + per_file, 3)]
+        landing._put("attributes", f"a-{tick:05d}.tsv", "TIME\tUID\tATTRIBUTE_IDS\n", attributes)
+        landing._put("mapping", f"m-{tick:05d}.tsv", "TIME\tUID\tPUID\n", mappings)
+    started = time.perf_counter()
+    summary = follow_job(spark, load_job(job), folder / "store", available_now=True, max_files=1)
+    followed = time.perf_counter() - started
+    handle = treestore.open(folder / "store", spark=spark)
+    handle.local_limit = -1
+    run_load(spark, load_job(job), folder / "at-once")
+    once = treestore.open(folder / "at-once", spark=spark)
+    once.local_limit = -1
+    after, at_once = _query_time(handle), _query_time(once)
+    runs = max(len(s.runs) for s in open_version(folder / "store").manifest.trees.values())
+    print(
+        f"{summary.batches} micro-batches in {followed:.0f} s ({followed / summary.batches:.2f} s "
+        f"each); at most {runs} runs per shard; the seed's query after them {after:.3f} s, "
+        f"after one load {at_once:.3f} s ({after / at_once:.2f}x)"
+    )
+    print(
+        f"goal: a query after {summary.batches} micro-batches within 1.5x of one load: "
+        f"{'PASS' if after <= 1.5 * at_once else 'FAIL'}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rate", type=int, default=10_000, help="records per second, in all")
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--every", type=float, default=1.0, help="seconds between files")
     parser.add_argument("--trigger", type=float, default=1.0, help="trigger, seconds")
+    parser.add_argument(
+        "--compaction", type=int, metavar="N",
+        help="instead: N micro-batches of small files, then the query against one load",
+    )  # fmt: skip
     args = parser.parse_args()
     spark = get_session()
     folder = Path(tempfile.mkdtemp(prefix="treestore-follow-bench-"))
+    if args.compaction:
+        try:
+            run_compaction(spark, folder, args.compaction)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
     try:
         ours = run_treestore(spark, folder / "treestore", args)
         peer = run_peer(spark, folder / "peer", args)
