@@ -130,8 +130,8 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     return session
 
 
-def _summary(exc: BaseException) -> str:
-    """The useful line of a Spark failure: treestore's own error if a task raised one,
+def failure_line(exc: BaseException) -> str:
+    """A failed Spark job's cause in one line: treestore's own error if a task raised one,
     a dead Python worker, else the first exception line, else the first line."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     ours = [line for line in lines if line.startswith("treestore.errors.")]
@@ -151,11 +151,6 @@ def _summary(exc: BaseException) -> str:
     return chosen[:500]
 
 
-def failure_line(exc: BaseException) -> str:
-    """A failed Spark job's cause in one line (treestore's own error when a task raised one)."""
-    return _summary(exc)
-
-
 @contextmanager
 def spark_errors(error: type[TreestoreError], doing: str) -> Iterator[None]:
     """Turn a failed Spark job inside the block into ``error("<doing> failed: <why>")``.
@@ -173,4 +168,4 @@ def spark_errors(error: type[TreestoreError], doing: str) -> Iterator[None]:
 
         if not isinstance(exc, PySparkException | Py4JError):
             raise
-        raise error(f"{doing} failed: {_summary(exc)}") from exc
+        raise error(f"{doing} failed: {failure_line(exc)}") from exc

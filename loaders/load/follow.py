@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlparse
 
 from loaders.job.model import JobSpec, SourceSpec
 from loaders.load.driver import LoadResult, load_listed
-from loaders.load.inputs import InputFile, accepts
+from loaders.load.inputs import InputFile, accepts, split_glob
 from loaders.load.options import DEFAULT_MAX_REJECTED
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
@@ -51,7 +51,6 @@ __all__ = ["FollowSummary", "follow_job", "parse_trigger"]
 STREAM_FOLDER = "stream"
 """The follower's folder in the store: Spark's checkpoint and the job it follows."""
 _STOP_MARK = "treestore: stop requested"
-_GLOB_CHARS = frozenset("*?[")
 _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
 
 
@@ -112,10 +111,9 @@ def _stream_root(source: SourceSpec) -> str:
             f"{source.path} is a URI. Follow a local or mounted folder, or run "
             "'treestore load' (which reads URIs) from a scheduler."
         )
-    path = source.path
-    first_glob = next((i for i, c in enumerate(path) if c in _GLOB_CHARS), None)
-    if first_glob is not None:
-        return path[: path.rfind("/", 0, first_glob) + 1] or "/"
+    path, pattern = split_glob(source.path)
+    if pattern is not None:
+        return path or "/"
     if Path(path).is_file():
         return str(Path(path).parent)
     if not Path(path).is_dir():

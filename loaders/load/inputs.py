@@ -36,6 +36,7 @@ __all__ = [
     "list_fields",
     "list_input_files",
     "read_source",
+    "split_glob",
 ]
 
 _GLOB_CHARS = frozenset("*?[")
@@ -61,6 +62,16 @@ def _visible(path: Path, root: Path) -> bool:
     return not any(part.startswith((".", "_")) for part in parts)
 
 
+def split_glob(path: str) -> tuple[str, list[str] | None]:
+    """``path`` as the folder before its first glob character and the glob's segments
+    after it (``"/in/*/a?.tsv"`` -> ``("/in", ["*", "a?.tsv"])``); no glob: ``(path, None)``."""
+    first_glob = next((i for i, c in enumerate(path) if c in _GLOB_CHARS), None)
+    if first_glob is None:
+        return path, None
+    cut = path.rfind("/", 0, first_glob)
+    return path[:cut], path[cut + 1 :].split("/")
+
+
 def _matches(parts: list[str], pattern: list[str]) -> bool:
     """Whether path segments ``parts`` match glob segments ``pattern`` (``**``: any depth)."""
     if not pattern:
@@ -79,14 +90,8 @@ def _list_remote(source: SourceSpec) -> list[InputFile]:
     """The files of a source whose path is a URI, listed through its pyarrow filesystem."""
     from pyarrow import fs as pafs
 
-    first_glob = next((i for i, c in enumerate(source.path) if c in _GLOB_CHARS), None)
-    if first_glob is None:  # a file or a folder
-        filesystem, root, prefix = split_location(source.path, LoadError)
-        pattern: list[str] | None = None
-    else:  # list the folder before the first glob character, match what follows
-        cut = source.path.rfind("/", 0, first_glob)
-        filesystem, root, prefix = split_location(source.path[:cut], LoadError)
-        pattern = source.path[cut + 1 :].split("/")
+    folder, pattern = split_glob(source.path)  # list the folder, match the glob's rest
+    filesystem, root, prefix = split_location(folder, LoadError)
     try:
         found = filesystem.get_file_info(root)
         if found.type == pafs.FileType.File and pattern is None:
@@ -105,12 +110,7 @@ def _list_remote(source: SourceSpec) -> list[InputFile]:
     if pattern is not None:
         infos = [i for i in infos if _matches(i.path[len(root) :].strip("/").split("/"), pattern)]
     elif found.type == pafs.FileType.Directory:
-        hidden = (".", "_")
-        infos = [
-            i
-            for i in infos
-            if not any(p.startswith(hidden) for p in i.path[len(root) :].strip("/").split("/"))
-        ]
+        infos = [i for i in infos if _visible(Path(i.path), Path(root))]
     elif not infos:
         raise LoadError(
             f"Source {source.name!r}: {source.path} does not exist. "
@@ -125,15 +125,11 @@ def _list_remote(source: SourceSpec) -> list[InputFile]:
 def accepts(source: SourceSpec, path: str) -> bool:
     """Whether :func:`list_input_files` would list the local file ``path`` for ``source``
     (the same rules, for a file found some other way: by a stream)."""
-    pattern = source.path
-    first_glob = next((i for i, c in enumerate(pattern) if c in _GLOB_CHARS), None)
-    if first_glob is not None:
-        cut = pattern.rfind("/", 0, first_glob)
-        root = str(Path(pattern[:cut] or "/").resolve()).rstrip("/") + "/"
-        if not path.startswith(root):
-            return False
-        return _matches(path[len(root) :].split("/"), pattern[cut + 1 :].split("/"))
-    given = Path(pattern)
+    folder, pattern = split_glob(source.path)
+    if pattern is not None:
+        root = str(Path(folder or "/").resolve()).rstrip("/") + "/"
+        return path.startswith(root) and _matches(path[len(root) :].split("/"), pattern)
+    given = Path(folder)
     if given.is_file():
         return path == str(given.resolve())
     base = str(given.resolve()).rstrip("/") + "/"

@@ -106,16 +106,36 @@ def sample_list_fields(fmt: str, paths: list[str], fields: Iterable[str]) -> fro
                     found.add(spec.name)
     elif fmt == "json":
         for path in paths[:_SAMPLE_FILES]:
-            with input_stream(path) as stream:
-                lines = stream.read(1 << 20).split(b"\n")[:_SAMPLE_LINES]
-            for line in lines:
-                try:
-                    doc = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(doc, dict):
-                    found |= {k for k, v in doc.items() if k in wanted and isinstance(v, list)}
+            for doc in _sample_objects(path):
+                found |= {k for k, v in doc.items() if k in wanted and isinstance(v, list)}
     return frozenset(found)
+
+
+def _sample_objects(path: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects among the first lines of a json-lines file (others skipped)."""
+    with input_stream(path) as stream:
+        lines = stream.read(1 << 20).split(b"\n")[:_SAMPLE_LINES]
+    for line in lines:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            yield doc
+
+
+def _header_names(first: bytes, fmt: str, header: bool = True) -> list[str]:
+    """The column names of a delimited file's first line (``f0, f1, ...`` without a header)."""
+    import pyarrow.csv as csv
+
+    peek = csv.read_csv(
+        pa.py_buffer(first),
+        read_options=csv.ReadOptions(use_threads=False, autogenerate_column_names=not header),
+        parse_options=csv.ParseOptions(
+            delimiter="\t" if fmt == "tsv" else ",", quote_char=False if fmt == "tsv" else '"'
+        ),
+    )
+    return list(peek.schema.names)
 
 
 def sample_field_names(fmt: str, paths: list[str]) -> tuple[str, ...]:
@@ -124,29 +144,12 @@ def sample_field_names(fmt: str, paths: list[str]) -> tuple[str, ...]:
     names: dict[str, None] = {}
     for path in paths[:_SAMPLE_FILES]:
         if fmt in ("csv", "tsv"):
-            import pyarrow.csv as csv
-
             first = _first_line(path)
             if first is not None:
-                header = csv.read_csv(
-                    pa.py_buffer(first),
-                    read_options=csv.ReadOptions(use_threads=False),
-                    parse_options=csv.ParseOptions(
-                        delimiter="\t" if fmt == "tsv" else ",",
-                        quote_char=False if fmt == "tsv" else '"',
-                    ),
-                )
-                names.update(dict.fromkeys(header.schema.names))
+                names.update(dict.fromkeys(_header_names(first, fmt)))
         elif fmt == "json":
-            with input_stream(path) as stream:
-                lines = stream.read(1 << 20).split(b"\n")[:_SAMPLE_LINES]
-            for line in lines:
-                try:
-                    doc = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(doc, dict):
-                    names.update(dict.fromkeys(doc))
+            for doc in _sample_objects(path):
+                names.update(dict.fromkeys(doc))
         else:
             import pyarrow.parquet as pq
 
@@ -338,16 +341,7 @@ def _read_delimited(plan: ReadPlan, path: str, out: _Output) -> Iterator[pa.Reco
         first = _first_line(path)
         if first is None:
             return
-        peek = csv.read_csv(
-            pa.py_buffer(first),
-            read_options=csv.ReadOptions(
-                use_threads=False, autogenerate_column_names=not plan.header
-            ),
-            parse_options=csv.ParseOptions(
-                delimiter=parse_options.delimiter, quote_char=parse_options.quote_char
-            ),
-        )
-        file_names = peek.schema.names
+        file_names = _header_names(first, plan.format, plan.header)
     # Arrow names columns f0, f1, ... when the file has no header; Spark's names are _c0, _c1, ...
     ours = (
         [f"_c{i}" for i in range(len(file_names))] if not names and not plan.header else file_names
