@@ -102,25 +102,21 @@ def test_a_path_only_the_driver_has_never_reaches_a_task(
 
     own = spark_cluster.driver_only / "cli" / "job"
     write_demo_inputs(own)
-    failed = _cli(
-        spark_cluster, "load", str(own / "job.json"), "--store", str(demo_dir / "store"),
-        "--master", spark_cluster.url,
-    )  # fmt: skip
-    assert failed.returncode != 0
-    assert "which only the driver has" in failed.stderr
-    assert "Traceback" not in failed.stderr
-    assert not (demo_dir / "store" / "CURRENT").exists()
     (own / "events.csv").write_text(EVENTS)  # the sweep's inputs too
     (own / "intervals.csv").write_text(INTERVALS)
-    swept = _cli(
-        spark_cluster, "sweep", "--events", str(own / "events.csv"), "--intervals",
-        str(own / "intervals.csv"), "--store", str(demo_dir / "sweeps"), "--name", "s",
-        "--master", spark_cluster.url,
-    )  # fmt: skip
-    assert swept.returncode != 0
-    assert "events.csv, which only the driver has" in swept.stderr
-    assert "Traceback" not in swept.stderr
-    assert not (demo_dir / "sweeps" / "CURRENT").exists()
+    for args, store, said in [
+        (["load", str(own / "job.json")], "store", "which only the driver has"),
+        (["sweep", "--events", str(own / "events.csv"), "--intervals",
+          str(own / "intervals.csv"), "--name", "s"], "sweeps",
+         "events.csv, which only the driver has"),
+    ]:  # fmt: skip
+        refused = _cli(
+            spark_cluster, *args, "--store", str(demo_dir / store), "--master", spark_cluster.url
+        )
+        assert refused.returncode != 0
+        assert said in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert not (demo_dir / store / "CURRENT").exists()
 
 
 @pytest.fixture(autouse=True)
