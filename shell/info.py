@@ -55,7 +55,7 @@ def write_info(store: str, out: TextIO) -> None:
         sources = json.dumps(load["sources"], sort_keys=True)
         expired = load.get("expired", {}).get("files", [])
         where = (
-            f"; expired pending records in {version.location}/{expired[0].rsplit('/', 1)[0]}/"
+            f"; expired pending records in {', '.join(f'{version.location}/{e}' for e in expired)}"
             if expired
             else ""
         )

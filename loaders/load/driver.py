@@ -44,7 +44,7 @@ from loaders.load.shard_frames import SHARD, partition_by_shard, shard_column
 from loaders.load.task import shard_task
 from loaders.load.timing import Timer
 from loaders.tree.builder import TreeBuilder
-from loaders.tree.pending import PendingState
+from loaders.tree.pending import PendingState, merge_expired
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.failpoints import failpoint
@@ -349,7 +349,7 @@ def _load_locked(
         states=dict(writer.base.trees),
         files=tuple(ordered),
         rejected_folder=f"rejected/{stamp}",
-        expired_folder=f"expired/{stamp}",
+        expired_folder=f"expired/{stamp}-shards",
         max_rejected=max_rejected,
     )
     with (
@@ -363,6 +363,10 @@ def _load_locked(
     rejected = report["rejected"]
     if rejected["count"] > max_rejected:
         raise LoadError(_too_many_rejected(writer.pages, rejected, max_rejected))
+    if report["expired"]["files"]:  # the shards' expired records, one file per version
+        merged = f"expired/{stamp}.parquet"
+        merge_expired(writer.pages, report["expired"]["files"], merged)
+        report["expired"]["files"] = [merged]
     inputs = {
         f.path: {
             "source": job.sources[index].name,

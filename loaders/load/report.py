@@ -148,8 +148,8 @@ def format_load_report(report: dict[str, Any], store: str, shard_lines: int = 16
     expired = report.get("expired", {}).get("files", [])
     if expired:
         lines.append(
-            f"  expired pending records, with their fields and why: "
-            f"{store}/{expired[0].rsplit('/', 1)[0]}/ ({_plural(len(expired), 'file')})"
+            "  expired pending records, with their fields, where they were read and why: "
+            + ", ".join(f"{store}/{name}" for name in expired)
         )
     for name, paths in report.get("changed_files", {}).items():
         lines.append(

@@ -35,6 +35,7 @@ from loaders.load.protocol import (
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.shard_frames import SHARD
 from loaders.load.timing import Timer
+from loaders.tree.pending import ORIGIN
 from loaders.tree.shard_load import ShardLoad
 from treestore.failpoints import failpoint
 from treestore.storage.pagestore import PageStore
@@ -90,6 +91,8 @@ class _ShardWork:
         self.queued_rows = 0
         self.queued_order = -1
         self.fields = spec.builder.fields
+        self.source_names = pa.array(spec.source_names, pa.string())
+        self.files = pa.array(spec.files, pa.string())
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Queue the records of ``batch`` (already filtered, sorted by source order)."""
@@ -104,7 +107,16 @@ class _ShardWork:
                 self.queued_order = int(order)
                 for load in self.loads.values():
                     load.next_source()
-            self.queued.append(part.select([SHARD, *self.fields]))
+            queued = part.select([SHARD, *self.fields])
+            if self.spec.builder.keeps_pending:  # a waiting record keeps where it was read
+                origin = (
+                    pa.DictionaryArray.from_arrays(part.column(ORDER), self.source_names),
+                    pa.DictionaryArray.from_arrays(part.column(FILE_COLUMN), self.files),
+                    part.column(LINE),
+                )
+                for name, column in zip(ORIGIN, origin, strict=True):
+                    queued = queued.append_column(name, column)
+            self.queued.append(queued)
             self.queued_rows += part.num_rows
 
     def load(self, shard: int) -> ShardLoad:

@@ -177,6 +177,8 @@ class TreeBuilder:
         self.attachments = [a for found in walked for a in found.data]
         self._resume = _resume_points(self.elements, ())
         """For each pending element (by place): the element and the lists that follow it."""
+        self.keeps_pending = bool(self._resume)
+        """Whether some element keeps the records that find no node (``pending``)."""
         plain = json.dumps([_canonical(e) for e in self.elements], sort_keys=True)
         self.fingerprint = xxhash.xxh64_hexdigest(plain.encode())
         """Identifies the tree's elements (kept with pending records): their settings that
@@ -224,7 +226,8 @@ class TreeBuilder:
         stats: ApplyStats,
         created_before: int = ANY_AGE,
     ) -> None:
-        """Apply the records of ``table`` (columns :attr:`fields`) to ``tree``.
+        """Apply the records of ``table`` (columns :attr:`fields`, and where each was read,
+        :data:`~loaders.tree.pending.ORIGIN`, if given: kept with pending records) to ``tree``.
 
         ``weights`` says how many identical records each row stands for (default 1).
         Update-only elements skip nodes with an id of ``created_before`` or more (those the
@@ -377,7 +380,8 @@ class TreeBuilder:
         if not len(kept):
             return
         keys = [missed.handles.keys[i] for i in kept.nodes.tolist()]
-        table = batch.table.select(self.fields).take(pa.array(kept.rows))
+        carried = [name for name in pending.ORIGIN if name in batch.table.column_names]
+        table = batch.table.select([*self.fields, *carried]).take(pa.array(kept.rows))
         extra = {
             pending.ELEMENT: pa.array(
                 [element.place + (pending.LABEL if label else "")] * len(kept), pa.string()

@@ -20,8 +20,9 @@ files named ``pending`` (:class:`PendingState`, see
 collected with the version that holds them. In the manifest::
 
     "pending": {"files": [...], "records": N, "time": T, "tree": FINGERPRINT}
- Each row is a record's fields (those the tree reads) and
-where its path stopped: the element (its place in the tree, and whether the path
+
+Each row is a record's fields (those the tree reads), where it was read (source, file
+and line, :data:`ORIGIN`), and where its path stopped: the element (its place in the tree, and whether the path
 stopped at the node the element's ``name`` puts above it), the parent node (id and
 key), the name it looked for, its weight and the loads it has left. Each file also
 records a fingerprint of the job's tree: records kept under another tree expire
@@ -45,6 +46,7 @@ __all__ = [
     "LABEL",
     "LOADS_LEFT",
     "NAME",
+    "ORIGIN",
     "PARENT",
     "PARENT_NAME",
     "PARENT_OF",
@@ -65,6 +67,10 @@ PARENT_NAME = "__pending_parent_name"  # ... and its name
 NAME = "__pending_name"  # the child name the element looked for
 WEIGHT = "__pending_weight"  # how many identical records the row stands for
 LOADS_LEFT = "__pending_loads"  # how many more loads retry it
+ORIGIN = ("__pending_source", "__pending_file", "__pending_line")
+"""Where a waiting record was read: its source's name, its file and line (kept with it
+when the load gives them, so that an expired record says where it came from)."""
+_ORIGIN_NAMES = ("source", "file", "line")  # their names under ``expired/``
 LABEL = " (name)"
 """Appended to ``ELEMENT`` when the path stopped at the node the element's ``name`` puts
 above its own nodes."""
@@ -130,6 +136,9 @@ def write_pending(
     names, records = [], 0
     for parts in by_schema.values():
         table = pa.concat_tables(parts).replace_schema_metadata({_FINGERPRINT: fingerprint})
+        for i, spec in enumerate(table.schema):  # the origin's names come as dictionaries
+            if pa.types.is_dictionary(spec.type):
+                table = table.set_column(i, spec.name, table.column(i).cast(spec.type.value_type))
         name = f"trees/shard-{shard:04d}/{uuid.uuid4().hex[:12]}-pending.arrow"
         pages.write_table(name, table)
         names.append(name)
@@ -193,8 +202,9 @@ def expired_rows(
     table: pa.Table, fields: list[str] | tuple[str, ...], why: str, place: str
 ) -> pa.Table:
     """Waiting records that expire, as written under ``expired/``: the record's fields
-    (those the tree reads, as text; lists as JSON), the element it waited at, the name it
-    looked for (when known), its weight (identical records folded into one) and why."""
+    (those the tree reads, as text; lists as JSON), where it was read (source, file, line;
+    null when not known), the element it waited at, the name it looked for (when known),
+    its weight (identical records folded into one) and why."""
     import json
 
     size = table.num_rows
@@ -208,6 +218,13 @@ def expired_rows(
                 [None if v is None else json.dumps(v) for v in column.to_pylist()], pa.string()
             )
         columns[name] = column.cast(pa.string())
+    origin_types = (pa.string(), pa.string(), pa.int64())
+    for name, origin, column_type in zip(_ORIGIN_NAMES, ORIGIN, origin_types, strict=True):
+        columns[name] = (
+            table.column(origin).cast(column_type)
+            if origin in table.column_names
+            else pa.nulls(size, column_type)
+        )
     columns["element"] = pa.array([place.removesuffix(LABEL)] * size, pa.string())
     columns["looked_for"] = (
         table.column(NAME).cast(pa.string())
@@ -221,3 +238,31 @@ def expired_rows(
     )
     columns["why"] = pa.array([why] * size, pa.string())
     return pa.table(columns)
+
+
+def merge_expired(pages: PageStore, parts: list[str], name: str) -> int:
+    """Write the expired records of a load's shards (``parts``, Parquet files in the store)
+    as one Parquet file ``name``, one row group per part (a part at a time in memory);
+    remove the parts. Returns how many rows it holds."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    tables = [pq.read_schema(io.BytesIO(pages.read(part))) for part in parts]
+    schema = pa.unify_schemas(tables, promote_options="permissive")
+    rows = 0
+    with pages.writer(name) as out, pq.ParquetWriter(out, schema) as writer:
+        for part in parts:
+            table = pq.read_table(io.BytesIO(pages.read(part)))
+            for missing in schema:
+                if missing.name not in table.column_names:
+                    table = table.append_column(missing, pa.nulls(table.num_rows, missing.type))
+            writer.write_table(table.select(schema.names).cast(schema))
+            rows += table.num_rows
+    for part in parts:
+        pages.delete(part)
+    for folder in {part.rsplit("/", 1)[0] for part in parts if "/" in part}:
+        local = pages.local_path(folder)  # a local store keeps no empty folder behind
+        if local is not None and local.is_dir() and not any(local.iterdir()):
+            local.rmdir()
+    return rows

@@ -105,8 +105,9 @@ class ShardLoad:
 
     def write_expired(self, folder: str) -> tuple[str | None, int]:
         """Write the records that expired in this load (after :meth:`finish`) as one
-        Parquet file under ``folder`` in the store; its name (None if none expired) and
-        how many records it holds (by weight)."""
+        Parquet file under ``folder`` in the store (the driver merges the shards' files into
+        the version's one); its name (None if none expired) and how many records it holds
+        (by weight)."""
         tables = [t for t in self.stats.expired if t.num_rows]
         if not tables:
             return None, 0

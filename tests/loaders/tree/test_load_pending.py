@@ -141,12 +141,24 @@ def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
     assert third["pending"] == {"buffered": 0, "applied": 0, "expired": 1, "waiting": 0}
     # the expired record is written out with its fields and why, and listed
     assert _expired(tmp_path / "store", third) == [
-        {"U": late, "P": "p2", "looked_for": late, "weight": 1, "why": "its loads ran out"}
+        {
+            "U": late,
+            "P": "p2",
+            "source": "mapping",  # where it was read, carried through two loads
+            "file": str((tmp_path / "m" / "first.csv").resolve()),
+            "line": 3,
+            "looked_for": late,
+            "weight": 1,
+            "why": "its loads ran out",
+        }
     ]
     assert any("expired pending records" in line for line in format_load_report(third, "s"))
     shown = io.StringIO()
     write_info(str(tmp_path / "store"), shown)
-    assert f"expired pending records in {tmp_path / 'store'}/expired/" in shown.getvalue()
+    (only,) = third["expired"]["files"]  # the shards' parts merged: one file per version
+    assert only.startswith("expired/") and only.endswith(".parquet")
+    assert f"expired pending records in {tmp_path / 'store'}/{only}" in shown.getvalue()
+    assert list((tmp_path / "store" / "expired").iterdir()) == [tmp_path / "store" / only]
     version = open_version(tmp_path / "store")
     assert all(not PendingState.of(state).files for state in version.manifest.trees.values())
     collect_garbage(tmp_path / "store", keep=1)
@@ -222,15 +234,17 @@ def test_waiting_records_expire_when_the_watermark_of_their_time_passes(
     assert first["pending"] == {"buffered": 3, "applied": 0, "expired": 1, "waiting": 2}
     assert first["rejected"]["count"] == 1
     assert PendingState.of(open_version(tmp_path / "store").manifest.trees[0]).time == 5000
-    assert [(r["U"], r["T"], r["why"]) for r in _expired(tmp_path / "store", first)] == [
-        ("u1", "100", "the watermark passed it")
-    ]
+    assert [
+        (r["U"], r["T"], r["why"], r["source"], r["line"])
+        for r in _expired(tmp_path / "store", first)
+    ] == [("u1", "100", "the watermark passed it", "mapping", 2)]
     second = _load(spark, tmp_path, "second", "a", ["U,T", "u2,9000"])
     # u2 finds its node; the watermark moves to 8000 and u3 (4500) expires
     assert second["pending"] == {"buffered": 0, "applied": 1, "expired": 1, "waiting": 0}
-    assert [(r["U"], r["T"], r["why"]) for r in _expired(tmp_path / "store", second)] == [
-        ("u3", "4500", "the watermark passed it")
-    ]
+    assert [
+        (r["U"], r["T"], r["why"], Path(r["file"]).name, r["line"])
+        for r in _expired(tmp_path / "store", second)
+    ] == [("u3", "4500", "the watermark passed it", "first.csv", 4)]
     hits = {p: n.hits for p, n in open_version(tmp_path / "store").tree(0).walk()}
     assert hits[("root", "u2", "M", "p2")] == 1 and ("root", "u3") not in hits
 

@@ -102,3 +102,30 @@ def test_a_later_source_of_the_same_load_makes_the_node_and_sources_stay_apart()
     assert (load.stats.pending_buffered, load.stats.pending_applied) == (2, 2)
     assert load.waiting == 0 and SIDE_NAME not in state.side
     assert {("root", "u1", "M", "p"), ("root", "u2", "M", "q")} <= _paths(pages, state)
+
+
+def test_the_shards_expired_records_merge_into_one_file_with_every_column() -> None:
+    """Two shards' parts (one without a column the other has) become one Parquet file
+    holding every row; missing values are null and the parts are gone."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from loaders.tree.pending import merge_expired
+
+    pages = MemoryPageStore()
+    first = pa.table({"U": ["u1", "u2"], "line": [2, 3], "why": ["a", "b"]})
+    second = pa.table({"U": ["u3"], "P": ["p3"], "line": [7], "why": ["c"]})
+    for name, table in (("x/shard-00000.parquet", first), ("x/shard-00001.parquet", second)):
+        out = io.BytesIO()
+        pq.write_table(table, out)
+        pages.write(name, out.getvalue())
+    rows = merge_expired(pages, ["x/shard-00000.parquet", "x/shard-00001.parquet"], "x.parquet")
+    assert rows == 3
+    merged = pq.read_table(io.BytesIO(pages.read("x.parquet")))
+    assert merged.to_pylist() == [
+        {"U": "u1", "line": 2, "why": "a", "P": None},
+        {"U": "u2", "line": 3, "why": "b", "P": None},
+        {"U": "u3", "line": 7, "why": "c", "P": "p3"},
+    ]
+    assert pages.list("x/") == []
