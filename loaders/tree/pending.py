@@ -22,10 +22,10 @@ collected with the version that holds them. In the manifest::
     "pending": {"files": [...], "records": N, "time": T, "tree": FINGERPRINT}
 
 Each row is a record's fields (those the tree reads), where it was read (source, file
-and line, :data:`ORIGIN`), and where its path stopped: the element (its place in the tree, and whether the path
-stopped at the node the element's ``name`` puts above it), the parent node (id and
-key), the name it looked for, its weight and the loads it has left. Each file also
-records a fingerprint of the job's tree: records kept under another tree expire
+and line, :data:`ORIGIN`), and where its path stopped: the element (its place in the
+tree, and whether the path stopped at the node the element's ``name`` puts above it),
+the parent node (id and key), the name it looked for, its weight and the loads it has
+left. Each file also records a fingerprint of the job's tree: records kept under another tree expire
 rather than being retried against elements that may mean something else now.
 """
 
