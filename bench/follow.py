@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 
 import treestore  # noqa: E402
 from loaders import load_job, run_load  # noqa: E402
-from loaders.load.follow import follow_job  # noqa: E402
+from loaders.follow import follow_job  # noqa: E402
 from shell.demo import DEMO_OPS, DEMO_PATH, write_demo_inputs  # noqa: E402
 from treestore.events import Message  # noqa: E402
 from treestore.spark import get_session  # noqa: E402

@@ -70,7 +70,7 @@ def command_follow(
     ``--available-now`` until every file there now is loaded; then one summary line.
     Returns the exit status: 130 when a micro-batch under way was stopped."""
     from loaders import load_job
-    from loaders.load.follow import follow_job, parse_trigger
+    from loaders.follow import follow_job, parse_trigger
 
     seconds = parse_trigger(trigger)
     job = load_job(job_file)

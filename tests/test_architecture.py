@@ -160,7 +160,8 @@ def test_no_folder_is_crowded() -> None:
 
 
 @pytest.mark.parametrize(
-    "package", ["treestore", "query", "query.ops", "loaders", "loaders.sweep", "shell"]
+    "package",
+    ["treestore", "query", "query.ops", "loaders", "loaders.follow", "loaders.sweep", "shell"],
 )
 def test_dunder_all_lists_real_public_names(package: str) -> None:
     module = importlib.import_module(package)

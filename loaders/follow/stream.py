@@ -1,5 +1,6 @@
-"""Continuous loads (``treestore load --follow``): Spark's Structured Streaming finds the
-new input files, and each micro-batch is applied as one load.
+"""A follower's stream (``treestore load --follow``): Spark's Structured Streaming finds
+the new input files, and :class:`~loaders.follow.batches.MicroBatches` loads each
+micro-batch's.
 
 Each source of the job is a streaming file source (Spark's ``binaryFile`` format over
 the source's folder, reading only the files' names: the content column is never
@@ -7,16 +8,12 @@ selected), so Spark itself keeps which files it has offered, in a checkpoint ins
 the store (``stream/checkpoint``), and honours the trigger (``--trigger 10s``, or
 ``--available-now``: every file there now, then stop) and ``--max-files-per-trigger``
 (per source). The sources' streams are one union, so a micro-batch holds the new
-files of every source; ``foreachBatch`` hands them to the load (the same readers,
-filters, dedup index and trees as ``treestore load``), which applies the sources in
-the job's order and publishes exactly one version, under the store's lock, held for
-the follower's whole life.
+files of every source. The store's lock is held for the follower's whole life.
 
 Exactly once: a file is loaded when the version that marks it loaded is published
 (the marks are those of batch loads, so switching between ``load`` and ``load
 --follow`` never loads a file twice or skips one); a micro-batch replayed after a
-crash finds its files marked and publishes nothing. Each version a follower
-publishes records its micro-batch id in its load report.
+crash finds its files marked and publishes nothing.
 """
 
 from __future__ import annotations
@@ -24,19 +21,15 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
 
+from loaders.follow.batches import STOP_MARK, FollowSummary, MicroBatches
 from loaders.job.model import JobSpec, SourceSpec
-from loaders.load.driver import LoadResult, load_listed
-from loaders.load.inputs import InputFile, accepts, split_glob
+from loaders.load.inputs import split_glob
 from loaders.load.options import DEFAULT_MAX_REJECTED
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
-from treestore.failpoints import failpoint
 from treestore.filesystems import is_uri
 from treestore.spark import failure_line, spark_errors
 from treestore.storage.pagestore import page_store_for
@@ -46,11 +39,10 @@ from treestore.store.versions import StoreWriter
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["FollowSummary", "follow_job", "parse_trigger"]
+__all__ = ["STREAM_FOLDER", "follow_job", "parse_trigger"]
 
 STREAM_FOLDER = "stream"
 """The follower's folder in the store: Spark's checkpoint and the job it follows."""
-_STOP_MARK = "treestore: stop requested"
 _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
 
 
@@ -73,33 +65,6 @@ def parse_trigger(text: str) -> float:
     if not 0 < seconds <= 86400:
         raise LoadError(f"--trigger {text!r} must be more than 0 and at most a day.")
     return seconds
-
-
-@dataclass
-class FollowSummary:
-    """What a follower did, for its closing line."""
-
-    batches: int = 0
-    files: int = 0
-    records: int = 0
-    versions: list[int] = field(default_factory=list)
-    reason: str = "the stream ended"
-    interrupted: bool = False
-    """Whether a micro-batch under way was stopped (and published nothing)."""
-
-    def line(self) -> str:
-        """One line: batches, files, records, versions published, why it stopped."""
-        published = (
-            f"versions {self.versions[0]}-{self.versions[-1]}"
-            if len(self.versions) > 1
-            else f"version {self.versions[0]}"
-            if self.versions
-            else "no new version"
-        )
-        return (
-            f"followed {self.batches} micro-batch(es): {self.files} file(s), "
-            f"{self.records:,} record(s), {published}; stopped: {self.reason}"
-        )
 
 
 def _stream_root(source: SourceSpec) -> str:
@@ -169,95 +134,6 @@ def _stream(spark: SparkSession, job: JobSpec, max_files: int | None) -> DataFra
     return union
 
 
-def _local_path(uri: str) -> str:
-    """A path Spark gives (``file:/x/a%20b.tsv``) as the load's local path."""
-    parsed = urlparse(uri)
-    return str(Path(unquote(parsed.path)).resolve()) if parsed.scheme in ("", "file") else uri
-
-
-@dataclass
-class _Follower:
-    """One micro-batch at a time: the files Spark offers, loaded as one version."""
-
-    spark: SparkSession
-    job: JobSpec
-    store: str
-    lease: Any
-    on_event: EventSink
-    max_rejected: int
-    keep_versions: int
-    stop: threading.Event
-    summary: FollowSummary = field(default_factory=FollowSummary)
-    busy: threading.Event = field(default_factory=threading.Event)
-    failure: BaseException | None = None
-
-    def batch(self, frame: DataFrame, batch_id: int) -> None:
-        if self.stop.is_set():  # not committed: Spark offers these files again next time
-            raise RuntimeError(_STOP_MARK)
-        self.busy.set()
-        try:
-            self._apply(frame, batch_id)
-        except BaseException as exc:
-            self.failure = exc
-            raise
-        finally:
-            self.busy.clear()
-
-    def _warnings(self, event: Any) -> None:
-        """A micro-batch's load says one line (below); its warnings pass through."""
-        if isinstance(event, Message) and event.line.startswith("warning"):
-            self.on_event(event)
-
-    def _apply(self, frame: DataFrame, batch_id: int) -> None:
-        started = time.perf_counter()
-        offered: dict[int, list[InputFile]] = {}
-        for row in frame.collect():
-            path = _local_path(row["path"])
-            source = self.job.sources[row["source"]]
-            if accepts(source, path) and Path(path).is_file():
-                offered.setdefault(row["source"], []).append(InputFile.at(Path(path)))
-        listed = [
-            sorted(offered.get(i, []), key=lambda f: f.path) for i in range(len(self.job.sources))
-        ]
-        newest = max((f.mtime_ns for files_ in listed for f in files_), default=0)
-        writer = StoreWriter(self.store, self.job.shards, self.job.hash, fence=self.lease.verify)
-        writer.drop_unpublished()
-        result: LoadResult = load_listed(
-            self.spark,
-            self.job,
-            writer,
-            listed,
-            self._warnings,
-            max_rejected=self.max_rejected,
-            keep_versions=self.keep_versions,
-            extra_report={"stream": {"batch": batch_id, "newest_file_ns": newest}},
-        )
-        failpoint("follow-after-publish")  # published; Spark has not yet noted the batch
-        self.summary.batches += 1
-        files = sum(len(f) for f in listed)
-        seconds = time.perf_counter() - started
-        if result.version is None:
-            self.on_event(
-                Message(f"batch {batch_id}: {files} file(s) offered, nothing new to load")
-            )
-            return
-        report = result.report
-        read = sum(int(s.get("read", 0)) for s in report.get("sources", {}).values())
-        pending = report.get("pending", {})
-        lag = max(0.0, time.time() - newest / 1e9) if newest else 0.0
-        self.summary.files += sum(int(s.get("files", 0)) for s in report["sources"].values())
-        self.summary.records += read
-        self.summary.versions.append(result.version)
-        self.on_event(
-            Message(
-                f"batch {batch_id}: {files} file(s), {read:,} record(s), pending kept "
-                f"{pending.get('buffered', 0)} / applied {pending.get('applied', 0)} / expired "
-                f"{pending.get('expired', 0)}, version {result.version}, {seconds:.2f} s, "
-                f"lag {lag:.1f} s"
-            )
-        )
-
-
 def follow_job(
     spark: SparkSession,
     job: JobSpec,
@@ -296,7 +172,7 @@ def follow_job(
     folder = Path(location).resolve() / STREAM_FOLDER
     with store_lock(pages, f"a follower of {job.file} (--follow)", on_event) as lease:
         _check_job(folder, job)
-        follower = _Follower(
+        follower = MicroBatches(
             spark, job, location, lease, on_event, max_rejected, keep_versions, stop
         )
         with spark_errors(LoadError, "Starting the follower's stream"):
@@ -320,7 +196,7 @@ def follow_job(
 def _start(
     spark: SparkSession,
     job: JobSpec,
-    follower: _Follower,
+    follower: MicroBatches,
     folder: Path,
     max_files: int | None,
     trigger_seconds: float,
@@ -342,7 +218,7 @@ def _start(
 
 def _wait(
     query: Any,
-    follower: _Follower,
+    follower: MicroBatches,
     stop: threading.Event,
     stop_now: threading.Event,
     poll: float,
@@ -364,7 +240,7 @@ def _wait(
     if error is None:
         follower.summary.reason = "every available file is loaded"
         return
-    if stop.is_set() and _STOP_MARK in str(error):
+    if stop.is_set() and STOP_MARK in str(error):
         follower.summary.reason = "asked to stop"
         return
     if follower.failure is not None and isinstance(follower.failure, LoadError):

@@ -20,7 +20,7 @@ import pytest
 
 import treestore
 from loaders import load_job, run_load
-from loaders.load.follow import FollowSummary, follow_job, parse_trigger
+from loaders.follow import FollowSummary, follow_job, parse_trigger
 from shell.cli import main
 from shell.info import write_info
 from tests.loaders.load.test_crash_safety import _kill_all, _wait_for

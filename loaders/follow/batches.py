@@ -1,0 +1,148 @@
+"""A follower's micro-batches: the files Spark offers at one trigger, loaded as one version.
+
+Each micro-batch (``foreachBatch``) gets the offered files' names; those the source's own
+rules accept are handed to the load (:func:`loaders.load.driver.load_listed`, the same
+readers, filters, dedup index and trees as ``treestore load``), which applies the
+sources in the job's order and publishes at most one version, its micro-batch id in
+its report. One line per micro-batch goes out as an event.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from loaders.job.model import JobSpec
+from loaders.load.driver import LoadResult, load_listed
+from loaders.load.inputs import InputFile, accepts
+from treestore.events import EventSink, Message
+from treestore.failpoints import failpoint
+from treestore.store.versions import StoreWriter
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["STOP_MARK", "FollowSummary", "MicroBatches"]
+
+STOP_MARK = "treestore: stop requested"
+"""The error a micro-batch raises when a stop was asked before it began."""
+
+
+@dataclass
+class FollowSummary:
+    """What a follower did, for its closing line."""
+
+    batches: int = 0
+    files: int = 0
+    records: int = 0
+    versions: list[int] = field(default_factory=list)
+    reason: str = "the stream ended"
+    interrupted: bool = False
+    """Whether a micro-batch under way was stopped (and published nothing)."""
+
+    def line(self) -> str:
+        """One line: batches, files, records, versions published, why it stopped."""
+        published = (
+            f"versions {self.versions[0]}-{self.versions[-1]}"
+            if len(self.versions) > 1
+            else f"version {self.versions[0]}"
+            if self.versions
+            else "no new version"
+        )
+        return (
+            f"followed {self.batches} micro-batch(es): {self.files} file(s), "
+            f"{self.records:,} record(s), {published}; stopped: {self.reason}"
+        )
+
+
+def _local_path(uri: str) -> str:
+    """A path Spark gives (``file:/x/a%20b.tsv``) as the load's local path."""
+    parsed = urlparse(uri)
+    return str(Path(unquote(parsed.path)).resolve()) if parsed.scheme in ("", "file") else uri
+
+
+@dataclass
+class MicroBatches:
+    """One micro-batch at a time: the files Spark offers, loaded as one version."""
+
+    spark: SparkSession
+    job: JobSpec
+    store: str
+    lease: Any
+    on_event: EventSink
+    max_rejected: int
+    keep_versions: int
+    stop: threading.Event
+    summary: FollowSummary = field(default_factory=FollowSummary)
+    busy: threading.Event = field(default_factory=threading.Event)
+    failure: BaseException | None = None
+
+    def batch(self, frame: DataFrame, batch_id: int) -> None:
+        if self.stop.is_set():  # not committed: Spark offers these files again next time
+            raise RuntimeError(STOP_MARK)
+        self.busy.set()
+        try:
+            self._apply(frame, batch_id)
+        except BaseException as exc:
+            self.failure = exc
+            raise
+        finally:
+            self.busy.clear()
+
+    def _warnings(self, event: Any) -> None:
+        """A micro-batch's load says one line (below); its warnings pass through."""
+        if isinstance(event, Message) and event.line.startswith("warning"):
+            self.on_event(event)
+
+    def _apply(self, frame: DataFrame, batch_id: int) -> None:
+        started = time.perf_counter()
+        offered: dict[int, list[InputFile]] = {}
+        for row in frame.collect():
+            path = _local_path(row["path"])
+            source = self.job.sources[row["source"]]
+            if accepts(source, path) and Path(path).is_file():
+                offered.setdefault(row["source"], []).append(InputFile.at(Path(path)))
+        listed = [
+            sorted(offered.get(i, []), key=lambda f: f.path) for i in range(len(self.job.sources))
+        ]
+        newest = max((f.mtime_ns for files_ in listed for f in files_), default=0)
+        writer = StoreWriter(self.store, self.job.shards, self.job.hash, fence=self.lease.verify)
+        writer.drop_unpublished()
+        result: LoadResult = load_listed(
+            self.spark,
+            self.job,
+            writer,
+            listed,
+            self._warnings,
+            max_rejected=self.max_rejected,
+            keep_versions=self.keep_versions,
+            extra_report={"stream": {"batch": batch_id, "newest_file_ns": newest}},
+        )
+        failpoint("follow-after-publish")  # published; Spark has not yet noted the batch
+        self.summary.batches += 1
+        files = sum(len(f) for f in listed)
+        seconds = time.perf_counter() - started
+        if result.version is None:
+            self.on_event(
+                Message(f"batch {batch_id}: {files} file(s) offered, nothing new to load")
+            )
+            return
+        report = result.report
+        read = sum(int(s.get("read", 0)) for s in report.get("sources", {}).values())
+        pending = report.get("pending", {})
+        lag = max(0.0, time.time() - newest / 1e9) if newest else 0.0
+        self.summary.files += sum(int(s.get("files", 0)) for s in report["sources"].values())
+        self.summary.records += read
+        self.summary.versions.append(result.version)
+        self.on_event(
+            Message(
+                f"batch {batch_id}: {files} file(s), {read:,} record(s), pending kept "
+                f"{pending.get('buffered', 0)} / applied {pending.get('applied', 0)} / expired "
+                f"{pending.get('expired', 0)}, version {result.version}, {seconds:.2f} s, "
+                f"lag {lag:.1f} s"
+            )
+        )
