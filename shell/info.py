@@ -6,6 +6,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
+from loaders.follow.set_aside import FILE_NAME as UNREADABLE_FILE
+from loaders.follow.set_aside import STREAM_FOLDER
 from loaders.tree.pending import PendingState
 from treestore.errors import StoreError
 from treestore.store.dedup_index import read_dedup_manifest
@@ -70,6 +72,7 @@ def _write_follower(pages: PageStore, manifest: Any, out: TextIO) -> None:
     """Whether a follower (``load --follow``) holds the store, its last micro-batch and lag."""
     holder = lock_holder(pages)
     streamed = [load for load in manifest.loads if "stream" in load]
+    _write_set_aside(pages, out)
     if holder is None or "--follow" not in str(holder.get("purpose", "")):
         if streamed:
             last = streamed[-1]
@@ -94,6 +97,21 @@ def _write_follower(pages: PageStore, manifest: Any, out: TextIO) -> None:
             f"{last['version']} at {last.get('started', '?')}{landed}"
         )
     print(line, file=out)
+
+
+def _write_set_aside(pages: PageStore, out: TextIO) -> None:
+    """The files a follower could not read at all, set aside until they change."""
+    name = f"{STREAM_FOLDER}/{UNREADABLE_FILE}"
+    if not pages.exists(name):
+        return
+    kept = json.loads(pages.read(name))
+    if kept:
+        shown = ", ".join(sorted(kept)[:3]) + (" ..." if len(kept) > 3 else "")
+        print(
+            f"  {len(kept)} file(s) the follower could not read, skipped until they change "
+            f"({pages.location}/{name}): {shown}",
+            file=out,
+        )
 
 
 def _write_dedup_index(pages: PageStore, version: int, out: TextIO) -> None:

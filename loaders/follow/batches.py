@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from loaders.follow.set_aside import SetAside, unreadable_file
 from loaders.job.model import JobSpec
 from loaders.load.driver import LoadResult, load_listed
 from loaders.load.inputs import InputFile, accepts
+from treestore.errors import LoadError
 from treestore.events import EventSink, Message
 from treestore.failpoints import failpoint
 from treestore.store.versions import StoreWriter
@@ -77,6 +79,7 @@ class MicroBatches:
     max_rejected: int
     keep_versions: int
     stop: threading.Event
+    set_aside: SetAside
     summary: FollowSummary = field(default_factory=FollowSummary)
     busy: threading.Event = field(default_factory=threading.Event)
     failure: BaseException | None = None
@@ -98,6 +101,39 @@ class MicroBatches:
         if isinstance(event, Message) and event.line.startswith("warning"):
             self.on_event(event)
 
+    def _load(self, listed: list[list[InputFile]], batch_id: int, newest: int) -> LoadResult:
+        """Load ``listed`` as one version; a file that cannot be read at all is reported,
+        set aside (read again once it changes) and the rest loaded without it."""
+        while True:
+            writer = StoreWriter(
+                self.store, self.job.shards, self.job.hash, fence=self.lease.verify
+            )
+            writer.drop_unpublished()
+            try:
+                return load_listed(
+                    self.spark,
+                    self.job,
+                    writer,
+                    listed,
+                    self._warnings,
+                    max_rejected=self.max_rejected,
+                    keep_versions=self.keep_versions,
+                    extra_report={"stream": {"batch": batch_id, "newest_file_ns": newest}},
+                )
+            except LoadError as exc:
+                found = unreadable_file(listed, exc)
+                if found is None:
+                    raise
+                index, input_file, reason = found
+                listed[index].remove(input_file)
+                self.set_aside.add(index, input_file, reason)
+                self.on_event(
+                    Message(
+                        f"warning: batch {batch_id}: {input_file.path} {reason}: skipped, and "
+                        "read again once it changes (the rest of the micro-batch is loaded)"
+                    )
+                )
+
     def _apply(self, frame: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
         offered: dict[int, list[InputFile]] = {}
@@ -106,22 +142,13 @@ class MicroBatches:
             source = self.job.sources[row["source"]]
             if accepts(source, path) and Path(path).is_file():
                 offered.setdefault(row["source"], []).append(InputFile.at(Path(path)))
+        for index, input_file in self.set_aside.changed():  # Spark offers a file only once
+            offered.setdefault(index, []).append(input_file)
         listed = [
             sorted(offered.get(i, []), key=lambda f: f.path) for i in range(len(self.job.sources))
         ]
         newest = max((f.mtime_ns for files_ in listed for f in files_), default=0)
-        writer = StoreWriter(self.store, self.job.shards, self.job.hash, fence=self.lease.verify)
-        writer.drop_unpublished()
-        result: LoadResult = load_listed(
-            self.spark,
-            self.job,
-            writer,
-            listed,
-            self._warnings,
-            max_rejected=self.max_rejected,
-            keep_versions=self.keep_versions,
-            extra_report={"stream": {"batch": batch_id, "newest_file_ns": newest}},
-        )
+        result = self._load(listed, batch_id, newest)
         failpoint("follow-after-publish")  # published; Spark has not yet noted the batch
         self.summary.batches += 1
         files = sum(len(f) for f in listed)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loaders.follow.batches import STOP_MARK, FollowSummary, MicroBatches
+from loaders.follow.set_aside import STREAM_FOLDER, SetAside
 from loaders.job.model import JobSpec, SourceSpec
 from loaders.load.inputs import split_glob
 from loaders.load.options import DEFAULT_MAX_REJECTED
@@ -39,10 +40,8 @@ from treestore.store.versions import StoreWriter
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["STREAM_FOLDER", "follow_job", "parse_trigger"]
+__all__ = ["follow_job", "parse_trigger"]
 
-STREAM_FOLDER = "stream"
-"""The follower's folder in the store: Spark's checkpoint and the job it follows."""
 _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
 
 
@@ -173,8 +172,9 @@ def follow_job(
     with store_lock(pages, f"a follower of {job.file} (--follow)", on_event) as lease:
         _check_job(folder, job)
         follower = MicroBatches(
-            spark, job, location, lease, on_event, max_rejected, keep_versions, stop
-        )
+            spark, job, location, lease, on_event, max_rejected, keep_versions, stop,
+            SetAside.open(folder),
+        )  # fmt: skip
         with spark_errors(LoadError, "Starting the follower's stream"):
             query = _start(spark, job, follower, folder, max_files, trigger_seconds, available_now)
         on_event(

@@ -40,7 +40,7 @@ from loaders.load.progress import spark_progress
 from loaders.load.protocol import KEEP, MARKER, ORDER, TASK_SCHEMA, TaskSpec, decode_results
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.report import summarize
-from loaders.load.shard_frames import SHARD, partition_by_shard, shard_column
+from loaders.load.shard_frames import SHARD, load_partitions, partition_by_shard, shard_column
 from loaders.load.task import shard_task
 from loaders.load.timing import Timer
 from loaders.tree.builder import TreeBuilder
@@ -178,7 +178,7 @@ def _with_markers(
     waiting = sorted(shard for shard, state in trees.items() if PendingState.of(state).files)
     if not waiting:
         return mapped
-    markers = spark.range(len(waiting)).select(
+    markers = spark.range(0, len(waiting), 1, 1).select(
         *[
             (
                 F.element_at(F.array(*[F.lit(s) for s in waiting]), F.col("id").cast("int") + 1)
@@ -338,7 +338,9 @@ def _load_locked(
         ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     mapped = _with_markers(spark, _mapped(union, job, builder), writer.base.trees)
-    arranged = partition_by_shard(spark, mapped, job.shards).sortWithinPartitions(ORDER)
+    size = sum(f.size for files in scan.fresh.values() for f in files)
+    tasks = load_partitions(spark, job.shards, size)
+    arranged = partition_by_shard(spark, mapped, job.shards, tasks).sortWithinPartitions(ORDER)
     dedup_sources = {i: s.name for i, s in enumerate(job.sources) if s.dedup_keys}
     stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"  # this load's folders
     spec = TaskSpec(

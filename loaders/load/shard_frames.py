@@ -10,7 +10,7 @@ from loaders.job.model import SourceSpec
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["SHARD", "partition_by_shard", "shard_column"]
+__all__ = ["BYTES_PER_TASK", "SHARD", "load_partitions", "partition_by_shard", "shard_column"]
 
 SHARD = "__shard"
 _PART = "__part"
@@ -47,10 +47,27 @@ def _partition_keys(spark: SparkSession, shards: int) -> list[int]:
     return [first[s] for s in range(shards)]
 
 
-def partition_by_shard(spark: SparkSession, frame: DataFrame, shards: int) -> DataFrame:
-    """``frame`` (with a ``__shard`` column) repartitioned so that partition number == shard."""
+def partition_by_shard(
+    spark: SparkSession, frame: DataFrame, shards: int, partitions: int | None = None
+) -> DataFrame:
+    """``frame`` (with a ``__shard`` column) repartitioned so that each shard's records are
+    in one partition: partition number == shard, or, with fewer ``partitions``, shard
+    ``s`` in partition ``s % partitions`` (a task then serves several shards)."""
     from pyspark.sql import functions as F
 
-    keys = _partition_keys(spark, shards)
-    part = F.element_at(F.array(*[F.lit(k) for k in keys]), F.col(SHARD) + 1)
-    return frame.withColumn(_PART, part).repartition(shards, _PART).drop(_PART)
+    count = min(shards, partitions or shards)
+    keys = _partition_keys(spark, count)
+    part = F.element_at(F.array(*[F.lit(keys[s % count]) for s in range(shards)]), F.col(SHARD) + 1)
+    return frame.withColumn(_PART, part).repartition(count, _PART).drop(_PART)
+
+
+BYTES_PER_TASK = 32 << 20
+"""A load's input bytes per shard task: a smaller load runs fewer tasks than shards."""
+
+
+def load_partitions(spark: SparkSession, shards: int, input_bytes: int) -> int:
+    """How many shard tasks a load of ``input_bytes`` runs: one per shard for a big load;
+    for a small one (a follower's micro-batch) one per :data:`BYTES_PER_TASK`, but at least
+    as many as Spark runs at once, since each task costs tens of milliseconds to start."""
+    wanted = max(spark.sparkContext.defaultParallelism, -(-input_bytes // BYTES_PER_TASK))
+    return min(shards, wanted)

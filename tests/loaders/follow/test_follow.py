@@ -152,6 +152,44 @@ def test_bad_records_are_set_aside_and_the_stream_goes_on(spark: Any, demo_dir: 
     assert ("67890", "M", "good", 1) in _hits(store)
 
 
+def test_a_file_that_cannot_be_read_is_skipped_and_read_again_once_it_changes(
+    spark: Any, demo_dir: Path
+) -> None:
+    broken = demo_dir / "mapping" / "mapping-0002.tsv.gz"
+    broken.write_bytes(b"not gzip at all\n")
+    (demo_dir / "mapping" / "mapping-0003.tsv").write_text(MAPPINGS[0])
+    store = demo_dir / "followed"
+    first = _follow(spark, demo_dir, store, available_now=True)
+    assert first.versions == [1]  # the rest of the micro-batch is loaded
+    warned = [line for line in first.lines if "read again once it changes" in line]  # type: ignore[attr-defined]
+    assert warned == [
+        f"warning: batch 0: {broken} cannot be read as tsv (zlib inflate failed: incorrect "
+        "header check): skipped, and read again once it changes (the rest of the micro-batch "
+        "is loaded)"
+    ]
+    kept = json.loads((store / "stream" / "unreadable.json").read_text())
+    assert list(kept) == [str(broken)] and "zlib inflate failed" in kept[str(broken)]["error"]
+    shown = io.StringIO()
+    write_info(str(store), shown)
+    assert "1 file(s) the follower could not read, skipped until they change" in shown.getvalue()
+    assert str(broken) not in open_version(store).manifest.inputs
+
+    (demo_dir / "mapping" / "mapping-0004.tsv").write_text(MAPPINGS[2])
+    unchanged = _follow(spark, demo_dir, store, available_now=True)
+    assert unchanged.versions == [2]  # not retried while it is the same file
+    assert str(broken) not in open_version(store).manifest.inputs
+
+    import gzip
+
+    broken.write_bytes(gzip.compress(MAPPINGS[1].encode()))  # fixed: read with the next batch
+    (demo_dir / "mapping" / "mapping-0005.tsv").write_text(MAPPINGS[0])
+    fixed = _follow(spark, demo_dir, store, available_now=True)
+    assert fixed.versions == [3]
+    assert str(broken) in open_version(store).manifest.inputs
+    assert json.loads((store / "stream" / "unreadable.json").read_text()) == {}
+    assert _hits(store) == _reference(spark, demo_dir)
+
+
 def test_a_changed_job_and_what_cannot_be_followed_are_refused(spark: Any, demo_dir: Path) -> None:
     store = demo_dir / "followed"
     _follow(spark, demo_dir, store, available_now=True)
