@@ -9,11 +9,11 @@ The steps, all in one Spark job:
    :mod:`treestore.sharding`), the source's order and the dedup key.
 2. Union the sources, run ``map`` (``filter_in``, ``fields``, ``filter_out``),
    every element filter and the reject tests as Spark SQL expressions.
-3. Repartition so that partition number == shard number, sort each partition
-   by source order, and in ``mapInArrow`` (:mod:`loaders.load.task`) set the
-   rejected records aside, drop duplicates, aggregate identical records and
-   apply them to the shard's tree, writing new runs (a retried task never
-   clobbers: run names are fresh).
+3. Repartition so that each shard's records are in one partition, sort each
+   partition in record order (source, file number, line), and in ``mapInArrow``
+   (:mod:`loaders.load.task`) set the rejected records aside, drop duplicates and
+   apply the records to the shard's tree in that order, writing new runs (a
+   retried task never clobbers: run names are fresh).
 4. The driver folds the tasks' small reports into the load report; more than
    ``max_rejected`` rejected records fail the load. Otherwise it publishes the
    next version (new tree runs, the loaded input files with their record
@@ -340,7 +340,8 @@ def _load_locked(
     mapped = _with_markers(spark, _mapped(union, job, builder), writer.base.trees)
     size = sum(f.size for files in scan.fresh.values() for f in files)
     tasks = load_partitions(spark, job.shards, size)
-    arranged = partition_by_shard(spark, mapped, job.shards, tasks).sortWithinPartitions(ORDER)
+    arranged = partition_by_shard(spark, mapped, job.shards, tasks)
+    arranged = arranged.sortWithinPartitions(ORDER, FILE_COLUMN, LINE)  # the records' order
     dedup_sources = {i: s.name for i, s in enumerate(job.sources) if s.dedup_keys}
     stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"  # this load's folders
     spec = TaskSpec(

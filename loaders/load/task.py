@@ -4,8 +4,8 @@ Per Arrow batch, vectorized: count records per file and per source, set rejected
 records aside (written to the store's ``rejected/`` folder with file and line),
 classify dedup duplicates, and apply the map's verdict. The surviving records
 are applied to the shard's tree in batches (see :mod:`loaders.tree.builder`), in
-source order: a source's records are applied only after every record of the
-sources before it.
+record order, as Hydra applies them one after another: sources in job order, a
+source's files in path order, lines in file order (Spark sorts each partition so).
 """
 
 from __future__ import annotations
@@ -95,18 +95,16 @@ class _ShardWork:
         self.files = pa.array(spec.files, pa.string())
 
     def add(self, batch: pa.RecordBatch) -> None:
-        """Queue the records of ``batch`` (already filtered, sorted by source order)."""
+        """Queue the records of ``batch`` (already filtered, in record order: by source,
+        file and line); a source's records are applied apart, for its counts."""
         if batch.num_rows == 0:
             return
         orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
-        for order in np.unique(orders):  # ascending: the batch is sorted by source order
+        for order in np.unique(orders):  # ascending: the batch is in record order
             part = batch.filter(pa.array(orders == order)) if orders[0] != orders[-1] else batch
             if order != self.queued_order or self.queued_rows > _QUEUE_LIMIT:
                 self.apply_queued()
-            if order != self.queued_order:
-                self.queued_order = int(order)
-                for load in self.loads.values():
-                    load.next_source()
+            self.queued_order = int(order)
             queued = part.select([SHARD, *self.fields])
             if self.spec.builder.keeps_pending:  # a waiting record keeps where it was read
                 origin = (

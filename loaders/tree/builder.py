@@ -17,11 +17,12 @@ gives them are grouped by (node, name) with numpy, and each distinct child is
 visited once per batch with the summed weight. Per-row Python is left only in
 data attachments.
 
-An update-only element (``create: false``) sees the nodes of earlier sources
-and earlier loads, not nodes created by the source being applied: records of
-one source reach a shard in no fixed order, and this keeps the result
-independent of it. (The caller says where a source begins: ``created_before``, the
-tree's next node id when the source started; see :mod:`loaders.tree.shard_load`.)
+Records apply in their order, as Hydra applies them one after another (the caller
+gives them in order: sources in job order, a source's files in path order, lines in
+file order): an update-only element (``create: false``) reaches a node made in the
+same batch only from the record that made it on (the node's birth, the earliest row
+that visited it with ``create``; see :class:`_Batch`), and every node older than the
+batch.
 
 Records that find no node at a pending element are kept (see
 :mod:`loaders.tree.pending`); :meth:`TreeBuilder.retry_pending` is the separate step
@@ -44,6 +45,7 @@ import xxhash
 from loaders.job.model import AttachmentSpec, ElementSpec
 from loaders.tree import pending
 from treestore.attachments import NotANumber, update_attachment
+from treestore.storage.entries import Key
 from treestore.storage.tree import ANY_AGE, Handles, ShardTree
 
 __all__ = ["ApplyStats", "TreeBuilder"]
@@ -51,6 +53,8 @@ __all__ = ["ApplyStats", "TreeBuilder"]
 
 _NO_LIMIT = 1 << 40
 """The loads left of a record whose element waits only on the watermark of its time."""
+_NO_ROW = np.iinfo(np.int64).max
+"""The birth of a node no row of the batch made."""
 
 
 @dataclass
@@ -74,7 +78,9 @@ class ApplyStats:
 class _Frontier:
     """The live paths of a batch: for each, its record, the node it is at, and its weight.
 
-    ``nodes`` index :attr:`handles`, the (distinct) nodes this level produced.
+    ``nodes`` index :attr:`handles`, the (distinct) nodes this level produced. ``rows``
+    never decrease (records are in their order), so the first path of a group of paths
+    is its earliest record's.
     """
 
     rows: np.ndarray
@@ -104,12 +110,10 @@ def _concat(parts: list[_Frontier]) -> _Frontier:
     if len(distinct) < len(ids):  # branches that reach the same node
         keys = [keys[i] for i in first.tolist()]
         ids, nodes = distinct, inverse[nodes]
-    return _Frontier(
-        np.concatenate([p.rows for p in parts]),
-        nodes,
-        np.concatenate([p.weights for p in parts]),
-        Handles(ids, keys),
-    )
+    rows = np.concatenate([p.rows for p in parts])
+    order = np.argsort(rows, kind="stable")  # back in record order
+    weights = np.concatenate([p.weights for p in parts])
+    return _Frontier(rows[order], nodes[order], weights[order], Handles(ids, keys))
 
 
 @dataclass(frozen=True)
@@ -122,10 +126,14 @@ class _Retry:
 
 
 class _Batch:
-    """One batch being applied: its columns, and which records missed a node.
+    """One batch being applied: its columns, which records missed a node, and when each
+    node it made was made.
 
-    ``created_before``: update-only visits skip nodes with this id or more (made by the
-    source being applied). ``retry``: set when the batch retries pending records.
+    Its records apply in their order (row order), as one after another: an update-only
+    visit of row ``r`` reaches a node made in this batch only if a row up to ``r`` made
+    it (its *birth*, the earliest row that visited it with ``create``). Nodes older than
+    the batch are reached if their id is below ``created_before``. ``retry``: set when
+    the batch retries pending records.
     """
 
     def __init__(
@@ -140,6 +148,34 @@ class _Batch:
         self.created_before, self.retry = created_before, retry
         self.missed = np.zeros(table.num_rows, dtype=bool)
         self._flags: dict[str, np.ndarray] = {}
+        self.first_id = tree.next_id  # the nodes this batch makes have this id or more
+        self._births = np.zeros(0, dtype=np.int64)
+
+    def born(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        """Row ``rows[i]`` visited node ``ids[i]`` with ``create``: a node this batch made
+        is born at the earliest such row."""
+        new = ids >= self.first_id
+        if not new.any():
+            return
+        at = ids[new] - self.first_id
+        if int(at.max()) >= len(self._births):
+            grown = np.full(max(int(at.max()) + 1, 2 * len(self._births)), _NO_ROW, np.int64)
+            grown[: len(self._births)] = self._births
+            self._births = grown
+        self._births[at] = np.minimum(self._births[at], rows[new])
+
+    def sees(self, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Whether row ``rows[i]`` reaches node ``ids[i]`` (-1: none) with an update-only
+        visit: an older node below ``created_before``, or one born at that row or before."""
+        seen = (ids >= 0) & (ids < self.first_id) & (ids < self.created_before)
+        new = np.flatnonzero(ids >= self.first_id)
+        if len(new):
+            at = ids[new] - self.first_id
+            known = at < len(self._births)
+            births = np.full(len(new), _NO_ROW, np.int64)
+            births[known] = self._births[at[known]]
+            seen[new] = births <= rows[new]
+        return seen
 
     def flags(self, name: str) -> np.ndarray:
         """A boolean column (an element filter's verdicts) as numpy, nulls false."""
@@ -310,25 +346,29 @@ class TreeBuilder:
         words = encoded.dictionary.to_pylist()
         pairs = frontier.nodes * len(words) + codes
         groups, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
-        totals = np.bincount(inverse, weights=frontier.weights).astype(np.int64)
         once = element.once and not label
         parent_of, word_of = np.divmod(groups, len(words))
-        ids, keys = batch.tree.visit_many(
-            frontier.handles,
-            parent_of,
-            [words[w] for w in word_of.tolist()],
-            element.create,
-            totals if element.count else np.zeros(len(groups), np.int64),
-            once,
-            batch.created_before,
-        )
+        group_names = [words[w] for w in word_of.tolist()]
+        weights = frontier.weights if element.count else np.zeros(len(frontier), np.int64)
+        if element.create or once:
+            totals = np.bincount(inverse, weights=weights, minlength=len(groups))
+            ids, keys = batch.tree.visit_many(
+                frontier.handles, parent_of, group_names, element.create,
+                totals.astype(np.int64), once, batch.created_before,
+            )  # fmt: skip
+            batch.born(ids, frontier.rows[first])  # ``first``: each group's earliest row
+            seen = np.ones(len(frontier), dtype=bool)
+        else:  # update-only: a row reaches only the nodes made before it
+            ids, keys, seen = self._visit_existing(
+                batch, frontier, inverse, parent_of, group_names, weights
+            )
         reached_groups = ids >= 0
         reached_keys = [keys[i] for i in np.flatnonzero(reached_groups).tolist()]
         children = Handles(ids[reached_groups], reached_keys)
         outcome = np.full(len(groups), -1, dtype=np.int64)
         outcome[reached_groups] = np.arange(len(children))
         reached = outcome[inverse]
-        found = reached >= 0
+        found = (reached >= 0) & seen
         if element.pending:
             lost = ~found
             self._keep_pending(
@@ -337,7 +377,7 @@ class TreeBuilder:
         elif not once:
             batch.missed[frontier.rows[~found]] = True
         if once:  # of the paths to a created node, only the first goes on, with weight 1
-            keep = first[outcome >= 0]
+            keep = np.sort(first[outcome >= 0])
             result = _Frontier(
                 frontier.rows[keep], reached[keep], np.ones(len(keep), np.int64), children
             )
@@ -348,6 +388,35 @@ class TreeBuilder:
         if element.data and not label:
             self._update_data(batch, element.data, result)
         return result
+
+    @staticmethod
+    def _visit_existing(
+        batch: _Batch,
+        frontier: _Frontier,
+        inverse: np.ndarray,
+        parent_of: np.ndarray,
+        names: list[str],
+        weights: np.ndarray,
+    ) -> tuple[np.ndarray, list[Key], np.ndarray]:
+        """Update-only visits of the groups of paths (``inverse``: each path's group) to
+        the children ``names[g]`` of ``frontier.handles[parent_of[g]]``: each path reaches
+        its child only if the child existed when its record came (:meth:`_Batch.sees`).
+        Returns each group's child id (-1: no path reached it), its key, and which paths
+        reached their child."""
+        handles = frontier.handles
+        known = batch.tree.find_many(handles, parent_of, names)
+        seen = batch.sees(known[inverse], frontier.rows)
+        totals = np.bincount(inverse[seen], weights=weights[seen], minlength=len(names))
+        visited = np.bincount(inverse[seen], minlength=len(names)) > 0
+        ids = np.full(len(names), -1, dtype=np.int64)
+        picked = np.flatnonzero(visited)
+        keys: list[Key] = list(zip(handles.ids[parent_of].tolist(), names, strict=True))
+        if len(picked):
+            ids[picked], _ = batch.tree.visit_many(
+                handles, parent_of[picked], [names[i] for i in picked.tolist()], False,
+                totals[picked].astype(np.int64), False, ANY_AGE, known[picked],
+            )  # fmt: skip
+        return ids, keys, seen
 
     def _keep_pending(
         self,

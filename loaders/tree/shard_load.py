@@ -2,9 +2,9 @@
 
 A load task holds one :class:`ShardLoad` per shard it serves. Its phases, in order:
 
-1. the load's records, source by source in source order: :meth:`ShardLoad.apply` for
-   each part of a source's records, :meth:`ShardLoad.next_source` before the next
-   source (update-only elements skip the nodes their own source makes);
+1. the load's records in their order (sources in job order, files in path order,
+   lines in file order): :meth:`ShardLoad.apply` for each part of them, in order
+   (an update-only element reaches every node an earlier record made);
 2. :meth:`ShardLoad.finish`, once: the pending records of earlier loads and those
    kept in this one are retried against the tree every source has changed; the
    waiting ones past the watermark expire; the rest are stored, and the tree is
@@ -56,22 +56,14 @@ class ShardLoad:
         self.waiting = 0
         """The records left waiting after :meth:`finish` (summed weights)."""
         self._earlier = PendingState.of(state)
-        self._source_start = self.tree.next_id
         self._latest: int | None = None  # the largest time this load saw (pending elements')
 
-    def next_source(self) -> None:
-        """Begin the next source's records: its update-only elements skip nodes made from
-        now on."""
-        self._source_start = self.tree.next_id
-
     def apply(self, table: pa.Table) -> None:
-        """Apply records of the current source (columns :attr:`TreeBuilder.fields`)."""
+        """Apply the next records, in their order (columns :attr:`TreeBuilder.fields`)."""
         time_field = self.builder.pending_time
         if time_field is not None:
             self._latest = _later(self._latest, latest_time(table.column(time_field)))
-        self.builder.apply_table(
-            self.tree, table, None, self.stats, created_before=self._source_start
-        )
+        self.builder.apply_table(self.tree, table, None, self.stats)
 
     def finish(self) -> ShardState:
         """Retry, expire and store the pending records, commit the tree; the shard's new

@@ -147,6 +147,28 @@ class TreeWriter(TreeReader):
         memtable.hits[slot] += counted_hits(hits, once)
         return (node_id, key)
 
+    def find_many(self, parents: Handles, picks: np.ndarray, names: Sequence[str]) -> np.ndarray:
+        """The node ids of the children ``names[i]`` of ``parents[picks[i]]`` (-1 where there
+        is none), changing nothing: the memtable's, else the runs'."""
+        parent_ids = parents.ids[picks]
+        keys = list(zip(parent_ids.tolist(), names, strict=True))
+        return self._ids_of(parent_ids, names, self.memtable.slots(keys))
+
+    def _ids_of(
+        self, parent_ids: np.ndarray, names: Sequence[str], slots: np.ndarray
+    ) -> np.ndarray:
+        """The ids of the children ``names[i]`` of ``parent_ids[i]`` whose memtable slots
+        are ``slots`` (-1: not in the memtable, so looked up in the runs)."""
+        in_memtable = slots >= 0
+        ids = np.full(len(names), -1, dtype=np.int64)
+        ids[in_memtable] = self.memtable.ids_at(slots[in_memtable])
+        missing = np.flatnonzero(~in_memtable)
+        if len(missing):
+            ids[missing] = self.stored_ids(
+                parent_ids[missing], [names[i] for i in missing.tolist()]
+            )
+        return ids
+
     def visit_many(
         self,
         parents: Handles,
@@ -156,6 +178,7 @@ class TreeWriter(TreeReader):
         hits: np.ndarray | None = None,
         once: bool = False,
         created_before: int = ANY_AGE,
+        known: np.ndarray | None = None,
     ) -> tuple[np.ndarray, list[Key]]:
         """:meth:`visit` of the children ``names[i]`` of the nodes ``parents[picks[i]]``, all
         at once: the same result as one call each, in order. The keys must be distinct.
@@ -164,8 +187,9 @@ class TreeWriter(TreeReader):
 
         Returns each child's node id (-1 where :meth:`visit` returns ``None``) and its key.
         Nodes the memtable lacks are looked up in the runs as columns
-        (:meth:`~treestore.storage.reading.TreeReader.stored_ids`); the memtable is updated
-        with array operations.
+        (:meth:`~treestore.storage.reading.TreeReader.stored_ids`), unless ``known`` gives
+        every child's id already (as :meth:`find_many` found them, nothing changed since);
+        the memtable is updated with array operations.
         """
         size = len(names)
         weights = np.ones(size, np.int64) if hits is None else np.asarray(hits, np.int64)
@@ -180,6 +204,7 @@ class TreeWriter(TreeReader):
                     weights[start : start + piece],
                     once,
                     created_before,
+                    None if known is None else known[start : start + piece],
                 )
                 for start in range(0, size, piece)
             ]
@@ -189,13 +214,10 @@ class TreeWriter(TreeReader):
         memtable = self.memtable
         slots = memtable.slots(keys)
         in_memtable = slots >= 0
-        ids = np.full(size, -1, dtype=np.int64)
-        ids[in_memtable] = memtable.ids_at(slots[in_memtable])
-        missing = np.flatnonzero(~in_memtable)
-        if len(missing):
-            ids[missing] = self.stored_ids(
-                parent_ids[missing], [names[i] for i in missing.tolist()]
-            )
+        if known is not None:
+            ids = np.array(known, dtype=np.int64)
+        else:
+            ids = self._ids_of(parent_ids, names, slots)
         accepted = np.asarray(accepts(ids, create, once, created_before), dtype=bool)
         known = ids >= 0
         fresh = np.flatnonzero(accepted & ~known)

@@ -89,17 +89,16 @@ def test_a_record_kept_in_one_load_is_applied_in_the_next() -> None:
     assert ("root", "u1", "M", "p") in _paths(pages, state)
 
 
-def test_a_later_source_of_the_same_load_makes_the_node_and_sources_stay_apart() -> None:
+def test_a_later_record_of_the_same_load_makes_the_node_and_the_kept_one_applies() -> None:
     builder, pages = _builder(), MemoryPageStore()
     load = ShardLoad(builder, pages, 0, None)
     load.apply(_table(builder, "MAPPING", UID="u1", PUID="p"))  # before its UID: kept
-    load.next_source()
     load.apply(_table(builder, "ATTR", UID="u1", ATTRIBUTE_IDS=["a"]))
-    # the same source makes u2 and maps it: the mapping does not see its own source's node
+    # records apply in order: a mapping after its UID's record finds the node at once
     load.apply(_table(builder, "ATTR", UID="u2", ATTRIBUTE_IDS=["b"]))
     load.apply(_table(builder, "MAPPING", UID="u2", PUID="q"))
     state = load.finish()
-    assert (load.stats.pending_buffered, load.stats.pending_applied) == (2, 2)
+    assert (load.stats.pending_buffered, load.stats.pending_applied) == (1, 1)
     assert load.waiting == 0 and SIDE_NAME not in state.side
     assert {("root", "u1", "M", "p"), ("root", "u2", "M", "q")} <= _paths(pages, state)
 

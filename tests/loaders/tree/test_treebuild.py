@@ -78,25 +78,25 @@ def test_failing_element_filter_stops_that_branch(demo_dir: Path) -> None:
     assert [path for path, _ in tree.walk()] == [("root",)]
 
 
-def test_update_only_records_skip_nodes_of_their_own_source(demo_dir: Path) -> None:
+def test_update_only_records_see_the_nodes_of_earlier_records_only(demo_dir: Path) -> None:
+    """Records apply in their order, as Hydra applies them one after another: in one
+    batch, a mapping before its UID's record finds no node, the same mapping after it
+    does."""
     builder = _builder(demo_dir)
     tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
-    attr = _record(builder, "ATTR", UID="1", ATTRIBUTE_IDS=["a"])
-    builder.apply_batch(tree, [attr], [1], stats, created_before=tree.next_id)
-    # the mapping source (it starts now): UID 1 came from an earlier source
-    mapping = _record(builder, "MAPPING", UID="1", PUID="p")
-    builder.apply_batch(tree, [mapping], [1], stats, created_before=tree.next_id)
-    # a source that both creates and updates the same UID 2
-    both = [
-        _record(builder, "MAPPING", UID="2", PUID="q"),
+    batch = [
+        _record(builder, "MAPPING", UID="2", PUID="early"),  # no UID 2 yet: missed
         _record(builder, "ATTR", UID="2", ATTRIBUTE_IDS=["b"]),
+        _record(builder, "MAPPING", UID="2", PUID="late"),  # after it: updates UID 2
+        _record(builder, "MAPPING", UID="3", PUID="never"),
     ]
-    builder.apply_batch(tree, both, [1, 1], stats, created_before=tree.next_id)
+    builder.apply_batch(tree, batch, [1, 1, 1, 1], stats)
     tree = ShardTree(tree.store, tree.commit())
-    paths = {path for path, _ in tree.walk()}
-    assert ("root", "1", "M", "p") in paths
-    assert ("root", "2", "A", "b") in paths and ("root", "2", "M") not in paths
-    assert stats.missed_updates == 1
+    hits = {path: node.hits for path, node in tree.walk()}
+    assert hits[("root", "2", "M", "late")] == 1 and ("root", "2", "M", "early") not in hits
+    assert hits[("root", "2")] == 2  # its attribute record and the late mapping
+    assert ("root", "3") not in hits
+    assert stats.missed_updates == 2
 
 
 @settings(max_examples=60, deadline=None)
@@ -118,24 +118,17 @@ def test_a_batch_gives_the_tree_of_its_records_one_by_one(records: list[tuple]) 
     from shell.demo import DEMO_JOB
 
     builder = TreeBuilder(_Validator(JobText("job.json", "", DEMO_JOB), Path(".")).job_spec().tree)
-    by_source = {
-        source: [
-            (_record(builder, source, UID=uid, ATTRIBUTE_IDS=ids, PUID=puid), weight)
-            for s, uid, ids, puid, weight in records
-            if s == source
-        ]
-        for source in ("ATTR", "MAPPING")
-    }
+    batch = [
+        (_record(builder, source, UID=uid, ATTRIBUTE_IDS=ids, PUID=puid), weight)
+        for source, uid, ids, puid, weight in records
+    ]
     trees = []
-    for one_by_one in (False, True):
+    for one_by_one in (False, True):  # Hydra's order: each record sees the ones before it
         tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
-        for source in ("ATTR", "MAPPING"):
-            source_start = tree.next_id
-            batch = by_source[source]
-            parts = [[item] for item in batch] if one_by_one else [batch] if batch else []
-            for part in parts:
-                records, weights = [r for r, _ in part], [w for _, w in part]
-                builder.apply_batch(tree, records, weights, stats, created_before=source_start)
+        parts = [[item] for item in batch] if one_by_one else [batch] if batch else []
+        for part in parts:
+            rows, weights = [r for r, _ in part], [w for _, w in part]
+            builder.apply_batch(tree, rows, weights, stats)
         tree = ShardTree(tree.store, tree.commit())
         trees.append(
             ({path: n.hits for path, n in tree.walk()}, stats.missed_updates, stats.records)
