@@ -1,13 +1,25 @@
 """The op catalogue: every op class, registered by name (and alias) in :data:`REGISTRY`.
 
-Lives here: one module per family of ops, ops over Arrow columns (``columns``) and
-the compiler of op strings into a pipeline (``compiler``).
+Lives here: one module per family of ops, the analysis ops in the ``analysis``
+subpackage, ops over Arrow columns (``columns``) and the compiler of op strings into
+a pipeline (``compiler``).
 
 May import: ``query.syntax`` and ``treestore``.
 """
 
 from __future__ import annotations
 
+from query.ops.analysis import (
+    ChangePointsOp,
+    DateFormatOp,
+    DiffOp,
+    DisorderOp,
+    DistributionOp,
+    FrequencyTableOp,
+    HistogramOp,
+    HoltWintersOp,
+    PowerHistogramOp,
+)
 from query.ops.base import Op, OpArgs, Row, Value
 from query.ops.gather import GatherOp
 from query.ops.merge import MergeOp
@@ -24,7 +36,9 @@ from query.ops.row_ops import (
     OrderMapOp,
     OrderOp,
     PadOp,
+    RegexMapOp,
     SkipOp,
+    SleepOp,
     TitleOp,
 )
 from query.ops.string_ops import StrOp
@@ -42,14 +56,22 @@ __all__ = [
     "ALL_OPS",
     "REGISTRY",
     "AvgOp",
+    "ChangePointsOp",
     "CompareOp",
     "ContainsOp",
+    "DateFormatOp",
     "DeltaOp",
     "DepivotOp",
+    "DiffOp",
+    "DisorderOp",
+    "DistributionOp",
     "FillOp",
     "FoldOp",
+    "FrequencyTableOp",
     "GatherOp",
     "GroupByOp",
+    "HistogramOp",
+    "HoltWintersOp",
     "LimitOp",
     "MapOp",
     "MaxOp",
@@ -65,11 +87,14 @@ __all__ = [
     "PadOp",
     "PercentRankOp",
     "PivotOp",
+    "PowerHistogramOp",
     "RangeOp",
+    "RegexMapOp",
     "ReverseOp",
     "RmSingOp",
     "Row",
     "SkipOp",
+    "SleepOp",
     "SortOp",
     "StrOp",
     "SumOp",
@@ -96,6 +121,7 @@ ALL_OPS: tuple[type[Op], ...] = (
     TitleOp,
     TransOp,
     MapOp,
+    RegexMapOp,
     ContainsOp,
     CompareOp,
     NoDupOp,
@@ -110,6 +136,16 @@ ALL_OPS: tuple[type[Op], ...] = (
     DepivotOp,
     FoldOp,
     GroupByOp,
+    DiffOp,
+    DateFormatOp,
+    FrequencyTableOp,
+    HistogramOp,
+    PowerHistogramOp,
+    DistributionOp,
+    DisorderOp,
+    ChangePointsOp,
+    HoltWintersOp,
+    SleepOp,
 )
 """Every op class, in the order ``\\ops`` lists them."""
 

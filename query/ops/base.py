@@ -8,7 +8,17 @@ from typing import Any, ClassVar
 
 from treestore.errors import OpError
 
-__all__ = ["Op", "OpArgs", "Row", "Value", "as_number", "as_text", "cell", "set_cell"]
+__all__ = [
+    "Op",
+    "OpArgs",
+    "Row",
+    "Value",
+    "as_number",
+    "as_text",
+    "cell",
+    "set_cell",
+    "with_table_width",
+]
 
 Value = str | int | float | None
 Row = list[Value]
@@ -115,3 +125,14 @@ def set_cell(row: Row, column: int, value: Value) -> Row:
     else:
         row.append(value)
     return row
+
+
+def with_table_width(rows: Iterable[Row]) -> tuple[list[Row], int]:
+    """All the rows, and the table's width: its widest row.
+
+    Hydra's rows share one growing format, so a short row still has the table's
+    columns (as nulls): ``fill`` fills them and the running ops append after them.
+    Ops that need that width read their whole input first.
+    """
+    table = [list(row) for row in rows]
+    return table, max((len(row) for row in table), default=0)

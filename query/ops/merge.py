@@ -60,6 +60,14 @@ class _Run:
         self.count = 0
 
 
+def _average(total: int | float, count: int) -> int | float:
+    """Hydra's average: whole numbers divide as Java longs (11/3 -> 3), reals stay real."""
+    if isinstance(total, float):
+        return total / count
+    quotient = abs(total) // count
+    return quotient if total >= 0 else -quotient
+
+
 class MergeOp(Op):
     """merge=LETTERS[N] : merge runs of adjacent rows with equal key columns.
 
@@ -144,7 +152,7 @@ class MergeOp(Op):
             if column.letter == "c":
                 value = len(run.distinct[i])
             elif column.letter == "a" and value is not None:
-                value = value / run.count  # type: ignore[operator]
+                value = _average(value, run.count)  # type: ignore[arg-type]
             out.append(value)
         if self.count_rows:
             out.append(run.count)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -10,12 +11,30 @@ from query.ops.row_ops import column_number
 
 __all__ = ["DepivotOp", "FoldOp", "GroupByOp", "PivotOp"]
 
+
+def _average(values: list[int | float]) -> int | float:
+    """Hydra's average: whole numbers divide as Java longs (toward 0), reals stay real."""
+    total = sum(values)
+    if isinstance(total, float):
+        return total / len(values)
+    quotient = abs(total) // len(values)
+    return quotient if total >= 0 else -quotient
+
+
 _CELL_OPS: dict[str, Callable[[list[int | float]], int | float]] = {
     "sum": sum,
     "min": min,
     "max": max,
-    "avg": lambda values: sum(values) / len(values),
+    "avg": _average,
 }
+
+
+def _combine_cell(op: str | None, values: list[int | float]) -> int | float:
+    """A cell's values as Hydra's pivot combines them: no CELLOP keeps the first value, and
+    ``avg`` gives the sum (Hydra wraps the sum for averaging but never divides a cell)."""
+    if op is None:
+        return values[0]
+    return sum(values) if op == "avg" else _CELL_OPS[op](values)
 
 
 def _columns(args: OpArgs, text: str, start: int) -> list[int]:
@@ -36,12 +55,16 @@ class PivotOp(Op):
     ROWS and COLS are column numbers (several joined with ``:``): each distinct
     ROWS value becomes a row, each COLS value a column, and the CELL column's
     numbers meeting there are combined with CELLOP (``sum`` by default; ``min``,
-    ``max``, ``avg``). ROWOP adds a last column ``total`` combining each row,
-    COLOP a last row combining each column (empty cells count as 0 then). The
-    first row is the header: null, then the column labels in first-seen order.
+    ``max``; as in Hydra, ``avg`` gives the sum and an empty CELLOP (``-``) keeps
+    the first value). ROWOP adds a last column combining each row's cells,
+    COLOP a last row combining each column's (``sum``, ``min``, ``max``, ``avg``;
+    whole-number averages divide as Java longs). With either, empty cells show
+    0 but are not combined. The first row is the header: null, then the column
+    labels in first-seen order; as in Hydra, the ROWOP column and the COLOP row
+    have no label (null), nor does the COLOP row fill the ROWOP column.
     Rows come sorted by label; SORT ``a``/``d`` sorts them by their total
     instead, ``la``/``ld`` by label. Example: ``x a 1`` / ``y b 2`` / ``z c 3``
-    with ``pivot=1,0,2,sum,sum`` gives ``null x y z total`` / ``a 1 0 0 1`` /
+    with ``pivot=1,0,2,sum,sum`` gives ``null x y z null`` / ``a 1 0 0 1`` /
     ``b 0 2 0 2`` / ``c 0 0 3 3``.
     """
 
@@ -69,8 +92,9 @@ class PivotOp(Op):
                     f"unknown pivot word {text!r}",
                     hint="Use sum, min, max, avg, a, d, la, ld.",
                 )
+        named = len(ops)
         ops += [None] * (3 - len(ops))
-        self.cell_op = ops[0] or "sum"
+        self.cell_op = ops[0] if named else "sum"
         self.row_op, self.col_op = ops[1], ops[2]
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
@@ -90,27 +114,39 @@ class PivotOp(Op):
         totals = self.row_op is not None or self.col_op is not None
         columns = list(col_labels)
         table: list[tuple[Value, list[Value]]] = []
+        present: dict[Value, list[int | float | None]] = {}
         for label in row_labels:
-            line: list[Value] = []
+            cells_of_row: list[int | float | None] = []
             for column in columns:
                 values = cells.get((label, column))
-                line.append(_CELL_OPS[self.cell_op](values) if values else (0 if totals else None))
+                cells_of_row.append(_combine_cell(self.cell_op, values) if values else None)
+            line: list[Value] = [0 if v is None and totals else v for v in cells_of_row]
             if self.row_op is not None:
-                line.append(_CELL_OPS[self.row_op]([v for v in line if isinstance(v, int | float)]))
+                line.append(self._combine(self.row_op, cells_of_row))
+            present[label] = cells_of_row
             table.append((label, line))
         table.sort(key=self._order)
-        yield [None, *columns, *(["total"] if self.row_op is not None else [])]
+        yield [None, *columns, *([None] if self.row_op is not None else [])]
         for label, line in table:
             yield [label, *line]
         if self.col_op is not None:
-            width = len(table[0][1])
-            combine = _CELL_OPS[self.col_op]
-            yield ["total", *(combine([line[i] for _, line in table]) for i in range(width))]  # type: ignore[misc]
+            footer: Row = [None]
+            for i in range(len(columns)):
+                footer.append(self._combine(self.col_op, [present[label][i] for label, _ in table]))
+            yield footer
+
+    @staticmethod
+    def _combine(op: str, cells: list[int | float | None]) -> Value:
+        """A row or column total over its non-empty cells (null when all are empty)."""
+        values = [v for v in cells if v is not None]
+        return _CELL_OPS[op](values) if values else None
 
     def _order(self, item: tuple[Value, list[Value]]) -> tuple[object, ...]:
         label, line = item
         if self.sort in ("a", "d"):
-            total = sum(v for v in line if isinstance(v, int | float))
+            # by the ROWOP column, as Hydra sorts; without one, by the cells' sum
+            numbers = line[-1:] if self.row_op is not None else line
+            total = sum(v for v in numbers if isinstance(v, int | float))
             return (-total if self.sort == "d" else total, as_text(label))
         text = as_text(label)
         return (tuple(-ord(c) for c in text),) if self.sort == "ld" else (text,)
@@ -119,39 +155,45 @@ class PivotOp(Op):
 class DepivotOp(Op):
     """depivot[=ORDER] : undo a pivot: one row (row label, column label, value) per cell.
 
-    The first row is the header (its first cell null, then the column labels);
-    a ``total`` column or row is left out. ORDER places the parts, as words
-    ``row``, ``col``, ``val`` (default ``row,col,val``). Example: header
-    ``null a b`` and row ``aaa 1 3`` give ``aaa a 1`` / ``aaa b 3``.
+    A row whose first cell is null is a header (as a pivot makes: null, the
+    column labels, then a null over a totals column): it names the columns,
+    from the second cell up to the next null; cells under no label are skipped,
+    and header rows give no output. ORDER places the parts, as words ``row``,
+    ``col``, ``val`` and ``sum`` (the row's last cell, e.g. its total); the
+    default is ``row,col,val``. Example: header ``null a b null`` and row
+    ``aaa 1 3 4`` give ``aaa a 1`` / ``aaa b 3``; with ``depivot=row,col,val,sum``
+    ``aaa a 1 4`` / ``aaa b 3 4``.
     """
 
     name = "depivot"
     table = True
+    arguments = (
+        ("row", "the row label"),
+        ("col", "the column label"),
+        ("val", "the cell"),
+        ("sum", "the row's last cell"),
+    )
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
         self.order = [w for w, _ in args.split(",")] if args.text else ["row", "col", "val"]
         for word, index in args.split(",") if args.text else []:
-            if word not in ("row", "col", "val"):
-                raise args.error(index, f"unknown part {word!r}; use row, col and val")
+            if word not in ("row", "col", "val", "sum"):
+                raise args.error(index, f"unknown part {word!r}", hint="Use row, col, val and sum.")
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """The cells, one row each."""
-        header: Row | None = None
+        labels: list[Value] = []
         for row in rows:
-            if header is None:
-                header = row
+            if not row or row[0] is None:
+                labels = []
+                for label in row[1:]:
+                    if label is None:
+                        break
+                    labels.append(label)
                 continue
-            if row and row[0] == "total":
-                continue
-            for index in range(1, len(header)):
-                if header[index] == "total":
-                    continue
-                parts = {
-                    "row": row[0],
-                    "col": header[index],
-                    "val": cell(row, index),
-                }
+            for position, label in enumerate(labels, start=1):
+                parts = {"row": row[0], "col": label, "val": cell(row, position), "sum": row[-1]}
                 yield [parts[word] for word in self.order]
 
 
@@ -205,9 +247,13 @@ class GroupByOp(Op):
 
     LETTERS mark the key columns with ``k`` (other letters skip a column);
     OPS is an op string whose ``;`` are escaped (``\\;``). Each key's rows go
-    through their own copy of OPS as they arrive; the results come out key by
-    key, in the order keys first appeared. Example: ``groupby=k:limit=2`` keeps
-    the first 2 rows of each value of column 0.
+    through their own copy of OPS as they arrive, and results come out when
+    Hydra's would: a streaming op (``limit``, ``num``...) passes a row on as soon
+    as it arrives, so groups interleave in arrival order; what an op gives only
+    at the end of its input (``sort``, a last ``merge`` run) comes after every
+    row, key by key in the order keys first appeared.
+    Example: ``groupby=kik:limit=2`` on ``cat a 1`` / ``dog a 6`` / ``dog a 7`` /
+    ``dog b 6`` / ``dog c 6`` keeps all but ``dog c 6``, in that order.
     """
 
     name = "groupby"
@@ -230,12 +276,43 @@ class GroupByOp(Op):
         compile_ops(self.ops_text)
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
-        """Each key's rows through its own ops."""
+        """Each key's rows through its own ops, results in Hydra's order.
+
+        Each output is stamped with the arrival number of the last input row its
+        ops had pulled when it came out (or "at the end" once they had pulled
+        past their last row); outputs then come in stamp order.
+        """
         assert self.compile is not None, "groupby runs inside an ops pipeline"
-        groups: dict[tuple[Value, ...], list[Row]] = {}
-        for row in rows:
+        groups: dict[tuple[Value, ...], list[tuple[int, Row]]] = {}
+        for arrival, row in enumerate(rows):
             key = tuple(cell(row, k) for k in self.keys)
-            groups.setdefault(key, []).append(row)
-        for group in groups.values():
-            for out in self.compile(self.ops_text).run(group):
-                yield list(out)
+            groups.setdefault(key, []).append((arrival, row))
+        stamped: list[tuple[float, int, int, Row]] = []
+        for group_order, members in enumerate(groups.values()):
+            reader = _GroupReader(members)
+            outputs = self.compile(self.ops_text).run(reader.rows())
+            for sequence, out in enumerate(outputs):
+                stamped.append((reader.stamp(), group_order, sequence, list(out)))
+        stamped.sort(key=lambda item: item[:3])
+        for *_, out in stamped:
+            yield out
+
+
+class _GroupReader:
+    """Feeds one group's rows to its ops and remembers how far they have read."""
+
+    def __init__(self, members: list[tuple[int, Row]]) -> None:
+        self.members = members
+        self.last_arrival = -1
+        self.exhausted = False
+
+    def rows(self) -> Iterator[Row]:
+        """The group's rows, noting each one's arrival number as it is pulled."""
+        for arrival, row in self.members:
+            self.last_arrival = arrival
+            yield row
+        self.exhausted = True
+
+    def stamp(self) -> float:
+        """When an output produced now would have left Hydra's op."""
+        return math.inf if self.exhausted else self.last_arrival

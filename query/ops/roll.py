@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, cell
+from query.ops.base import Op, OpArgs, Row, Value, as_number, cell, with_table_width
 from query.ops.row_ops import column_number
 
 __all__ = ["AvgOp", "DeltaOp", "MaxOp", "MinOp", "RollOp", "SumOp"]
@@ -17,7 +17,9 @@ class RollOp(Op):
     ``i`` whole numbers (default) or ``f`` real numbers; ``s`` writes the
     result over the column, ``S`` passes the rows unchanged and adds one
     summary row at the end (the final values in the columns); by default the
-    result is appended as a new column. KEYS are columns whose change (between
+    result is appended as a new column, after the table's width (short rows are
+    padded with nulls, as in Hydra's shared row format; so these ops read their
+    whole input first). KEYS are columns whose change (between
     adjacent rows) restarts the state. A null counts as nothing for ``sum``
     and is skipped by the others.
     """
@@ -49,7 +51,12 @@ class RollOp(Op):
         state: list[int | float | None] = [None] * len(self.columns)
         count = [0] * len(self.columns)
         current: tuple[Value, ...] | None = None
+        width = 0
+        if not self.mode:
+            rows, width = with_table_width(rows)
+        seen = False
         for row in rows:
+            seen = True
             key = tuple(cell(row, k) for k in self.keys)
             if key != current:
                 state, count, current = [None] * len(self.columns), [0] * len(self.columns), key
@@ -67,9 +74,9 @@ class RollOp(Op):
                     out += [None] * max(0, column + 1 - len(out))
                     out[column] = result
             elif not self.mode:
-                out += results
+                out += [None] * (width - len(out)) + results
             yield out
-        if self.mode == "S":
+        if self.mode == "S" and seen:
             width = max(self.columns) + 1
             summary: Row = [None] * width
             for column, value, n in zip(self.columns, state, count, strict=True):
@@ -151,7 +158,10 @@ class AvgOp(RollOp):
         """Sum / count (whole-number division for ``i``)."""
         if state is None or not count:
             return None
-        return state / count if self.real else int(state // count)
+        if self.real:
+            return state / count
+        quotient = abs(int(state)) // count  # Java's long division: toward 0
+        return quotient if state >= 0 else -quotient
 
 
 class DeltaOp(RollOp):

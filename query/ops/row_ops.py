@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-import json
+import math
+import random
+import re
+import time
 from collections.abc import Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, set_cell
+import json5
+
+from query.ops.base import (
+    Op,
+    OpArgs,
+    Row,
+    Value,
+    as_number,
+    as_text,
+    cell,
+    set_cell,
+    with_table_width,
+)
 
 __all__ = [
     "CompareOp",
@@ -27,6 +42,13 @@ def column_number(args: OpArgs, text: str, index: int) -> int:
     """``text`` (starting at ``index`` of the arguments) as a column number, or an error there."""
     if not text.strip().isdigit():
         raise args.error(index, f"expected a column number, not {text!r}")
+    return int(text)
+
+
+def whole_number(args: OpArgs, text: str, index: int, what: str) -> int:
+    """``text`` (starting at ``index`` of the arguments) as a whole number, or an error there."""
+    if not text.strip().isdigit():
+        raise args.error(index, f"expected {what} (a whole number), not {text!r}")
     return int(text)
 
 
@@ -140,18 +162,24 @@ def _fill_value(args: OpArgs, spec: str) -> Value:
 class FillOp(Op):
     """fill=[SPEC] : every null cell becomes the fill value (iN, fX, sTEXT; default 0).
 
-    Example: ``fill=sNA`` turns ``a null 2`` into ``a NA 2``.
+    Short rows are first padded to the table's width (its widest row), as Hydra's
+    shared row format does, so fill reads its whole input first.
+    Example: ``fill=sNA`` turns ``a null 2`` into ``a NA 2``; ``fill=0`` turns
+    ``cat a 1 2`` / ``dog a`` into ``cat a 1 2`` / ``dog a 0 0``.
     """
 
     name = "fill"
+    table = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
         self.value = _fill_value(args, args.text)
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
-        """Fill each row's nulls."""
-        for row in rows:
+        """Fill each row's nulls, padding it to the table's width."""
+        table, width = with_table_width(rows)
+        for row in table:
+            row += [None] * (width - len(row))
             yield [self.value if v is None else v for v in row]
 
 
@@ -179,23 +207,30 @@ class PadOp(Op):
 
 
 class TitleOp(Op):
-    """title=T1,T2,... : put a row of these titles before the first row (none if no rows).
+    """title[=T1,T2,...] : put a row of these titles before the first row (none if no rows).
 
-    Example: ``title=uid,hits`` before ``12345 3`` gives ``uid hits`` / ``12345 3``.
+    A bare ``title`` titles the columns with their numbers (0, 1, ...), as many as
+    the first row has.
+    Example: ``title=uid,hits`` before ``12345 3`` gives ``uid hits`` / ``12345 3``;
+    ``title`` before ``a 1`` gives ``0 1`` / ``a 1``.
     """
 
     name = "title"
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
-        self.titles: Row = [text for text, _ in args.split(",")]
+        self.titles: Row | None = [t for t, _ in args.split(",")] if args.text else None
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """The title row, then the rows."""
         first = True
         for row in rows:
             if first:
-                yield list(self.titles)
+                yield (
+                    list(self.titles)
+                    if self.titles is not None
+                    else [str(i) for i in range(len(row))]
+                )
                 first = False
             yield row
 
@@ -228,66 +263,94 @@ class ContainsOp(Op):
                 yield row
 
 
-_COMPARISONS = {
-    "eq": lambda a, b: a == b,
-    "gt": lambda a, b: a > b,
-    "gteq": lambda a, b: a >= b,
-    "lt": lambda a, b: a < b,
-    "lteq": lambda a, b: a <= b,
-}
+def _as_long(value: Value) -> int:
+    """A cell as Hydra's compare reads it: a whole number (reals truncated); else 0."""
+    if isinstance(value, int | float):
+        return 0 if isinstance(value, float) and not math.isfinite(value) else int(value)
+    try:
+        return int(as_text(value).strip())
+    except ValueError:
+        return 0
 
 
 class CompareOp(Op):
-    """compare=C:OP:N : keep rows whose column C compares so with N (OP: eq gt gteq lt lteq).
+    """compare=C:OP:N : keep rows whose column C compares so with the number N.
 
-    The cell is read as a number; a null or non-number counts as 0. Rows
-    shorter than C+1 columns pass. Example: ``compare=1:gteq:90`` keeps
-    ``Alpha 100`` and ``Gamma 90``.
+    As in Hydra, OP is read by its letters, never rejected: a name ending in
+    ``eq`` keeps rows equal to N; otherwise one starting with ``g`` keeps rows
+    greater than N and one starting with ``l`` rows less than N; anything else
+    drops the row. So ``eq``, ``gt``, ``gteq`` (or ``geq``), ``lt``, ``lteq`` (or
+    ``leq``) work as named. The cell is read as a whole number (a real is
+    truncated; a null, a non-number or a text like ``5.5`` counts as 0); rows
+    shorter than C+1 columns pass.
+    Example: ``compare=1:gteq:90`` keeps ``Alpha 100`` and ``Gamma 90``.
     """
 
     name = "compare"
-    arguments = tuple((name, "comparison") for name in _COMPARISONS)
+    arguments = tuple(
+        (name, "comparison") for name in ("eq", "gt", "gteq", "geq", "lt", "lteq", "leq")
+    )
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
         parts = args.text.split(":")
-        if len(parts) != 3 or parts[1] not in _COMPARISONS:
-            raise args.error(0, "expected C:OP:N", hint="OP is one of eq, gt, gteq, lt, lteq.")
+        if len(parts) != 3:
+            raise args.error(0, "expected C:OP:N", hint="For example compare=1:gteq:90.")
         self.column = column_number(args, parts[0], 0)
-        self.test = _COMPARISONS[parts[1]]
+        operator = parts[1]
+        self.keep_equal = operator.endswith("eq")
+        self.keep_greater = operator.startswith("g")
+        self.keep_less = operator.startswith("l")
         number = as_number(parts[2])
         if number is None:
             raise args.error(len(parts[0]) + len(parts[1]) + 2, f"{parts[2]!r} is not a number")
         self.number = number
 
+    def _keeps(self, value: Value) -> bool:
+        number = _as_long(value)
+        if number == self.number:
+            return self.keep_equal
+        return self.keep_greater if number > self.number else self.keep_less
+
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Filter."""
         for row in rows:
-            if self.column >= len(row) or self.test(as_number(row[self.column]) or 0, self.number):
+            if self.column >= len(row) or self._keeps(row[self.column]):
                 yield row
+
+
+def _json_object(args: OpArgs) -> tuple[int, dict[str, Value]]:
+    """``C::{...}`` read as the column number and the (lenient, JSON5) object."""
+    column, separator, mapping = args.text.partition("::")
+    if not separator:
+        raise args.error(len(column), 'expected C::{"from":"to"}')
+    number = column_number(args, column, 0)
+    try:
+        table = json5.loads(mapping)
+    except ValueError as exc:
+        raise args.error(
+            len(column) + 2,
+            f"the map is not valid JSON ({exc})",
+            hint="Write an object such as {a:'x',b:'y'}.",
+        ) from None
+    if not isinstance(table, dict):
+        raise args.error(len(column) + 2, "the map must be a JSON object")
+    return number, table
 
 
 class MapOp(Op):
     """map=C::{"from":"to",...} : replace column C's value when the JSON object has it as a key.
 
-    Example: ``map=0::{"a":"x"}`` turns ``a 1`` into ``x 1``.
+    The object may be written as Hydra accepts it: unquoted keys and single
+    quotes (JSON5). Example: ``map=0::{"a":"x"}`` or ``map=0::{a:'x'}`` turns
+    ``a 1`` into ``x 1``.
     """
 
     name = "map"
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
-        column, separator, mapping = args.text.partition("::")
-        if not separator:
-            raise args.error(len(column), 'expected C::{"from":"to"}')
-        self.column = column_number(args, column, 0)
-        try:
-            table = json.loads(mapping)
-        except ValueError as exc:
-            raise args.error(len(column) + 2, f"the map is not valid JSON ({exc})") from None
-        if not isinstance(table, dict):
-            raise args.error(len(column) + 2, "the map must be a JSON object")
-        self.mapping: dict[str, Value] = table
+        self.column, self.mapping = _json_object(args)
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Map each row's cell."""
@@ -295,6 +358,68 @@ class MapOp(Op):
             value = cell(row, self.column)
             if value is not None and as_text(value) in self.mapping:
                 row = set_cell(list(row), self.column, self.mapping[as_text(value)])
+            yield row
+
+
+class RegexMapOp(Op):
+    """rmap=C::{"regex":"to",...} : replace column C's value when a regular expression matches it.
+
+    Each key is a regular expression that must match the whole cell; every key
+    is tried in the object's order and each match sets the cell, so the last
+    matching key wins (Hydra tries them in its hash map's order). The object may
+    be lenient JSON, as for ``map``.
+    Example: ``rmap=0::{"widget..\\.png":"widgetXX.png"}`` turns ``widget01.png 3``
+    into ``widgetXX.png 3``.
+    """
+
+    name = "rmap"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        self.column, mapping = _json_object(args)
+        self.patterns: list[tuple[re.Pattern[str], Value]] = []
+        for key, value in mapping.items():
+            try:
+                self.patterns.append((re.compile(key), value))
+            except re.error as exc:
+                raise args.error(
+                    args.text.index("::") + 2, f"bad regular expression {key!r} ({exc})"
+                ) from None
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Map each row's cell."""
+        for row in rows:
+            value = cell(row, self.column)
+            if value is None:
+                yield row
+                continue
+            out = list(row)
+            for pattern, replacement in self.patterns:
+                if pattern.fullmatch(as_text(out[self.column])):
+                    out[self.column] = replacement
+            yield out
+
+
+class SleepOp(Op):
+    """sleep=MS[,SPREAD] : wait MS milliseconds before passing each row on (for testing).
+
+    With SPREAD the wait varies by up to SPREAD/2 either way, at random.
+    Example: ``sleep=10`` passes ``a 1`` on after 10 ms.
+    """
+
+    name = "sleep"
+
+    def __init__(self, args: OpArgs) -> None:
+        super().__init__(args)
+        pause, comma, spread = args.text.partition(",")
+        self.pause = whole_number(args, pause, 0, "the milliseconds to wait")
+        self.spread = whole_number(args, spread, len(pause) + 1, "the spread") if comma else 0
+
+    def run(self, rows: Iterable[Row]) -> Iterator[Row]:
+        """Each row, after the wait."""
+        for row in rows:
+            wait = self.pause + (random.random() - 0.5) * self.spread
+            time.sleep(max(0.0, wait) / 1000)
             yield row
 
 

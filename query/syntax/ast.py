@@ -13,8 +13,8 @@ from typing import Literal
 
 __all__ = ["Bound", "Element", "ElementKind", "Field", "Path", "Property", "quote_name"]
 
-_BARE_NAME = re.compile(r'[^/:,+*"()\[\]|!@%$~;{}\s][^/:,"()\[\]|;{}$\s]*\Z')
-_PROPERTY_WORDS = frozenset({"hits", "nodes"})
+_BARE_NAME = re.compile(r'[^/:,+*"()\[\]|!@%$~;{}\s-][^/:,"()\[\]|;{}$\s]*\Z')
+_PROPERTY_WORDS = frozenset({"hits", "nodes", "count"})
 
 
 def quote_name(name: str) -> str:
@@ -80,7 +80,7 @@ class Field:
         return "$" + ("+" if self.show else "") + _quote_data_name(self.name) + keys
 
 
-ElementKind = Literal["all", "names", "prefix", "range", "regex", "up", "data"]
+ElementKind = Literal["all", "names", "prefix", "range", "regex", "up", "data", "reference"]
 
 
 @dataclass(frozen=True)
@@ -93,16 +93,24 @@ class Element:
     < to``, or to the end with one name), ``regex`` (``|re``: names the whole
     pattern matches; ``!re`` with ``negate``: names no pattern matches) or
     ``up`` (``..``: the node one level up, where the next element continues) or
+    ``reference`` (``@@a/b``: the children whose names the node at ``a/b``, from
+    the root, has as children, in that node's order) or
     ``data`` (``%name``: virtual nodes of the parent's attachment ``name``, a
     ``key.top``'s keys with their counts as hits, limited to ``data_keys`` when
     given; ``%?``, no name: one node per attachment the parent has).
+
+    ``traps`` (``-name`` in the list, and every name after it): a parent with a
+    child of one of these names (whose name one of these patterns matches, for
+    ``regex``) gives nothing at all, not even the default; ``-y`` alone takes
+    every child of the parents without a ``y``.
 
     ``flat`` (``;``): one row per parent instead of one per match, each of the
     element's columns holding its matches' values joined by ``,``.
 
     ``show`` puts the node's name in a column (``+``), called ``label`` when
     given (``+{label}``). ``default`` (``+[text]`` or ``+[text|hits]``) stands in
-    for the children when none match. ``skip``/``limit`` take children
+    for the children when none match (never for ``prefix``, ``range`` and
+    ``reference``, as in Hydra). ``skip``/``limit`` take children
     ``skip+1 .. skip+limit`` of each parent (``(N)``, ``(M-N)``; limit 0: all).
     ``null_ok`` (``~``) keeps a node whose property bound fails, with a null
     in that property's column, instead of dropping it.
@@ -122,14 +130,25 @@ class Element:
     data_keys: tuple[str, ...] = ()
     fields: tuple[Field, ...] = ()
     flat: bool = False
+    traps: tuple[str, ...] = ()
     line: int = field(default=1, compare=False)
     column: int = field(default=1, compare=False)
 
+    @property
+    def stand_in(self) -> str | None:
+        """The name of the stand-in node when nothing matches: ``default``, except for
+        prefixes, ranges and references, which (as in Hydra) never take a default."""
+        return None if self.kind in ("prefix", "range", "reference") else self.default
+
+    def _default(self) -> str:
+        if self.default is None:
+            return ""
+        hits = "" if self.default_hits is None else f"|{self.default_hits}"
+        return f"[{quote_name(self.default)}{hits}]"
+
     def _decorations(self) -> str:
-        text = ""
-        if self.default is not None:
-            hits = "" if self.default_hits is None else f"|{self.default_hits}"
-            text += f"[{quote_name(self.default)}{hits}]"
+        # An attachment's default is written after its "%", as Hydra does (+%[d]top).
+        text = self._default() if self.kind != "data" else ""
         if self.label is not None:
             text += "{" + quote_name(self.label) + "}"
         return text
@@ -141,20 +160,32 @@ class Element:
         if self.null_ok:
             text += "~"
         names = ",".join(map(quote_name, self.names))
+        if self.traps:
+            names += (
+                ("," if names or self.show else "") + "-" + ",".join(map(quote_name, self.traps))
+            )
         shown = "+" + self._decorations() if self.show else ""
         if self.kind == "up":
             text += ("+" if self.show else "") + ".."
         elif self.kind == "regex":
             text += ("!" if self.negate else "|") + shown + names
         elif self.kind == "all":
-            text += shown or "*"
+            text += (shown or ("" if self.traps else "*")) + names
         elif self.kind == "prefix":
             text += shown + "+" + names
         elif self.kind == "range":
             text += shown + "@" + names
+        elif self.kind == "reference":
+            text += shown + "@@" + quote_name("/".join(self.names))
         elif self.kind == "data":
             keys = "=" + ",".join(map(quote_name, self.data_keys)) if self.data_keys else ""
-            text += shown + "%" + (_quote_data_name(self.names[0]) + keys if self.names else "?")
+            default = self._default() if self.show else ""
+            text += (
+                shown
+                + "%"
+                + default
+                + (_quote_data_name(self.names[0]) + keys if self.names else "?")
+            )
         else:
             text += shown + names
         if self.flat:

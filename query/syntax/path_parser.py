@@ -27,7 +27,7 @@ _WORDS = {
     "STRING": 'a "quoted" node name',
     "PLUS": "'+'",
     "STAR": "'*'",
-    "PROPERTY": "a property (hits, nodes)",
+    "PROPERTY": "a property (hits, count, nodes)",
     "COMPARE": "a bound ('>', '<', '=')",
     "INT": "a whole number",
     "SLASH": "'/'",
@@ -42,6 +42,7 @@ _WORDS = {
     "LBRACE": "'{'",
     "RBRACE": "'}'",
     "MINUS": "'-'",
+    "TRAP": "'-'",
     "VBAR": "'|'",
     "COLON": "':'",
     "COMMA": "','",
@@ -112,9 +113,11 @@ class _ToAst(Transformer[Token, Any]):
         return {"kind": "up", "show": True}
 
     def regex_hidden(self, mark: Token, names: _Names) -> dict[str, Any]:
+        self._needs_names(names, "A regex element")
         return {
             "kind": "regex",
             "names": self._patterns(names),
+            "traps": self._patterns(names, traps=True),
             "negate": str(mark) == "!",
             "flat": names.flat,
         }
@@ -123,12 +126,22 @@ class _ToAst(Transformer[Token, Any]):
         return {**self.regex_hidden(mark, names), "show": True, **deco}
 
     def prefix_shown(self, _plus: Token, deco: dict[str, Any], _plus2: Token, names: _Names):
-        return {"kind": "prefix", "names": names.values, "show": True, "flat": names.flat, **deco}
+        self._needs_names(names, "A prefix element")
+        return {"kind": "prefix", "names": names.values, "show": True, **names.extras, **deco}
+
+    def reference_hidden(self, _at: Token, _at2: Token, name: tuple[str, Token]):
+        return {"kind": "reference", "names": tuple(name[0].split("/"))}
+
+    def reference_shown(
+        self, _plus: Token, deco: dict[str, Any], _at: Token, _at2: Token, name: tuple[str, Token]
+    ) -> dict[str, Any]:
+        return {**self.reference_hidden(_at, _at2, name), "show": True, **deco}
 
     def range_shown(self, _plus: Token, deco: dict[str, Any], _at: Token, names: _Names):
         return {**self.range_hidden(_at, names), "show": True, **deco}
 
     def range_hidden(self, _at: Token, names: _Names) -> dict[str, Any]:
+        self._needs_names(names, "A range")
         if len(names.values) > 2:
             raise QuerySyntaxError(
                 "A range takes one or two names (from, to)",
@@ -137,10 +150,16 @@ class _ToAst(Transformer[Token, Any]):
                 names.columns[2],
                 hint="Write @from,to (to is not included) or @from (to the end).",
             )
-        return {"kind": "range", "names": names.values, "flat": names.flat}
+        return {"kind": "range", "names": names.values, **names.extras}
 
     def shown_names(self, _plus: Token, deco: dict[str, Any], names: _Names) -> dict[str, Any]:
-        return {"kind": "names", "names": names.values, "show": True, "flat": names.flat, **deco}
+        return {**self.hidden_names(names), "show": True, **deco}
+
+    def shown_after_comma(self, _plus: Token, deco: dict[str, Any], names: _Names):
+        return self.shown_names(_plus, deco, names)
+
+    def hidden_after_star(self, _star: Token, names: _Names) -> dict[str, Any]:
+        return self.hidden_names(names)
 
     def all_shown(self, _plus: Token, deco: dict[str, Any]) -> dict[str, Any]:
         return {"kind": "all", "show": True, **deco}
@@ -153,6 +172,26 @@ class _ToAst(Transformer[Token, Any]):
     ) -> dict[str, Any]:
         return {**ref, "show": True, **deco}
 
+    @v_args(meta=True, inline=True)
+    def data_shown_default(
+        self,
+        meta: Any,
+        _plus: Token,
+        deco: dict[str, Any],
+        _percent: Token,
+        default: dict[str, Any],
+        ref: dict[str, Any],
+    ) -> dict[str, Any]:
+        if "default" in deco:
+            raise QuerySyntaxError(
+                "An element can have only one default",
+                self.text,
+                meta.line,
+                meta.column,
+                hint="Write the default once: +%[default]name or +[default]%name.",
+            )
+        return {**ref, "show": True, **deco, **default}
+
     def data_hidden(self, _percent: Token, ref: dict[str, Any]) -> dict[str, Any]:
         return ref
 
@@ -160,7 +199,7 @@ class _ToAst(Transformer[Token, Any]):
         return {"kind": "data", "names": ()}
 
     def data_named(self, name: tuple[str, Token], *rest: Any) -> dict[str, Any]:
-        keys = rest[1].values if rest else ()
+        keys = self._no_traps(rest[1]).values if rest else ()
         return {"kind": "data", "names": (name[0],), "data_keys": keys}
 
     def data_name(self, token: Token) -> tuple[str, Token]:
@@ -170,11 +209,39 @@ class _ToAst(Transformer[Token, Any]):
         show = isinstance(parts[0], Token) and parts[0].type == "PLUS"
         if show:
             parts = parts[1:]
-        keys = parts[2].values if len(parts) > 1 else ()
+        keys = self._no_traps(parts[2]).values if len(parts) > 1 else ()
         return Field(parts[0][0], keys, show)
 
+    def sorted_shown(self, _plus: Token, deco: dict[str, Any], names: _Names) -> dict[str, Any]:
+        return {**self.shown_names(_plus, deco, names), "names": _sorted(names.values)}
+
+    def sorted_hidden(self, names: _Names) -> dict[str, Any]:
+        return {**self.hidden_names(names), "names": _sorted(names.values)}
+
     def hidden_names(self, names: _Names) -> dict[str, Any]:
-        return {"kind": "names", "names": names.values, "show": False, "flat": names.flat}
+        kind = "names" if names.values else "all"  # traps alone: every child
+        return {"kind": kind, "names": names.values, "show": False, **names.extras}
+
+    def _needs_names(self, names: _Names, what: str) -> None:
+        if not names.values:
+            raise QuerySyntaxError(
+                f"{what} needs at least one name before its traps",
+                self.text,
+                names.line,
+                names.trap_column,
+                hint="Write the names first, then the traps: |a.*,-ab.",
+            )
+
+    def _no_traps(self, names: _Names) -> _Names:
+        if names.traps:
+            raise QuerySyntaxError(
+                "An attachment's keys cannot be traps ('-')",
+                self.text,
+                names.line,
+                names.trap_column,
+                hint='Quote a key that starts with "-": "-1".',
+            )
+        return names
 
     def deco(self, *parts: dict[str, Any]) -> dict[str, Any]:
         merged: dict[str, Any] = {}
@@ -185,17 +252,30 @@ class _ToAst(Transformer[Token, Any]):
     def default(self, name: tuple[str, Token], hits: Token | None = None) -> dict[str, Any]:
         return {"default": name[0], "default_hits": None if hits is None else int(hits)}
 
+    def data_default(self, name: tuple[str, Token], hits: Token | None = None) -> dict[str, Any]:
+        return self.default(name, hits)
+
     def label(self, name: tuple[str, Token]) -> dict[str, Any]:
         return {"label": name[0]}
 
     def names(self, *parts: Any) -> _Names:
-        names = [p for p in parts if isinstance(p, tuple)]
+        items = [p for p in parts if isinstance(p, tuple)]
+        # As in Hydra, a "-" makes its name and every later one a trap.
+        first_trap = next((i for i, item in enumerate(items) if item[2]), len(items))
+        names, traps = items[:first_trap], items[first_trap:]
         return _Names(
-            tuple(n for n, _ in names),
-            names[0][1].line or 1,
-            tuple(t.column or 1 for _, t in names),
+            tuple(n for n, _, _ in names),
+            items[0][1].line or 1,
+            tuple(t.column or 1 for _, t, _ in names),
             flat=any(isinstance(p, Token) and p.type == "SEMI_SEP" for p in parts),
+            traps=tuple(n for n, _, _ in traps),
+            trap_columns=tuple(t.column or 1 for _, t, _ in traps),
         )
+
+    def name_item(self, *parts: Any) -> tuple[str, Token, bool]:
+        trap = isinstance(parts[0], Token) and parts[0].type == "TRAP"
+        name, token = parts[-1]
+        return name, parts[0] if trap else token, trap  # a trap stands where its "-" is
 
     def name(self, token: Token) -> tuple[str, Token]:
         if token.type == "STRING":
@@ -203,8 +283,10 @@ class _ToAst(Transformer[Token, Any]):
             return decoded, token
         return str(token), token
 
-    def _patterns(self, names: _Names) -> tuple[str, ...]:
-        for pattern, column in zip(names.values, names.columns, strict=True):
+    def _patterns(self, names: _Names, traps: bool = False) -> tuple[str, ...]:
+        values = names.traps if traps else names.values
+        columns = names.trap_columns if traps else names.columns
+        for pattern, column in zip(values, columns, strict=True):
             try:
                 re.compile(pattern)
             except re.error as exc:
@@ -215,7 +297,7 @@ class _ToAst(Transformer[Token, Any]):
                     column,
                     hint='Quote a pattern with special characters: |"a.*b".',
                 ) from None
-        return names.values
+        return values
 
     def properties(self, *props: Property) -> tuple[Property, ...]:
         return props
@@ -223,7 +305,8 @@ class _ToAst(Transformer[Token, Any]):
     def prop(self, *parts: Any) -> Property:
         show = isinstance(parts[0], Token) and parts[0].type == "PLUS"
         rest = parts[1:] if show else parts
-        return Property(name=str(rest[0]), show=show, bounds=tuple(rest[1:]))  # type: ignore[arg-type]
+        name = "hits" if str(rest[0]) == "count" else str(rest[0])  # Hydra's alias
+        return Property(name=name, show=show, bounds=tuple(rest[1:]))  # type: ignore[arg-type]
 
     def bound(self, op: Token, value: Token) -> Bound:
         return Bound(op=str(op), value=int(value))  # type: ignore[arg-type]
@@ -237,6 +320,23 @@ class _Names:
     line: int
     columns: tuple[int, ...]
     flat: bool = False  # separated by ";"
+    traps: tuple[str, ...] = ()  # the names from the first "-name" on
+    trap_columns: tuple[int, ...] = ()
+
+    @property
+    def trap_column(self) -> int:
+        """Where the first trap stands (or the first name, without traps)."""
+        return (self.trap_columns or self.columns or (1,))[0]
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """The element fields besides the names that a name list sets."""
+        return {"flat": self.flat, "traps": self.traps}
+
+
+def _sorted(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Distinct names in Java's string order (UTF-16 code units), as Hydra's TreeSet."""
+    return tuple(sorted(set(names), key=lambda name: name.encode("utf-16-be")))
 
 
 def _expected_words(names: Iterable[object]) -> tuple[str, ...]:

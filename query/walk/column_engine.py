@@ -10,7 +10,8 @@ level before it (``src``), so the rows' columns are put together only at the
 end. A level bigger than ``chunk_rows`` is walked in slices, depth first, so
 rows stream out in tree order and memory stays bounded.
 
-Elements that read attachments (``%name``, ``$field``) are not handled here:
+Elements that read attachments (``%name``, ``$field``), have traps or follow a
+reference (``@@a/b``) are not handled here:
 :func:`supports` says whether a path can run on columns.
 """
 
@@ -41,8 +42,10 @@ WHOLE_TREE_SHARE = 64
 
 
 def supports(path: Path) -> bool:
-    """Whether ``path`` can run on columns (it reads no attachment)."""
-    return all(e.kind != "data" and not e.fields for e in path.elements)
+    """Whether ``path`` can run on columns (no attachment, trap or ``@@`` reference)."""
+    return all(
+        e.kind not in ("data", "reference") and not e.fields and not e.traps for e in path.elements
+    )
 
 
 def column_types(path: Path) -> list[ColumnType]:
@@ -170,7 +173,7 @@ def _with_defaults(
     element: Element, frontier_size: int, src: np.ndarray, nodes: ChildColumns
 ) -> tuple[np.ndarray, ChildColumns]:
     """Add a stand-in node for every frontier row without candidates (``+[default]``)."""
-    if element.default is None:
+    if element.stand_in is None:
         return src, nodes
     missing = np.setdiff1d(np.arange(frontier_size), src)
     if not len(missing):
@@ -178,7 +181,7 @@ def _with_defaults(
     size = len(missing)
     stand_ins = ChildColumns(
         np.full(size, STAND_IN_ID),
-        pa.array([element.default] * size, pa.string()),
+        pa.array([element.stand_in] * size, pa.string()),
         np.full(size, STAND_IN_ID),
         np.full(size, element.default_hits or 0),
         np.zeros(size, dtype=np.int64),

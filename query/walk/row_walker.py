@@ -5,13 +5,16 @@ goes back to the node one level up). ``+`` and ``*`` take every child in
 UTF-8 byte order of names; a name list looks its names up in the order given;
 ``++p`` takes the names starting with ``p`` and ``@from,to`` the names from
 ``from`` up to (not including) ``to``, reading only the pages of that range;
-``|re`` and ``!re`` test every child's whole name. A node is kept when every
+``|re`` and ``!re`` test every child's whole name; ``@@a/b`` takes the children
+named like those of the node ``a/b``. A node is kept when every
 bound of every property admits it (with ``~``, a failing property is kept as a
 null). Per parent, ``(M-N)`` skips M children and keeps the next N that pass.
 An element with ``+[default]`` yields one stand-in node (no children) when no
-child matches. ``%name`` yields the virtual nodes of the parent's attachment
-``name`` (a ``key.top``'s keys, hits = their counts); ``$name=key`` reads an
-attachment's value. Shown names, properties and fields become the row's columns.
+child matches (not a prefix, range or @@, as in Hydra). A trap (``-name``) prunes a
+parent that has such a child. ``%name`` yields the virtual
+nodes of the parent's attachment ``name`` (a ``key.top``'s keys, hits = their
+counts); ``$name=key`` reads an attachment's value. Shown names, properties and
+fields become the row's columns.
 A flat last element (``;``) gives one row per parent: each of its columns holds
 the values of all its matches, joined by ``,``.
 """
@@ -62,12 +65,26 @@ def _children(tree: ShardTree, element: Element, node: Node) -> Iterator[Node]:
         yield from tree.children(node, element.names[0], stop)
     elif element.kind == "data":
         yield from _data_nodes(element, node)
+    elif element.kind == "reference":
+        yield from _referenced(tree, element, node)
     else:  # regex
         patterns = [_pattern(p) for p in element.names]
         for child in tree.children(node):
             matched = any(p.fullmatch(child.name) for p in patterns)
             if matched != element.negate:
                 yield child
+
+
+def _referenced(tree: ShardTree, element: Element, node: Node) -> Iterator[Node]:
+    """The children of ``node`` named like the children of the node at ``element.names``
+    (from the root), in that node's order."""
+    reference: Node | None = tree.root
+    for name in element.names:
+        reference = tree.child(reference, name) if reference is not None else None
+    for model in tree.children(reference) if reference is not None else ():
+        child = tree.child(node, model.name)
+        if child is not None:
+            yield child
 
 
 def _data_nodes(element: Element, node: Node) -> Iterator[Node]:
@@ -89,13 +106,25 @@ def _data_nodes(element: Element, node: Node) -> Iterator[Node]:
         yield Node((STAND_IN_ID, key), STAND_IN_ID, count, 0)
 
 
+def _trapped(tree: ShardTree, element: Element, node: Node) -> bool:
+    """Whether ``node`` has a child that one of the element's traps names (or matches)."""
+    if node.id == STAND_IN_ID:
+        return False
+    if element.kind != "regex":
+        return any(tree.child(node, name) is not None for name in element.traps)
+    patterns = [_pattern(p) for p in element.traps]
+    return any(p.fullmatch(child.name) for child in tree.children(node) for p in patterns)
+
+
 def _candidates(tree: ShardTree, element: Element, node: Node) -> Iterator[Node]:
+    if element.traps and _trapped(tree, element, node):
+        return  # the whole parent is pruned: no children, no default
     found = False
     for child in _children(tree, element, node):
         found = True
         yield child
-    if not found and element.default is not None:
-        yield Node((STAND_IN_ID, element.default), STAND_IN_ID, element.default_hits or 0, 0)
+    if not found and element.stand_in is not None:
+        yield Node((STAND_IN_ID, element.stand_in), STAND_IN_ID, element.default_hits or 0, 0)
 
 
 def _columns(element: Element, node: Node) -> tuple[Value, ...] | None:

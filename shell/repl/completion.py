@@ -89,7 +89,7 @@ def _meta(text: str) -> list[Suggestion]:
 def _op_names(word: str, suffix: str = "=") -> list[Suggestion]:
     return [
         Suggestion(name + suffix, -len(word), _first_line(op.__doc__))
-        for name, op in sorted(REGISTRY.items())
+        for name, op in sorted(REGISTRY.items(), key=lambda item: item[0] + suffix)
         if name.startswith(word)
     ]
 

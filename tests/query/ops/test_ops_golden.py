@@ -87,17 +87,52 @@ def test_top_without_t_is_a_plain_gather() -> None:
         ("top=kts", 6, "number of keys"),
         ("num=c0,add", 8, "needs 2 value"),
         ("num=c0,frob", 8, "unknown word"),
-        ("compare=1:near:3", 9, "OP is one of"),
+        ("compare=1:gteq", 9, "expected C:OP:N"),
         ('map=0::{"a"', 8, "not valid JSON"),
         ("pad=0", 6, "SPEC:N"),
         ("delta=S1", 7, "no summary"),
         ("groupby=i:limit=1", 9, "at least one k"),
         ("pivot=0,1", 10, "ROWS,COLS,CELL"),
         ("pivot=0,1,2,median", 13, "unknown pivot word"),
+        ("num=c0,vx", 8, "v must be followed by a number"),
+        ("depivot=row,foo", 13, "unknown part"),
+        ("diff=kx", 7, "unknown letter"),
+        ("datef=0:yyMMdd", 7, "COLS:FROM:TO"),
+        ("datef=0:qq:yy", 9, "unknown pattern letter"),
+        ("ftable=0:1:0.5", 10, "VALUE,FREQ"),
+        ("ftable=0:1,2:half", 14, "neither a fraction"),
+        ("histo2=1,2", 10, "at least two"),
+        ("histo2=1", 9, "C,B1,B2"),
+        ("distribution=x", 14, "column number"),
+        ("changepoints=0:x", 16, "not a whole number"),
+        ("holtwinters=0:1:2", 17, "between 0 and 1"),
+        ("holtwinters=0:1:.1:.1:.1:2:3", 13, "AHEAD between 1 and PERIOD"),
+        ("histo=0,1", 9, "at least 2"),
+        ("disorder=0", 10, "P:S[:F]"),
+        ("rmap=0::{'(':'x'}", 9, "bad regular expression"),
+        ("sleep=x", 7, "milliseconds to wait"),
+        ("distribution=1,x", 16, "the sample size"),
     ],
 )
 def test_argument_errors_point_at_the_column(ops: str, column: int, words: str) -> None:
     with pytest.raises(OpError) as caught:
         compile_ops(ops)
+    assert caught.value.column == column
+    assert words in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("ops", "rows", "column", "words"),
+    [
+        ("num=diverr,c0,n0,div", [[1]], 18, "division by zero"),
+        ("datef=0:yyMMdd:yyww", [["14-01-01"]], 7, "cannot read the date"),
+        ("holtwinters=0:1:.1:.1:.1:2:1", [["a", 1]], 13, "at least 2 * PERIOD"),
+    ],
+)
+def test_run_time_errors_point_at_the_op(
+    ops: str, rows: list[list[Any]], column: int, words: str
+) -> None:
+    with pytest.raises(OpError) as caught:
+        apply_ops(rows, ops)
     assert caught.value.column == column
     assert words in str(caught.value)
