@@ -11,19 +11,63 @@ no traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from loaders.load.options import DEFAULT_MAX_REJECTED
-from loaders.sweep import options as sweep_options
-from shell import commands
-from shell.formats import FORMATS
 from treestore.errors import TreestoreError
-from treestore.store.versions import DEFAULT_RETENTION
+from treestore.spark import VERBOSE_ENV, note_interrupts, verbose, was_interrupted
 
 __all__ = ["build_parser", "main"]
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the examples' line breaks; adds ``(default: X)`` to an option's help when it
+    has a default and its help does not already say it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        shown = action.default not in (None, False, argparse.SUPPRESS)
+        if shown and "default" not in text and action.option_strings:
+            text += " (default: %(default)s)"
+        return text
+
+
+def _command(
+    commands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    name: str,
+    summary: str,
+    description: str,
+    examples: Sequence[str],
+) -> argparse.ArgumentParser:
+    """A subcommand's parser: its one-line summary (in ``treestore --help``), its
+    description and examples (in ``treestore NAME --help``)."""
+    sub: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog="examples:\n" + "\n".join(f"  {line}" for line in examples),
+        formatter_class=_Formatter,
+    )
+    sub.set_defaults(command_parser=sub)
+    return sub
+
+
+def _version() -> str:
+    """The installed package's version (the source's own when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("treestore")
+    except PackageNotFoundError:
+        from treestore import __version__
+
+        return __version__
 
 
 def _add_master(parser: argparse.ArgumentParser) -> None:
@@ -31,23 +75,62 @@ def _add_master(parser: argparse.ArgumentParser) -> None:
         "--master",
         help="Spark master URL (default: $TREESTORE_SPARK_MASTER, else local[*])",
     )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the JVM's and Spark's own messages on stderr (default: hidden; "
+        "or set TREESTORE_VERBOSE=1)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
+    # imported here, not at the top: a Ctrl-C while they load is main's to answer
+    from loaders.load.options import DEFAULT_MAX_REJECTED
+    from loaders.sweep import options as sweep_options
+    from shell.formats import FORMATS
+    from treestore.store.versions import DEFAULT_RETENTION
+
     parser = argparse.ArgumentParser(
         prog="treestore",
         description="A keyed-tree store with a path query language, on Apache Spark.",
+        epilog="examples:\n  treestore demo\n  treestore load job.json --store store\n"
+        "  treestore query store 'root/+:+hits'\n"
+        "run 'treestore COMMAND --help' for a command's options and examples.",
+        formatter_class=_Formatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"treestore {_version()}", help="show the version"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = commands.add_parser("demo", help="build the seed-004 join example and query it")
+    demo = _command(
+        commands,
+        "demo",
+        "build the seed-004 join example and query it",
+        "Write the two tables of Hydra's join example and a job file, load them into a "
+        "store and query it,\nshowing each command it runs.",
+        ["treestore demo", "treestore demo --workdir /tmp/demo --force"],
+    )
+    demo.add_argument("--workdir", default="demo-work", help="folder for the demo's files")
     demo.add_argument(
-        "--workdir", default="demo-work", help="folder for the demo's files (default: demo-work)"
+        "--force", action="store_true", help="rebuild an earlier demo folder that changed since"
     )
     _add_master(demo)
 
-    load = commands.add_parser("load", help="load a job's new input files into a store")
+    load = _command(
+        commands,
+        "load",
+        "load a job's new input files into a store",
+        "Read the job's input files that are new to the store, fold them into the shards' "
+        "trees and publish\none new version (a new store is created). Nothing new: nothing "
+        "is published.",
+        [
+            "treestore load job.json --store store",
+            "treestore load job.toml --store s3://bucket/store --master spark://host:7077",
+            "treestore load job.json --store store --follow --trigger 30s",
+        ],
+    )
     load.add_argument("job", metavar="JOB_FILE", help="the job file (JSON or TOML)")
     load.add_argument("--store", required=True, metavar="DIR", help="the store folder")
     load.add_argument(
@@ -62,6 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--reprocess-changed",
         action="store_true",
         help="read again input files that changed after they were loaded (default: skip them)",
+    )
+    load.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail when the job reads a field no source has (default: warn and load)",
     )
     load.add_argument(
         "--follow",
@@ -88,15 +176,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_master(load)
 
-    query = commands.add_parser("query", help="run a path query against a store")
+    query = _command(
+        commands,
+        "query",
+        "run a path query against a store",
+        "Run PATH on every shard of the store's newest version (rops in each shard's task, "
+        "ops on the\ndriver over all the rows) and print the rows.",
+        [
+            "treestore query store 'root/+:+hits' --format table",
+            "treestore query store 'root/+:nodes>1/+/+' --rops 'str=c1,v=,cat,c2,cat,v2,set;"
+            "merge=kij'",
+            "treestore query store 'root/+/+' --ops 'merge=ki' --format json",
+        ],
+    )
     query.add_argument("store", metavar="DIR", help="the store folder")
     query.add_argument("path", metavar="PATH", help="the query path, e.g. 'root/+:nodes>1/+/+'")
     query.add_argument("--rops", help="ops run on each shard, e.g. 'str=c1,v=,cat;merge=kj'")
     query.add_argument("--ops", help="ops run on the driver over all shards' rows")
-    query.add_argument("--format", default=FORMATS[0], choices=FORMATS)
+    query.add_argument(
+        "--format", default=FORMATS[0], choices=FORMATS, help="how the rows are printed"
+    )
+    query.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_false",
+        help="no row of column names first (tsv, csv, table); json rows as arrays",
+    )
     _add_master(query)
 
-    shell = commands.add_parser("shell", help="the interactive shell on a store")
+    shell = _command(
+        commands,
+        "shell",
+        "the interactive shell on a store",
+        "Start Spark once and query the store line by line (PATH [| rops OPS] [| ops OPS]); "
+        "\\help inside\nlists the meta-commands. Without a terminal, or with -e, the lines "
+        "run in order and print tsv.",
+        [
+            "treestore shell store",
+            "treestore shell store -e 'root/+:+hits' -e '\\format json' -e 'root/+:+nodes'",
+            "printf 'root/+:+hits\\n' | treestore shell store",
+        ],
+    )
     shell.add_argument("store", metavar="DIR", help="the store folder")
     shell.add_argument(
         "-e",
@@ -107,8 +227,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_master(shell)
 
-    sweep = commands.add_parser(
-        "sweep", help="interval sweep: aggregate the intervals covering each event, into a store"
+    sweep = _command(
+        commands,
+        "sweep",
+        "interval sweep: aggregate the intervals covering each event, into a store",
+        "For each event (id, time), aggregate the points of the intervals (id, start, end, "
+        "points) with\nthe same id that cover its time, without a join; keep the results in "
+        "the store under NAME.",
+        [
+            "treestore sweep --events events.csv --intervals intervals.csv --store s --name one",
+            "treestore sweep --events ev/ --intervals iv/ --store s --name two --agg set "
+            "--closed left",
+            "treestore sweep --events a.csv --intervals b.csv --store s --name t "
+            "--time-format H:mm --out t.parquet",
+        ],
     )
     sweep.add_argument("--events", required=True, help="events file or folder (id, time, ...)")
     sweep.add_argument(
@@ -117,12 +249,20 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--store", required=True, metavar="DIR", help="the store to keep the results in"
     )
-    sweep.add_argument("--name", required=True, help="the results' top node in the store")
     sweep.add_argument(
-        "--agg", default=sweep_options.DEFAULT_AGG, choices=sweep_options.AGGREGATIONS
+        "--name", required=True, help="the results' top node in the store (required)"
     )
     sweep.add_argument(
-        "--closed", default=sweep_options.DEFAULT_CLOSED, choices=sweep_options.CLOSED
+        "--agg",
+        default=sweep_options.DEFAULT_AGG,
+        choices=sweep_options.AGGREGATIONS,
+        help="how the covering intervals' points are aggregated",
+    )
+    sweep.add_argument(
+        "--closed",
+        default=sweep_options.DEFAULT_CLOSED,
+        choices=sweep_options.CLOSED,
+        help="which ends of [start, end] an interval includes",
     )
     sweep.add_argument(
         "--plan",
@@ -137,7 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(set(sweep_options.INPUT_FORMATS.values())),
         help="the format of both inputs (default: told by their names)",
     )
-    sweep.add_argument("--out", help="also write the results as Parquet here")
+    sweep.add_argument(
+        "--out",
+        help="also write the results as Parquet here: a .parquet file, else a folder of "
+        "part files (an existing one needs --replace)",
+    )
+    sweep.add_argument(
+        "--replace", action="store_true", help="replace the results already at --out"
+    )
     sweep.add_argument(
         "--time-format", help="how string times read, e.g. 'HH:mm' (Spark datetime pattern)"
     )
@@ -153,10 +300,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_master(sweep)
 
-    info = commands.add_parser("info", help="show a store's versions, shards, nodes and last loads")
+    info = _command(
+        commands,
+        "info",
+        "show a store's versions, shards, nodes and last loads",
+        "Show the store's published versions, its shards with their nodes and bytes, and "
+        "its recent loads.\nNeeds no Spark.",
+        ["treestore info store", "treestore info s3://bucket/stores/clicks"],
+    )
     info.add_argument("store", metavar="DIR", help="the store folder")
 
-    gc = commands.add_parser("gc", help="delete old versions and files no kept version uses")
+    gc = _command(
+        commands,
+        "gc",
+        "delete old versions and files no kept version uses",
+        "Delete the versions beyond the newest --keep ones and the files only they used "
+        "(under the store's\nlock). Needs no Spark.",
+        ["treestore gc store", "treestore gc store --keep 1"],
+    )
     gc.add_argument("store", metavar="DIR", help="the store folder")
     gc.add_argument(
         "--keep",
@@ -165,7 +326,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="versions to keep (default %(default)s, at least 1)",
     )
 
-    check = commands.add_parser("check", help="verify every page of a store (exit 1 if damaged)")
+    check = _command(
+        commands,
+        "check",
+        "verify every page of a store (exit 1 if damaged)",
+        "Read every page of every kept version and check its checksum; exit status 1 if "
+        "any is damaged.\nNeeds no Spark.",
+        ["treestore check store", "treestore check store && echo sound"],
+    )
     check.add_argument("store", metavar="DIR", help="the store folder")
     return parser
 
@@ -187,10 +355,13 @@ def _whole_number(minimum: int) -> Callable[[str], int]:
 
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     """Run the parsed command; returns the exit status."""
+    from loaders.sweep import options as sweep_options
+    from shell import commands
+
     if args.command == "demo":
         from shell.demo import run_demo
 
-        run_demo(Path(args.workdir), args.master, out)
+        run_demo(Path(args.workdir), args.master, out, force=args.force)
     elif args.command == "load" and (args.follow or args.available_now):
         return commands.command_follow(
             args.job,
@@ -210,11 +381,13 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             out,
             max_rejected=args.max_rejected,
             reprocess_changed=args.reprocess_changed,
+            strict=args.strict,
         )
     elif args.command == "query":
         commands.command_query(
-            args.store, args.path, args.rops, args.ops, args.format, args.master, out
-        )
+            args.store, args.path, args.rops, args.ops, args.format, args.master, out,
+            header=args.header,
+        )  # fmt: skip
     elif args.command == "shell":
         return commands.command_shell(args.store, args.master, args.execute)
     elif args.command == "sweep":
@@ -232,6 +405,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             time_format=args.time_format,
             input_format=args.input_format,
             parquet_out=args.out,
+            replace=args.replace,
             shards=args.shards,
         )
     elif args.command == "info":
@@ -243,21 +417,56 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _interrupted() -> int:
+    """Ctrl-C: one line, exit status 130 (a second Ctrl-C meanwhile is ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    print("interrupted", file=sys.stderr)
+    return 130
+
+
+def _quiet_libraries() -> None:
+    """Keep py4j's and PySpark's log records (a Ctrl-C during a JVM call logs a
+    traceback on the root logger) off the terminal, unless ``--verbose``."""
+    root = logging.getLogger()
+    if not verbose() and not any(isinstance(h, logging.NullHandler) for h in root.handlers):
+        root.addHandler(logging.NullHandler())
+    if not verbose():
+        for name in ("py4j", "pyspark"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    out = sys.stdout
+    """Run the command line; returns the exit status (130 after Ctrl-C, at any moment)."""
     try:
-        return _dispatch(args, out)
-    except TreestoreError as exc:
-        out.flush()
-        print(f"treestore {args.command}: {exc}", file=sys.stderr)
-        return 2
+        note_interrupts(fresh=True)
+        parser = build_parser()
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # the subcommand's usage, not the top level's
+            getattr(args, "command_parser", parser).error(
+                f"unrecognized arguments: {' '.join(unknown)}"
+            )
+        if getattr(args, "verbose", False):
+            os.environ[VERBOSE_ENV] = "1"
+        _quiet_libraries()
+        out = sys.stdout
+        try:
+            return _dispatch(args, out)
+        except TreestoreError as exc:
+            if was_interrupted():
+                return _interrupted()
+            out.flush()
+            print(f"treestore {args.command}: {exc}", file=sys.stderr)
+            return 2
+        except BrokenPipeError:
+            return 0
+        except Exception:
+            if was_interrupted():  # a Spark call cut short by Ctrl-C
+                return _interrupted()
+            raise
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+        return _interrupted()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TextIO
 
 from shell.progress_view import showing_events
@@ -31,15 +32,22 @@ def command_load(
     out: TextIO,
     max_rejected: int | None = None,
     reprocess_changed: bool = False,
+    strict: bool = False,
 ) -> int | None:
-    """``treestore load``: returns the published version, or None if nothing was new."""
+    """``treestore load``: returns the published version, or None if nothing was new;
+    ``strict`` fails (before Spark starts) when the job reads a field no source has."""
     from loaders import load_job, run_load
+    from loaders.load.inputs import check_job_fields
     from loaders.load.options import DEFAULT_MAX_REJECTED
+    from loaders.load.precheck import precheck_load
     from loaders.load.report import format_load_report
     from treestore.spark import get_session
 
     job = load_job(job_file)
     with showing_events(out) as on_event:
+        check_job_fields(job, on_event, strict)  # before Spark starts
+        if not precheck_load(job, store, on_event, reprocess_changed=reprocess_changed):
+            return None  # nothing new: said without starting Spark
         result = run_load(
             get_session(master),
             job,
@@ -71,9 +79,11 @@ def command_follow(
     Returns the exit status: 130 when a micro-batch under way was stopped."""
     from loaders import load_job
     from loaders.follow import follow_job, parse_trigger
+    from treestore.store.versions import StoreWriter
 
     seconds = parse_trigger(trigger)
     job = load_job(job_file)
+    StoreWriter(store, job.shards, job.hash, create=False)  # refuse before Spark starts
     stop, stop_now = threading.Event(), threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -109,15 +119,18 @@ def command_query(
     fmt: str,
     master: str | None,
     out: TextIO,
+    *,
+    header: bool = True,
 ) -> int:
-    """``treestore query``: print the rows; returns how many were printed."""
+    """``treestore query``: print the rows (after a row of their column names unless not
+    ``header``); returns how many were printed."""
     from query.driver.runner import open_store
     from shell.formats import write_rows
     from treestore.spark import get_session
 
     handle = open_store(store, session_factory=lambda: get_session(master))
     rows = handle.query(path, rops=rops, ops=ops)
-    return write_rows(rows, out, fmt)
+    return write_rows(rows, out, fmt, header=header, columns=rows.column_names())
 
 
 def command_shell(store: str, master: str | None, lines: list[str] | None) -> int:
@@ -151,11 +164,15 @@ def command_sweep(
     parquet_out: str | None,
     shards: int,
     input_format: str | None = None,
+    replace: bool = False,
 ) -> None:
     """``treestore sweep``: run the interval sweep and keep its results in the store."""
     from loaders.sweep.command import run_sweep
     from treestore.spark import get_session
 
+    _precheck_sweep(
+        events, intervals, store, name, input_format, None if replace else parquet_out, shards
+    )
     with showing_events(out) as on_event:
         run_sweep(
             get_session(master),
@@ -170,9 +187,84 @@ def command_sweep(
             time_format=time_format,
             input_format=input_format,
             out=parquet_out,
+            replace=replace,
             shards=shards,
             on_event=on_event,
         )
+
+
+def _precheck_sweep(
+    events: str,
+    intervals: str,
+    store: str,
+    name: str,
+    input_format: str | None,
+    parquet_out: str | None,
+    shards: int,
+) -> None:
+    """Refuse, before Spark starts, what :func:`loaders.sweep.command.run_sweep` would
+    refuse after: a bad or taken name, a store that is a file or of no use, inputs that
+    are missing or of no telling format, an ``--out`` in the way."""
+    from pyarrow import fs as pafs
+
+    from loaders.job.model import SourceSpec
+    from loaders.load.inputs import list_input_files
+    from loaders.sweep.inputs import format_of
+    from treestore.errors import LoadError, StoreError
+    from treestore.filesystems import is_uri
+    from treestore.storage.pagestore import page_store_for
+    from treestore.store.versions import StoreWriter, read_config
+
+    if not name or "/" in name:
+        raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
+    pages = page_store_for(store)
+    if pages.exists("store.json"):
+        read_config(pages)
+    else:
+        StoreWriter(pages, shards, create=False)  # a file in the way, a foreign folder
+    if pages.list(f"sweeps/{name}"):
+        raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
+    for path in (events, intervals):
+        location = path if is_uri(path) else str(Path(path).expanduser().resolve())
+        try:
+            files = list_input_files(SourceSpec(name=path, path=location, format="csv"))
+        except LoadError as exc:
+            if "does not exist" not in str(exc):
+                raise
+            raise LoadError(
+                f"{path} does not exist: give a csv, tsv, json or parquet file or folder."
+            ) from None
+        kinds = {input_format} if input_format else {format_of(f.path) for f in files} - {None}
+        if not input_format and not kinds and not files:
+            kinds = {format_of(location)} - {None}
+        if len(kinds) != 1:
+            raise LoadError(
+                f"Cannot tell the format of {path}: "
+                "name it .csv, .tsv, .json or .parquet, or pass --format."
+            )
+        if not files:
+            raise LoadError(
+                f"{path} holds no files: give a csv, tsv, json or parquet file or folder."
+            )
+    if parquet_out and parquet_out.rstrip("/").lower().endswith(".parquet"):
+        kind = _kind_of(parquet_out)
+        if kind == pafs.FileType.Directory:
+            raise LoadError(
+                f"--out {parquet_out} is a folder: name a new file, or a folder without '.parquet'."
+            )
+        if kind == pafs.FileType.File:
+            raise LoadError(
+                f"--out {parquet_out} exists: pass --replace to replace it, or choose "
+                "another --out."
+            )
+
+
+def _kind_of(location: str) -> object:
+    """What is at ``location`` (a pyarrow ``FileType``)."""
+    from treestore.storage.pagestore import FilePageStore
+
+    pages = FilePageStore(location)
+    return pages.fs.get_file_info(pages.root).type
 
 
 def command_gc(store: str, keep: int, out: TextIO) -> None:
@@ -180,8 +272,10 @@ def command_gc(store: str, keep: int, out: TextIO) -> None:
     from treestore.storage.pagestore import page_store_for
     from treestore.store.lock import store_lock
     from treestore.store.maintenance import collect_garbage
+    from treestore.store.versions import read_config
 
     pages = page_store_for(store)
+    read_config(pages)  # not a store (or not there): say so, and create nothing
     with store_lock(pages, "treestore gc"):
         removed = collect_garbage(pages, keep)
     print(

@@ -3,6 +3,13 @@
 Writes the two input tables and the job file into a work folder, loads them,
 runs the query, and turns its rows into the final join. Every step prints the
 command that does the same by hand.
+
+The work folder is never someone else's: the demo only writes into a new or empty
+folder, and marks the folders it makes with a ``.treestore-demo`` file (which also
+records the store version the demo published). A later demo rebuilds a marked folder
+after saying so; when the folder changed since (files added or edited, more loaded
+into its store) it refuses unless ``--force``. A non-empty folder without the mark
+is refused, whatever the options: nothing of it is deleted.
 """
 
 from __future__ import annotations
@@ -14,7 +21,21 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["DEMO_JOB", "DEMO_OPS", "DEMO_PATH", "final_join", "run_demo", "write_demo_inputs"]
+from treestore.errors import TreestoreError
+
+__all__ = [
+    "DEMO_JOB",
+    "DEMO_MARKER",
+    "DEMO_OPS",
+    "DEMO_PATH",
+    "final_join",
+    "prepare_demo_folder",
+    "run_demo",
+    "write_demo_inputs",
+]
+
+DEMO_MARKER = ".treestore-demo"
+"""The file that marks a folder ``treestore demo`` made (JSON: the store version it published)."""
 
 ATTRIBUTES = """TIME\tUID\tATTRIBUTE_IDS
 1419441590000\t12345\t1
@@ -107,15 +128,88 @@ DEMO_PATH = "root/+:nodes>1/+/+"
 DEMO_OPS = "str=c1,v=,cat,c2,cat,v2,set;merge=kij"
 
 
+def _demo_files() -> dict[str, str]:
+    """The files the demo writes, by path inside its folder, with their text."""
+    return {
+        "attributes/attributes-0001.tsv": ATTRIBUTES,
+        "mapping/mapping-0001.tsv": MAPPING,
+        "job.json": json.dumps(DEMO_JOB, indent=2) + "\n",
+    }
+
+
 def write_demo_inputs(workdir: Path) -> Path:
     """Write the seed-004 tables and job file under ``workdir``; return the job file."""
-    (workdir / "attributes").mkdir(parents=True, exist_ok=True)
-    (workdir / "mapping").mkdir(parents=True, exist_ok=True)
-    (workdir / "attributes" / "attributes-0001.tsv").write_text(ATTRIBUTES)
-    (workdir / "mapping" / "mapping-0001.tsv").write_text(MAPPING)
-    job = workdir / "job.json"
-    job.write_text(json.dumps(DEMO_JOB, indent=2) + "\n")
-    return job
+    for name, text in _demo_files().items():
+        (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / name).write_text(text)
+    return workdir / "job.json"
+
+
+def _store_version(workdir: Path) -> str | None:
+    """The text of the demo store's ``CURRENT`` (None: nothing published)."""
+    current = workdir / "store" / "CURRENT"
+    return current.read_text(errors="replace").strip() if current.is_file() else None
+
+
+def _changes_since_demo(workdir: Path) -> list[str]:
+    """What differs in a marked demo folder from what the demo left there."""
+    try:
+        mark = json.loads((workdir / DEMO_MARKER).read_text())
+        published = mark.get("store_version") if isinstance(mark, dict) else None
+    except (OSError, ValueError):
+        published = None
+    expected = _demo_files()
+    changes = []
+    for path in sorted(p for p in workdir.rglob("*") if p.is_file() or p.is_symlink()):
+        name = path.relative_to(workdir).as_posix()
+        if name == DEMO_MARKER or name.startswith("store/"):
+            continue
+        if name not in expected:
+            changes.append(f"{name} was added")
+        elif path.is_symlink() or path.read_text(errors="replace") != expected[name]:
+            changes.append(f"{name} was edited")
+    current = _store_version(workdir)
+    if current != published:
+        changes.append(
+            f"its store is at version {current or 0}, the demo left version {published or 0}"
+        )
+    return changes
+
+
+def prepare_demo_folder(workdir: Path, force: bool, out: TextIO) -> None:
+    """Make ``workdir`` an empty, marked demo folder, deleting only what a demo made.
+
+    A new or empty folder is used as it is. A folder with the demo's mark is rebuilt,
+    saying so first; when it changed since the demo (``--force`` rebuilds it anyway)
+    and any non-empty folder without the mark are refused with :class:`TreestoreError`.
+    """
+    if workdir.exists() and not workdir.is_dir():
+        raise TreestoreError(f"{workdir} is a file, not a folder; pick another --workdir")
+    if workdir.is_dir() and any(workdir.iterdir()):
+        if not (workdir / DEMO_MARKER).is_file():
+            raise TreestoreError(
+                f"{workdir} is not empty and was not made by `treestore demo` (it has no "
+                f"{DEMO_MARKER} file), so the demo will not write into it and deletes nothing; "
+                "pick a new or empty folder with --workdir"
+            )
+        changes = _changes_since_demo(workdir)
+        if changes and not force:
+            raise TreestoreError(
+                f"{workdir} holds an earlier demo that changed since ({'; '.join(changes)}); "
+                "rebuilding it would delete that, so nothing was deleted: add --force to "
+                "rebuild it anyway, or pick another folder with --workdir"
+            )
+        what = f", deleting your changes: {'; '.join(changes)}" if changes else ""
+        print(f"# rebuilding the earlier demo in {workdir}/{what}", file=out)
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    _mark(workdir)
+
+
+def _mark(workdir: Path) -> None:
+    """Write the demo's mark, with the store version it left (after the load)."""
+    text = {"made_by": "treestore demo", "store_version": _store_version(workdir)}
+    (workdir / DEMO_MARKER).write_text(json.dumps(text) + "\n")
 
 
 def final_join(rows: Iterable[tuple[object, ...]]) -> list[tuple[str, str]]:
@@ -134,29 +228,34 @@ def final_join(rows: Iterable[tuple[object, ...]]) -> list[tuple[str, str]]:
     return sorted(joined)
 
 
-def run_demo(workdir: Path, master: str | None, out: TextIO) -> list[tuple[str, str]]:
-    """Run the whole demo in ``workdir`` (made afresh) and print each step."""
+def run_demo(
+    workdir: Path, master: str | None, out: TextIO, force: bool = False
+) -> list[tuple[str, str]]:
+    """Run the whole demo in ``workdir`` (see :func:`prepare_demo_folder`: only a new,
+    empty or earlier demo folder; ``force`` rebuilds a demo folder that changed since)
+    and print each step."""
     from query.driver.runner import open_store
     from shell.commands import command_load
     from shell.formats import write_rows
     from treestore.spark import get_session
 
-    if workdir.exists():
-        shutil.rmtree(workdir)
+    prepare_demo_folder(workdir, force, out)
     job = write_demo_inputs(workdir)
     store = workdir / "store"
     print(f"# wrote the seed-004 inputs and job under {workdir}/", file=out)
     print(f"$ treestore load {shlex.quote(str(job))} --store {shlex.quote(str(store))}", file=out)
     command_load(str(job), str(store), master, out)
+    _mark(workdir)
     print(
         f"\n$ treestore query {shlex.quote(str(store))} {shlex.quote(DEMO_PATH)}"
         f" --rops {shlex.quote(DEMO_OPS)}",
         file=out,
     )
     handle = open_store(str(store), session_factory=lambda: get_session(master))
-    rows = handle.query(DEMO_PATH, rops=DEMO_OPS).to_list()
-    write_rows(rows, out, "tsv")
+    result = handle.query(DEMO_PATH, rops=DEMO_OPS)
+    rows = result.to_list()
+    write_rows(rows, out, "tsv", columns=result.column_names())
     print("\n# the join, one PUID per line with its attribute ids:", file=out)
     joined = final_join(rows)
-    write_rows(joined, out, "tsv")
+    write_rows(joined, out, "tsv", header=False)
     return joined

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from loaders.follow.set_aside import FILE_NAME as UNREADABLE_FILE
 from loaders.follow.set_aside import STREAM_FOLDER
 from loaders.tree.pending import PendingState
+from shell.formats import write_rows
 from treestore.errors import StoreError
 from treestore.store.dedup_index import read_dedup_manifest
 from treestore.store.lock import lock_holder
@@ -54,7 +56,6 @@ def write_info(store: str, out: TextIO) -> None:
     _write_follower(version.pages, manifest, out)
     _write_dedup_index(version.pages, manifest.version, out)
     for load in manifest.loads[-RECENT_LOADS:]:
-        sources = json.dumps(load["sources"], sort_keys=True)
         expired = load.get("expired", {}).get("files", [])
         where = (
             f"; expired pending records in {', '.join(f'{version.location}/{e}' for e in expired)}"
@@ -63,9 +64,29 @@ def write_info(store: str, out: TextIO) -> None:
         )
         print(
             f"  load -> version {load['version']} at {load['started']} "
-            f"({load['seconds']} s): {sources}{where}",
+            f"({load['seconds']} s){where}",
             file=out,
         )
+        _write_sources(load.get("sources", {}), out)
+
+
+def _write_sources(sources: dict[str, dict[str, Any]], out: TextIO) -> None:
+    """A load's counts per source, as a table: a row per source, a column per count that
+    is not 0 for every source."""
+    keys = [
+        key
+        for key in dict.fromkeys(key for counts in sources.values() for key in counts)
+        if any(counts.get(key) for counts in sources.values())
+    ]
+    if not keys:
+        return
+    rows = [
+        [name, *(counts.get(key, 0) for key in keys)] for name, counts in sorted(sources.items())
+    ]
+    table = io.StringIO()
+    write_rows(rows, table, "table", columns=["source", *keys])
+    for line in table.getvalue().splitlines():
+        print("      " + line, file=out)
 
 
 def _write_follower(pages: PageStore, manifest: Any, out: TextIO) -> None:

@@ -62,6 +62,7 @@ def open(path: str | os.PathLike[str], spark: SparkSession | None = None) -> Que
     created on the first query with treestore's settings.
     """
     from query.driver.runner import open_store
-    from treestore.spark import get_session
+    from treestore.spark import check_executors_python, get_session
 
+    check_executors_python(spark)  # a session of the caller's whose workers lack our packages
     return open_store(os.fspath(path), spark, session_factory=get_session)

@@ -10,12 +10,16 @@ import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from treestore.errors import SparkSetupError, TreestoreError
@@ -25,15 +29,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MASTER",
+    "check_executors_python",
     "check_java",
     "check_master",
     "failure_line",
     "get_session",
+    "note_interrupts",
     "spark_errors",
+    "verbose",
+    "was_interrupted",
 ]
 
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "TREESTORE_SPARK_MASTER"
+VERBOSE_ENV = "TREESTORE_VERBOSE"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
@@ -120,14 +129,170 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
         .config("spark.sql.catalogImplementation", "in-memory")
     )
     try:
-        session = builder.getOrCreate()
+        with _quiet_jvm() as jvm_output:
+            session = builder.getOrCreate()
     except Exception as exc:  # py4j and the JVM raise many kinds; say it in one sentence
-        raise SparkSetupError(f"Spark could not start with master {chosen!r}: {exc}") from exc
-    session.sparkContext.setLogLevel("FATAL")
+        said = f" (the JVM said: {jvm_output[0]})" if jvm_output else ""
+        raise SparkSetupError(f"Spark could not start with master {chosen!r}: {exc}{said}") from exc
+    session.sparkContext.setLogLevel("WARN" if verbose() else "FATAL")
+    if _NOTING:
+        note_interrupts()  # PySpark put its own Ctrl-C handler in place of the noting one
     # PySpark logs every failed DataFrame call as a JSON line on stderr before
     # raising; treestore turns those errors into its own messages instead.
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
     return session
+
+
+_INTERRUPTED = threading.Event()
+_NOTING: list[bool] = []  # not empty once note_interrupts was called
+
+
+def note_interrupts(*, fresh: bool = False) -> None:
+    """Record every Ctrl-C (SIGINT) for :func:`was_interrupted`, keeping what the current
+    handler does (PySpark's cancels the running jobs). Main thread only; idempotent.
+    ``fresh`` forgets earlier Ctrl-Cs (a command line starting)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if fresh:
+        _INTERRUPTED.clear()
+    _NOTING.append(True)
+    previous = signal.getsignal(signal.SIGINT)
+    if getattr(previous, "notes_interrupts", False):
+        return
+
+    def noted(signum: int, frame: FrameType | None) -> None:
+        _INTERRUPTED.set()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    noted.notes_interrupts = True  # type: ignore[attr-defined]
+    signal.signal(signal.SIGINT, noted)
+
+
+def was_interrupted() -> bool:
+    """Whether Ctrl-C was pressed since :func:`note_interrupts` (an error that follows it,
+    such as a Spark call cut short, is its consequence, not a failure to report)."""
+    return _INTERRUPTED.is_set()
+
+
+def verbose() -> bool:
+    """Whether the JVM's and Spark's own output should reach the user
+    (``--verbose`` on the command line, or ``TREESTORE_VERBOSE=1``)."""
+    return os.environ.get(VERBOSE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@contextmanager
+def _quiet_jvm() -> Iterator[list[str]]:
+    """Start the JVM inside the block with its stderr in an unnamed temporary file, so its
+    launcher's lines (``WARNING: Using incubator modules: ...``) never reach the user;
+    unless :func:`verbose`. Yields a list that holds the JVM's last line if the block fails.
+    """
+    said: list[str] = []
+    if verbose():
+        yield said
+        return
+    from pyspark.core import context
+
+    launch = context.launch_gateway
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (the JVM writes to it for its whole life)
+
+    def launch_quietly(conf: object = None, popen_kwargs: dict | None = None) -> object:
+        return launch(conf, {**(popen_kwargs or {}), "stdout": log, "stderr": log})
+
+    context.launch_gateway = launch_quietly  # type: ignore[assignment]
+    try:
+        yield said
+    except BaseException:
+        log.seek(0)
+        lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()]
+        said.extend(line for line in reversed(lines) if line and "incubator" not in line)
+        del said[1:]
+        raise
+    finally:
+        context.launch_gateway = launch
+        log.close()  # the JVM keeps its own copy of the file
+
+
+_EXECUTORS_CHECKED: dict[str, str | None] = {}
+
+
+def check_executors_python(spark: SparkSession | None) -> None:
+    """Raise :class:`SparkSetupError` up front if the session's executors run a Python that
+    cannot import treestore's packages (a user's session started without
+    ``PYSPARK_PYTHON``: its workers run ``python3``, which lacks pyarrow), saying what to
+    set. Cheap when the workers' Python is this one; otherwise one tiny job, once per
+    session (the answer is kept)."""
+    if spark is None:
+        return
+    try:
+        context = spark.sparkContext
+    except Exception:  # a Spark Connect session has no context to ask
+        return
+    workers = str(context.pythonExec or "python3")
+    found = shutil.which(workers)
+    if found and _same_python(found, sys.executable):
+        return
+    key = str(context.applicationId)
+    if key not in _EXECUTORS_CHECKED:
+        _EXECUTORS_CHECKED[key] = _probe_executors(spark, workers)
+    problem = _EXECUTORS_CHECKED[key]
+    if problem is not None:
+        raise SparkSetupError(problem)
+
+
+def _same_python(one: str, other: str) -> bool:
+    """Whether two Python paths run the same environment: the same binary in the same
+    folder (a venv's ``python`` is a link to its base interpreter, which lacks the venv's
+    packages, so the binary alone does not tell)."""
+    return os.path.dirname(os.path.abspath(one)) == os.path.dirname(
+        os.path.abspath(other)
+    ) and os.path.realpath(one) == os.path.realpath(other)
+
+
+def _probe_executors(spark: SparkSession, workers: str) -> str | None:
+    """What the executors' Python lacks, as the message to show (None: nothing)."""
+
+    def probe(_: object) -> Iterator[tuple[str, list[str]]]:  # pickled by value
+        import importlib
+        import sys as worker_sys
+
+        missing = []
+        for name in ("pyarrow", "numpy", "treestore", "query", "loaders"):
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                missing.append(name)
+        yield worker_sys.executable, missing
+
+    try:
+        answers = spark.sparkContext.parallelize([0], 1).mapPartitions(probe).collect()
+    except Exception as exc:  # the workers could not even start
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+
+        if not isinstance(exc, PySparkException | Py4JError):
+            raise
+        return (
+            f"The session's workers run {workers}, which cannot run treestore's tasks "
+            f"({failure_line(exc)}): {_what_to_set()}"
+        )
+    lacking = sorted({name for _, missing in answers for name in missing})
+    if not lacking:
+        return None
+    return (
+        f"The session's workers run {answers[0][0] or workers}: the executors' Python cannot "
+        f"import {', '.join(lacking)}: {_what_to_set()}"
+    )
+
+
+def _what_to_set() -> str:
+    return (
+        f"set PYSPARK_PYTHON={sys.executable} (the Python treestore runs in) before the "
+        "SparkSession is created, install treestore on every node, or ship the project's "
+        "environment to the executors (README: Running on a cluster)."
+    )
 
 
 def failure_line(exc: BaseException) -> str:

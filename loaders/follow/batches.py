@@ -140,8 +140,13 @@ class MicroBatches:
         for row in frame.collect():
             path = _local_path(row["path"])
             source = self.job.sources[row["source"]]
-            if accepts(source, path) and Path(path).is_file():
-                offered.setdefault(row["source"], []).append(InputFile.at(Path(path)))
+            if not accepts(source, path):
+                continue
+            try:
+                found = InputFile.at(Path(path))
+            except FileNotFoundError:  # gone since Spark listed it
+                continue
+            offered.setdefault(row["source"], []).append(found)
         for index, input_file in self.set_aside.changed():  # Spark offers a file only once
             offered.setdefault(index, []).append(input_file)
         listed = [

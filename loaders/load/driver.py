@@ -48,7 +48,7 @@ from loaders.tree.pending import PendingState, merge_expired
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.failpoints import failpoint
-from treestore.spark import spark_errors
+from treestore.spark import check_executors_python, spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState
 from treestore.store.lock import store_lock
@@ -256,11 +256,12 @@ def run_load(
     What the load finds and does, and its Spark stages as they run, go to
     ``on_event`` (see :mod:`treestore.events`); the load itself prints nothing.
     """
+    check_executors_python(spark)  # a user's session whose workers lack our packages
     # inputs first: a source that cannot be listed leaves no store and no lock behind
     phases = Timer()
     with phases.phase("list files"):
         listed = [list_input_files(source) for source in job.sources]
-    writer = StoreWriter(store_dir, job.shards, job.hash)
+    writer = StoreWriter(store_dir, job.shards, job.hash, create=False)  # checks only
     with store_lock(writer.pages, f"a load of {job.file}", on_event) as lease:
         # re-read under the lock; a manifest a killed load left unpublished goes
         writer = StoreWriter(writer.pages, job.shards, job.hash, fence=lease.verify)

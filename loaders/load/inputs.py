@@ -8,10 +8,32 @@ location (:mod:`treestore.filesystems`), with the driver's filesystem settings.
 Every field is read as text (lists of text for JSON/Parquet lists), so the
 map filters and the tree see the same values whatever the format. Each record
 also carries ``__file`` (the file's number) and ``__line`` (its line number).
+
+Fields a job reads that no source has (``"key": "nmae"``) would load as missing, an
+empty tree or sums of zeros, with exit 0. :func:`check_job_fields` compares the names
+the job reads with the names its sources hold, on the driver, before Spark starts, and
+warns (``strict``: fails) naming the field, its place in the job file (line and column)
+and the closest known field. What is knowable, per source:
+
+- csv/tsv with ``columns``: those names, exactly.
+- csv/tsv with a header: the header lines of its first 20 files; without a header,
+  ``_c0``, ``_c1``, ... as many as the first line has cells.
+- parquet: the schema of its first 20 files.
+- json: the keys of the objects on the first 1,000 lines (first MB) of its first 20
+  files; a key that only appears later is reported too (a warning; ``--strict`` fails).
+- a source with no files yet, or whose files cannot be read, holds unknown names: then
+  nothing is reported, since any name could be one of its fields.
+
+What is checked: each source's ``shard_by`` and ``dedup.keys`` against its own fields,
+``map.fields``' ``from`` against every source's fields, and the tree's value ``key``s,
+``data`` keys and ``pending.time`` against the fields the map leaves (the ``to`` names
+when ``map.fields`` is given, else every source's fields and ``inject_source_name``).
+The fields filters name are not checked and count as known, since a filter may set them.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import glob
 from collections.abc import Iterable, Iterator
@@ -21,9 +43,18 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from loaders.job.model import SourceSpec
-from loaders.load.readers import FILE_COLUMN, ReadPlan, read_files, sample_list_fields
-from treestore.errors import LoadError
+from loaders.filters.catalogue import fields_named
+from loaders.job.model import JobSpec, SourceSpec
+from loaders.job.text import JobText, KeyPath, format_key_path, read_job_file
+from loaders.load.readers import (
+    FILE_COLUMN,
+    ReadPlan,
+    read_files,
+    sample_field_names,
+    sample_list_fields,
+)
+from treestore.errors import LoadError, TreestoreError
+from treestore.events import EventSink, Message
 from treestore.filesystems import FilesystemSettings, is_uri, split_location
 
 if TYPE_CHECKING:
@@ -32,11 +63,14 @@ if TYPE_CHECKING:
 __all__ = [
     "FILE_COLUMN",
     "InputFile",
+    "UnknownField",
     "accepts",
+    "check_job_fields",
     "list_fields",
     "list_input_files",
     "read_source",
     "split_glob",
+    "unknown_fields",
 ]
 
 _GLOB_CHARS = frozenset("*?[")
@@ -195,3 +229,116 @@ def read_source(
                 yield from read_files(plan, dealt[task])
 
     return spark.range(0, tasks, 1, tasks).mapInArrow(read, plan.spark_schema())
+
+
+@dataclass(frozen=True)
+class UnknownField:
+    """A field the job reads that the fields it can see do not include."""
+
+    name: str
+    path: KeyPath
+    """Where the job names it: ``("tree", "root", 1, "key")``."""
+    where: str
+    """Whose fields lack it: ``in no source`` or ``not in source 'attributes'``."""
+    closest: str | None
+
+
+def _source_fields(source: SourceSpec) -> set[str] | None:
+    """The field names ``source`` holds (None: not knowable now)."""
+    if source.format in ("csv", "tsv") and source.columns:
+        return set(source.columns)
+    try:
+        paths = [f.path for f in list_input_files(source)]
+        if not paths:
+            return None
+        names = sample_field_names(source.format, paths)
+    except (TreestoreError, OSError, ValueError, pa.ArrowException):
+        return None  # the load itself reports what is wrong with the files
+    if source.format in ("csv", "tsv") and not source.header:
+        return {f"_c{i}" for i in range(len(names))}
+    return set(names)
+
+
+def _closest(name: str, known: Iterable[str]) -> str | None:
+    found = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_fields(job: JobSpec) -> list[UnknownField]:
+    """The fields ``job`` reads that none of its sources has (see the module's notes on
+    what is knowable); empty when some source's fields cannot be known now."""
+    per_source: list[set[str]] = []
+    for source in job.sources:
+        names = _source_fields(source)
+        if names is None:
+            return []
+        per_source.append(names)
+    read = set().union(*per_source)
+    from_filters = fields_named(job.map.filter_in) | fields_named(job.map.filter_out)
+    for element in job.elements():
+        from_filters |= fields_named(element.filter)
+    injected = {s.inject_source_name for s in job.sources if s.inject_source_name}
+    found: list[UnknownField] = []
+
+    def check(name: str, path: KeyPath, known: set[str], where: str) -> None:
+        if name not in known:
+            found.append(UnknownField(name, path, where, _closest(name, known)))
+
+    for i, (source, names) in enumerate(zip(job.sources, per_source, strict=True)):
+        own = names | from_filters | {source.inject_source_name or ""}
+        where = f"not in source {source.name!r}"
+        if source.shard_by:
+            check(source.shard_by, ("source", i, "shard_by"), own, where)
+        for k, key in enumerate(source.dedup_keys):
+            check(key, ("source", i, "dedup", "keys", k), own, where)
+    before_map = read | injected | from_filters
+    for i, mapping in enumerate(job.map.fields):
+        check(mapping.source, ("map", "fields", i), before_map, "in no source")
+    after_map = {m.target for m in job.map.fields} | from_filters if job.map.fields else before_map
+    for element in job.elements():
+        if element.key:
+            check(element.key, (*element.path, "key"), after_map, "in no source")
+        for data in element.data:
+            if data.key:
+                check(
+                    data.key, (*element.path, "data", data.name, "key"), after_map, "in no source"
+                )
+        if element.pending_time:
+            check(
+                element.pending_time, (*element.path, "pending", "time"), after_map, "in no source"
+            )
+    return found
+
+
+def _reason(field: UnknownField) -> str:
+    closest = f"; did you mean {field.closest!r}?" if field.closest else ""
+    return f"field {field.name!r} is {field.where}{closest}"
+
+
+def check_job_fields(job: JobSpec, on_event: EventSink, strict: bool = False) -> None:
+    """Warn (an event per field) about the fields ``job`` reads that no source has;
+    ``strict``: raise :class:`~treestore.errors.JobConfigError` at the first one instead.
+    Reads only the first lines of the sources' first files, on the driver (no Spark)."""
+    found = unknown_fields(job)
+    if not found:
+        return
+    text: JobText = read_job_file(job.file)
+    if strict:
+        first = found[0]
+        others = f" ({len(found) - 1} more unknown field(s) in the job)" if len(found) > 1 else ""
+        raise text.error(
+            first.path,
+            _reason(first) + others,
+            hint="Fix the name in the job file, or load without --strict to only warn.",
+        )
+    for field in found:
+        probe = field.path
+        while probe and probe not in text.positions:
+            probe = probe[:-1]
+        at = f" line {text.positions[probe][0]}" if probe in text.positions else ""
+        on_event(
+            Message(
+                f"warning: {job.file}{at}: {format_key_path(field.path)}: {_reason(field)}; "
+                "the load reads it as missing (use --strict to make this an error)"
+            )
+        )

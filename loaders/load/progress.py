@@ -45,25 +45,44 @@ class _StageWatcher:
             if stage not in self.seen:
                 self.seen[stage] = (info.name, info.numTasks, time.monotonic())
             self.on_event(StageProgress(stage, info.name, info.numCompletedTasks, info.numTasks))
-        for stage in [s for s in self.seen if s not in active]:
-            name, tasks, began = self.seen.pop(stage)
-            self.reported.add(stage)
-            self.on_event(StageFinished(stage, name, tasks, time.monotonic() - began))
-
-    def finish_unseen(self) -> None:
-        """Report the group's stages that ran wholly between two polls (no time known)."""
-        if self.group is None:
+        ended = sorted(s for s in self.seen if s not in active)
+        if not ended:
             return
+        # stages that ran wholly between two polls, before the last one that ended here,
+        # are reported with them, all in stage order
+        finished = {stage: self._ended(stage) for stage in ended}
+        finished.update(self._unseen(below=ended[-1]))
+        for stage in sorted(finished):
+            self.reported.add(stage)
+            self.on_event(finished[stage])
+
+    def _ended(self, stage: int) -> StageFinished:
+        name, tasks, began = self.seen.pop(stage)
+        return StageFinished(stage, name, tasks, time.monotonic() - began)
+
+    def _unseen(self, below: int | None = None) -> dict[int, StageFinished]:
+        """The group's finished stages no poll saw running (no time known), unreported."""
+        if self.group is None:
+            return {}
         stages: set[int] = set()
         for job in self.tracker.getJobIdsForGroup(self.group):
             job_info = self.tracker.getJobInfo(job)
             if job_info is not None:
                 stages.update(job_info.stageIds)
+        found = {}
         for stage in sorted(stages - self.reported - set(self.seen)):
+            if below is not None and stage > below:
+                continue
             info = self.tracker.getStageInfo(stage)
             if info is not None and info.numCompletedTasks == info.numTasks:
-                self.reported.add(stage)
-                self.on_event(StageFinished(stage, info.name, info.numTasks, None))
+                found[stage] = StageFinished(stage, info.name, info.numTasks, None)
+        return found
+
+    def finish_unseen(self) -> None:
+        """Report the group's stages that ran wholly between two polls (no time known)."""
+        for stage, event in sorted(self._unseen().items()):
+            self.reported.add(stage)
+            self.on_event(event)
 
     def run(self) -> None:
         while not self.stop.wait(_POLL_SECONDS):

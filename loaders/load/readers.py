@@ -13,8 +13,10 @@ A file is a local path or a URI (``s3://bucket/in/a.tsv``), opened through
 :mod:`treestore.filesystems` in the task: executors read what the driver listed
 from the same location, never from a folder only the driver has.
 
-Values are text; a field is a list of texts when the source holds lists there
-(JSON arrays, Parquet lists), as found by sampling the first files.
+Values are text as written: csv/tsv cells as they stand, JSON strings never parsed as
+dates (pyarrow's inferred timestamps are read again as strings) and JSON numbers with
+the text of their line (``1.50``, ``1e3``); a field is a list of texts when the source
+holds lists there (JSON arrays, Parquet lists), as found by sampling the first files.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +44,7 @@ __all__ = [
     "read_files",
     "sample_field_names",
     "sample_list_fields",
+    "time_of_day_text",
 ]
 
 FILE_COLUMN, LINE, REJECT, TEXT = "__file", "__line", "__reject", "__text"
@@ -158,22 +162,45 @@ def sample_field_names(fmt: str, paths: list[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+class _Number(float):
+    """A JSON number that keeps the text it was written as (``1.50``, ``1e3``)."""
+
+    written: str
+
+    def __new__(cls, text: str) -> _Number:
+        number = super().__new__(cls, text)
+        number.written = text
+        return number
+
+
 def _text(value: Any) -> str | None:
-    """A value as the text Spark's cast to string gives (JSON for nested values)."""
+    """A value as the text Spark's cast to string gives (JSON for nested values); a JSON
+    number as it was written."""
     if value is None or isinstance(value, str):
         return value
+    if isinstance(value, _Number):
+        return value.written
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None:  # shown in local time, as Spark's session shows it
             value = value.astimezone().replace(tzinfo=None)
         text = value.strftime("%Y-%m-%d %H:%M:%S")
         return text + f".{value.microsecond:06d}".rstrip("0") if value.microsecond else text
-    if isinstance(value, datetime.date | decimal.Decimal):
+    if isinstance(value, datetime.date | datetime.time | decimal.Decimal):
         return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
     return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def time_of_day_text(column: pa.Array) -> pa.Array:
+    """Times of day (an Arrow ``time`` array) as text: ``09:30:00``, ``09:30:00.5``."""
+    import pyarrow.compute as pc
+
+    text = column.cast(pa.time64("ns")).cast(pa.string())
+    text = pc.replace_substring_regex(text, r"\.0+$", "")
+    return pc.replace_substring_regex(text, r"(\.[0-9]*[1-9])0+$", r"\1")
 
 
 def _as_field(column: pa.ChunkedArray | pa.Array, is_list: bool) -> pa.Array:
@@ -200,6 +227,8 @@ def _as_field(column: pa.ChunkedArray | pa.Array, is_list: bool) -> pa.Array:
         return column.cast(pa.string())
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
         return column.cast(pa.string())
+    if pa.types.is_time(kind):
+        return time_of_day_text(column)
     return pa.array([_text(v) for v in column.to_pylist()], pa.string())
 
 
@@ -401,11 +430,20 @@ def _json_batch(
 
     keep = np.array([bool(line.strip()) for line in lines], dtype=bool)
     numbers = numbers[keep]
+    data = b"\n".join(line for line, k in zip(lines, keep, strict=True) if k)
     try:
-        table = pj.read_json(
-            pa.py_buffer(b"\n".join(line for line, k in zip(lines, keep, strict=True) if k)),
-            read_options=pj.ReadOptions(use_threads=False),
-        )
+        table = pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(use_threads=False))
+        undated = {
+            name: _undated(table.schema.field(name).type)
+            for name in plan.fields
+            if name in table.column_names and _has_dates(table.schema.field(name).type)
+        }
+        if undated:  # pyarrow parsed strings as timestamps: read those fields as written
+            table = pj.read_json(
+                pa.py_buffer(data),
+                read_options=pj.ReadOptions(use_threads=False),
+                parse_options=pj.ParseOptions(explicit_schema=pa.schema(undated.items())),
+            )
         if table.num_rows != len(numbers):
             raise pa.ArrowInvalid("row count differs from line count")
     except pa.ArrowInvalid:
@@ -413,12 +451,58 @@ def _json_batch(
             plan, out, [ln for ln, k in zip(lines, keep, strict=True) if k], numbers
         )
         return
-    columns = {
-        name: _as_field(table.column(name), name in plan.list_fields)
-        for name in plan.fields
-        if name in table.column_names
-    }
+    columns = {}
+    for name in plan.fields:
+        if name not in table.column_names:
+            continue
+        column = table.column(name).combine_chunks()
+        if pa.types.is_floating(column.type) and name not in plan.list_fields:
+            columns[name] = _number_texts(column, name, data, len(numbers))
+        else:
+            columns[name] = _as_field(column, name in plan.list_fields)
     yield out.good(columns, numbers, pa.nulls(len(numbers), pa.string()))
+
+
+def _has_dates(kind: pa.DataType) -> bool:
+    """Whether a JSON column's inferred type holds timestamps (strings pyarrow parsed)."""
+    return _undated(kind) != kind
+
+
+def _undated(kind: pa.DataType) -> pa.DataType:
+    """The same type with strings in place of the timestamps pyarrow inferred."""
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        return pa.string()
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return pa.list_(_undated(kind.value_type))
+    if pa.types.is_struct(kind):
+        return pa.struct(
+            [
+                pa.field(kind.field(i).name, _undated(kind.field(i).type))
+                for i in range(kind.num_fields)
+            ]
+        )
+    return kind
+
+
+_JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+
+
+def _number_texts(column: pa.Array, name: str, data: bytes, rows: int) -> pa.Array:
+    """A JSON number column as the text each line wrote (``1.50`` stays ``1.50``, ``1e3``
+    stays ``1e3``): the text after the field's key, found by one regular expression over
+    the lines, where it reads back as the parsed number; else the number's own text."""
+    import pyarrow.compute as pc
+
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    offsets = np.concatenate([[0], ends + 1, [len(data)]]).astype(np.int64)
+    lines = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), rows, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)]
+    )
+    key = json.dumps(name, ensure_ascii=False)
+    pattern = re.escape(key) + r"\s*:\s*(?P<number>" + _JSON_NUMBER + ")"
+    written = pc.struct_field(pc.extract_regex(lines, pattern), 0).cast(pa.large_string())
+    same = pc.fill_null(pc.equal(written.cast(pa.float64()), column.cast(pa.float64())), False)
+    return pc.if_else(same, written, column.cast(pa.large_string())).cast(pa.string())
 
 
 def _json_slow(
@@ -430,7 +514,7 @@ def _json_slow(
     bad: list[tuple[int, str, str]] = []
     for line, number in zip(lines, numbers.tolist(), strict=True):
         try:
-            doc = json.loads(line)
+            doc = json.loads(line, parse_float=_Number)
         except UnicodeDecodeError as exc:
             bad.append(
                 (number, f"not UTF-8 text (byte {exc.start + 1})", line.decode("utf-8", "replace"))

@@ -6,20 +6,35 @@ The results are written as Parquet under ``STORE/sweeps/NAME/`` (and to
 time and value (one row per element for ``set`` and ``list``; an event with a
 null ``min``/``max`` has no value node), and ``:+hits`` on the time counts the
 events at that id and time.
+
+Times of day stay times of day: with a ``--time-format`` that has no date in it
+(``H:mm``, ``HH:mm:ss``), or without one when every value of a time column reads
+as a time of day (``9:30``, ``T09:30:00.5``), the times are swept as microseconds
+since midnight, written to Parquet as their text (``09:30:00``; Spark 4.0 reads no
+Parquet ``time`` type) and kept in the tree the same way: no date is added, neither
+1970's nor today's.
+
+``--out`` names a Parquet file (``results.parquet``: one file, merged on the driver
+from the tasks' parts) or a folder (its ``part-NNNNN.parquet`` files, nothing else);
+an existing one is refused unless ``replace`` (``--replace``) is given.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import posixpath
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from loaders.job.model import ElementSpec, JobSpec, MapSpec, SourceSpec
 from loaders.load.driver import run_load
+from loaders.load.readers import time_of_day_text
 from loaders.sweep.driver import SweepReport, interval_sweep
 from loaders.sweep.inputs import read_table
 from loaders.sweep.options import (
@@ -31,39 +46,105 @@ from loaders.sweep.options import (
 )
 from treestore.errors import LoadError, StoreError
 from treestore.events import EventSink, Message, ignore_events
+from treestore.filesystems import is_uri
 from treestore.spark import spark_errors
-from treestore.storage.pagestore import PageStore, page_store_for
+from treestore.storage.pagestore import FilePageStore, PageStore, page_store_for
 from treestore.store.versions import StoreWriter, open_version
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["run_sweep"]
+__all__ = ["is_time_of_day_format", "run_sweep"]
 
 
-def _timed(frame: DataFrame, columns: list[str], time_format: str | None) -> DataFrame:
-    """Parse string time columns as timestamps (with ``time_format`` if given)."""
+_TIME_OF_DAY_LETTERS = frozenset("HhKkmsSa")
+"""The letters of a Spark datetime pattern that say a time of day (hours to fractions)."""
+_TIME_OF_DAY_TEXT = r"^T?[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?$"
+"""A string Spark's cast would read as a time of day (and give today's date)."""
+
+
+def is_time_of_day_format(time_format: str) -> bool:
+    """Whether a Spark datetime pattern reads only a time of day (``H:mm``), no date."""
+    letters = {c for c in re.sub(r"'[^']*'", "", time_format) if c.isalpha()}
+    return bool(letters) and letters <= _TIME_OF_DAY_LETTERS
+
+
+def _strings_are_times_of_day(frame: DataFrame, columns: list[str]) -> bool:
+    """Whether every value of the (string) ``columns`` reads as a time of day (one pass)."""
+    from pyspark.sql import functions as F
+
+    counts = frame.agg(
+        *(F.count(F.col(f"`{c}`")).alias(f"n{i}") for i, c in enumerate(columns)),
+        *(
+            F.count_if(F.col(f"`{c}`").rlike(_TIME_OF_DAY_TEXT)).alias(f"t{i}")
+            for i, c in enumerate(columns)
+        ),
+    ).first()
+    assert counts is not None
+    return all(counts[f"n{i}"] and counts[f"n{i}"] == counts[f"t{i}"] for i in range(len(columns)))
+
+
+def _micros_of_day(text: Column, time_format: str | None) -> Column:
+    """A time of day as microseconds since midnight (a whole number the sweep orders)."""
+    from pyspark.sql import functions as F
+
+    stamp = (
+        F.to_timestamp(text, time_format)
+        if time_format
+        else F.concat(F.lit("1970-01-01 "), F.regexp_replace(text, "^T", "")).cast("timestamp")
+    )
+    return F.unix_micros(stamp) - F.unix_micros(F.date_trunc("day", stamp))
+
+
+def _timed(
+    frame: DataFrame, columns: list[str], time_format: str | None, times_of_day: bool
+) -> DataFrame:
+    """Parse string time columns: as timestamps (with ``time_format`` if given), or as
+    microseconds since midnight when ``times_of_day``."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
     for name in columns:
         if name in frame.columns and isinstance(frame.schema[name].dataType, StringType):
-            parsed = (
-                F.to_timestamp(F.col(name), time_format)
-                if time_format
-                else F.col(name).cast("timestamp")
-            )
+            if times_of_day:
+                parsed = _micros_of_day(F.col(f"`{name}`"), time_format)
+            elif time_format:
+                parsed = F.to_timestamp(F.col(f"`{name}`"), time_format)
+            else:
+                parsed = F.col(f"`{name}`").cast("timestamp")
             frame = frame.withColumn(name, parsed)
     return frame
 
 
+def _string_columns(frame: DataFrame, columns: list[str]) -> list[str]:
+    from pyspark.sql.types import StringType
+
+    return [
+        c
+        for c in columns
+        if c in frame.columns and isinstance(frame.schema[c].dataType, StringType)
+    ]
+
+
+def _as_time_of_day(batch: pa.RecordBatch, column: str | None) -> pa.RecordBatch:
+    """``column`` (microseconds since midnight) as the text of the time of day
+    (``09:30:00``): a string column any Parquet reader takes (Spark 4.0 reads no
+    Parquet ``time``), with no date in it."""
+    if column is None or column not in batch.schema.names:
+        return batch
+    index = batch.schema.get_field_index(column)
+    times = time_of_day_text(batch.column(index).cast(pa.int64()).cast(pa.time64("us")))
+    return batch.set_column(index, pa.field(column, pa.string()), times)
+
+
 def _parts_writer(
-    targets: list[tuple[PageStore, str]],
+    targets: list[tuple[PageStore, str]], time_of_day: str | None = None
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A Spark task writing its partition of the results as one Parquet file in each
     target (a page store and a folder in it: the store's ``sweeps/NAME``, ``--out``),
     through the target's own filesystem (a folder, S3, HDFS): ``FOLDER/part-NNNNN.parquet``.
-    A retried task writes the same names again."""
+    A retried task writes the same names again. ``time_of_day`` names the time column
+    that holds microseconds since midnight (written as a ``time``)."""
 
     def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
@@ -71,7 +152,7 @@ def _parts_writer(
 
         context = TaskContext.get()
         part = context.partitionId() if context is not None else 0
-        remaining = (batch for batch in batches if batch.num_rows)
+        remaining = (_as_time_of_day(batch, time_of_day) for batch in batches if batch.num_rows)
         first = next(remaining, None)
         if first is None:
             return  # an empty partition leaves no file
@@ -95,13 +176,60 @@ def _parts_writer(
     return write
 
 
-def _out_folder(out: str) -> PageStore:
-    """``--out`` as a page store, its part files from an earlier run removed (nothing else)."""
-    pages = page_store_for(out)
-    for name in pages.list():
-        if "/" not in name and name.startswith("part-") and name.endswith(".parquet"):
-            pages.delete(name)
-    return pages
+def _is_part(name: str) -> bool:
+    return "/" not in name and name.startswith("part-") and name.endswith(".parquet")
+
+
+def _out_target(out: str, replace: bool) -> tuple[FilePageStore, str | None]:
+    """``--out`` as a page store and, for a ``.parquet`` name, the one file's name in it
+    (None: a folder of part files). An existing file, or a folder holding part files,
+    is refused unless ``replace``; then the file is overwritten, or the folder's part
+    files removed (its other files are kept)."""
+    single = out.rstrip("/").lower().endswith(".parquet")
+    base = out.rstrip("/")
+    if single:
+        parent, name = posixpath.split(base) if is_uri(base) else os.path.split(base)
+        pages = FilePageStore(parent or ".")
+        found = pages.fs.get_file_info(posixpath.join(pages.root, name)).type
+        if found == pafs.FileType.Directory:
+            raise LoadError(
+                f"--out {out} is a folder: name a new file, or a folder without '.parquet'."
+            )
+        if found == pafs.FileType.File and not replace:
+            raise LoadError(
+                f"--out {out} exists: pass --replace to replace it, or choose another --out."
+            )
+        return pages, name
+    pages = FilePageStore(base)
+    parts = [name for name in pages.list() if _is_part(name)]
+    if parts and not replace:
+        raise LoadError(
+            f"--out {out} already holds sweep results ({len(parts)} part file(s)): pass "
+            "--replace to replace them, or choose another --out."
+        )
+    for name in parts:
+        pages.delete(name)
+    return pages, None
+
+
+def _merge_parts(
+    pages: FilePageStore, folder: str, out: FilePageStore, name: str, schema: pa.Schema
+) -> None:
+    """Write the part files under ``folder`` as the one Parquet file ``name`` of ``out``,
+    a part at a time (the driver holds one part in memory)."""
+    import pyarrow.parquet as pq
+
+    parts = sorted(p for p in pages.list(folder) if _is_part(posixpath.basename(p)))
+    with out.writer(name) as sink:
+        writer: pq.ParquetWriter | None = None
+        for part in parts:
+            with pages.fs.open_input_file(posixpath.join(pages.root, part)) as source:
+                table = pq.read_table(source)
+            writer = writer or pq.ParquetWriter(sink, table.schema)
+            writer.write_table(table)
+        if writer is None:  # no event: an empty file with the results' columns
+            writer = pq.ParquetWriter(sink, schema)
+        writer.close()
 
 
 def _results_job(name: str, folder: str, id_col: str, time_col: str, shards: int) -> JobSpec:
@@ -132,10 +260,13 @@ def run_sweep(
     out: str | None = None,
     shards: int = DEFAULT_SHARDS,
     on_event: EventSink = ignore_events,
+    replace: bool = False,
 ) -> SweepReport:
     """Sweep the two files and keep the results in ``store`` under the top node ``name``.
 
     The sweep's report and the load of its results go to ``on_event`` as they happen.
+    ``out`` also writes them as Parquet (a ``.parquet`` file, else a folder); ``replace``
+    replaces an existing ``out``.
     """
     names = {**COLUMNS, **(columns or {})}
     pages = page_store_for(store)
@@ -143,12 +274,20 @@ def run_sweep(
         raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
     if not name or "/" in name:
         raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
-    events = _timed(read_table(spark, events_path, input_format), [names["time"]], time_format)
-    intervals = _timed(
-        read_table(spark, intervals_path, input_format),
-        [names["start"], names["end"]],
-        time_format,
-    )
+    out_target = _out_target(out, replace) if out else None
+    events = read_table(spark, events_path, input_format)
+    intervals = read_table(spark, intervals_path, input_format)
+    time_columns = [(events, [names["time"]]), (intervals, [names["start"], names["end"]])]
+    strings = [(frame, _string_columns(frame, cols)) for frame, cols in time_columns]
+    if time_format:
+        times_of_day = is_time_of_day_format(time_format)
+    else:
+        times_of_day = any(cols for _, cols in strings) and all(
+            _strings_are_times_of_day(frame, cols) for frame, cols in strings if cols
+        )
+    events = _timed(events, [names["time"]], time_format, times_of_day)
+    intervals = _timed(intervals, [names["start"], names["end"]], time_format, times_of_day)
+    time_of_day = names["time"] if times_of_day and strings[0][1] else None
     if pages.exists("store.json"):
         shards = open_version(pages).shards
     StoreWriter(pages, shards)  # creates the store if it is new, so the results can live in it
@@ -169,8 +308,17 @@ def run_sweep(
             report=report,
         )
         folder = f"sweeps/{name}"
-        targets = [(pages, folder), *([(_out_folder(out), "")] if out else [])]
-        results.mapInArrow(_parts_writer(targets), "files int").collect()
+        targets = [(pages, folder)]
+        if out_target is not None and out_target[1] is None:
+            targets.append((out_target[0], ""))
+        results.mapInArrow(_parts_writer(targets, time_of_day), "files int").collect()
+        if out_target is not None and out_target[1] is not None:
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            empty = pa.RecordBatch.from_pylist([], schema=to_arrow_schema(results.schema))
+            schema = _as_time_of_day(empty, time_of_day).schema
+            assert isinstance(pages, FilePageStore)
+            _merge_parts(pages, folder, out_target[0], out_target[1], schema)
     spark.catalog.clearCache()  # the swept rows were cached for the writes above
     for line in report.lines():
         on_event(Message(line))

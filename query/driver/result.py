@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from query.ops import Value
 from query.ops.compiler import OpsPipeline
+from treestore.errors import OpError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,10 +86,15 @@ class Rows:
         produce: Callable[[], Iterator[Piece]],
         driver: OpsPipeline | None = None,
         labels: tuple[str, ...] | None = None,
+        types: dict[str, str] | None = None,
+        rops: OpsPipeline | None = None,
     ) -> None:
         self._produce = produce
         self._driver = driver or OpsPipeline()
         self.labels = labels
+        self.types = types or {}
+        """Arrow type names of the path's columns, by column name (an empty result's schema)."""
+        self._rops = rops or OpsPipeline()
         self._source: Iterator[Piece] | None = None
         self._iterator: Iterator[tuple[Value, ...]] | None = None
 
@@ -147,12 +153,27 @@ class Rows:
         for piece in self._pieces():
             yield piece if isinstance(piece, pa.RecordBatch) else _batch_of(piece)
 
+    def warnings(self) -> list[OpError]:
+        """The ops' warnings so far, each once with its column (an :class:`OpError`): an
+        argument Hydra reads leniently (``sort=0:x``), and once rows ran, a column past
+        a row's width. Rops that ran in Spark tasks report only the first kind."""
+        return self._rops.warnings() + self._driver.warnings()
+
+    def column_names(self, width: int | None = None) -> list[str]:
+        """The names of the first ``width`` columns (default: as many as the path and ops
+        name): the path's names (``name``, ``hits``, a ``{label}``...) as the ops keep
+        them, and ``cN`` for a column without a name (one an op appended, or every column
+        after an op such as ``pivot`` whose columns cannot be named ahead)."""
+        labels = self.labels or ()
+        count = len(labels) if width is None else width
+        return [labels[i] if i < len(labels) else f"c{i}" for i in range(count)]
+
     def to_list(self) -> list[tuple[Value, ...]]:
         """Every remaining row, as a list of tuples."""
         return list(self)
 
     def to_arrow(self) -> pa.Table:
-        """The rows as an Arrow table with columns ``c0``, ``c1``, ... (or the path's ``{labels}``)
+        """The rows as an Arrow table, its columns named as :meth:`column_names` says.
 
         A column whose values are all whole numbers is ``int64``, all numbers
         ``float64``, otherwise ``string`` (numbers written as text); short rows
@@ -164,12 +185,16 @@ class Rows:
             _unified([b.column(i) if i < b.num_columns else pa.nulls(b.num_rows) for b in batches])
             for i in range(width)
         ]
-        names = [f"c{i}" for i in range(width)]
-        if self.labels is not None and len(self.labels) == width:
-            names = list(self.labels)
         if not batches:
-            return pa.table([pa.array([], pa.string()) for _ in names], names=names)
-        return pa.table(columns, names=names)
+            return self._empty_table()
+        return pa.table(columns, names=self.column_names(width))
+
+    def _empty_table(self) -> pa.Table:
+        """No rows: the columns the path and ops name, typed as the path makes them
+        (``string`` names, ``int64`` hits and node counts; ``string`` otherwise)."""
+        names = self.column_names()
+        types = [pa.type_for_alias(self.types.get(name, "string")) for name in names]
+        return pa.table([pa.array([], t) for t in types], names=names)
 
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a pandas DataFrame (see :meth:`to_arrow` for the column types)."""

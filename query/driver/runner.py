@@ -38,7 +38,7 @@ from query.walk.row_walker import run_path
 from treestore.errors import StoreError, TreestoreError
 from treestore.failpoints import failpoint
 from treestore.settings import env_number
-from treestore.spark import spark_errors
+from treestore.spark import check_executors_python, spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState, ShardTree
 from treestore.store.versions import StoreVersion, current_version, open_version
@@ -183,6 +183,20 @@ class QueryStore:
         self._session_factory = session_factory
         self._trees: dict[int, ShardTree] = {}
 
+    def __repr__(self) -> str:
+        """Which store, which version and how many shards, e.g.
+        ``<QueryStore 'demo-work/store' version 2 of 2, 8 shards>``."""
+        return (
+            f"<QueryStore {self.store.location!r} version {self.store.version}"
+            f" of {self._newest_or_own()}, {self.store.shards} shards>"
+        )
+
+    def _newest_or_own(self) -> int:
+        try:
+            return self.newest_version()
+        except TreestoreError:
+            return self.store.version
+
     @property
     def version(self) -> int:
         """The store version this handle reads."""
@@ -212,6 +226,7 @@ class QueryStore:
             if self._session_factory is None:
                 raise StoreError("No SparkSession was given to run the query on.")
             self._spark = self._session_factory()
+        check_executors_python(self._spark)  # a user's session whose workers lack our packages
         return self._spark
 
     def query(self, path: str, rops: str | None = None, ops: str | None = None) -> Rows:
@@ -230,9 +245,10 @@ class QueryStore:
             self.last_run = "spark"
             return self._shard_pieces(parsed, rops_pipeline)
 
-        return Rows(
-            produce, ops_pipeline, None if (rops_pipeline or ops_pipeline) else parsed.labels()
-        )
+        path_names = parsed.labels()
+        labels = ops_pipeline.column_names(rops_pipeline.column_names(path_names))
+        types = {n: t for n, t in zip(path_names, parsed.column_types(), strict=True) if t}
+        return Rows(produce, ops_pipeline, labels, types, rops_pipeline)
 
     def _tree(self, shard: int) -> ShardTree:
         tree = self._trees.get(shard)

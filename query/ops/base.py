@@ -70,9 +70,21 @@ class Op:
     """The letters or words its arguments are made of, with what each means (for completion)."""
     separator: ClassVar[str] = ""
     """What separates argument words ('' when each character is one letter)."""
+    keeps_columns: ClassVar[bool] = False
+    """True when the op keeps each column where it was (it may drop rows, change values or
+    append columns), so the columns keep their names."""
 
     def __init__(self, args: OpArgs) -> None:
         self.args = args
+        self.warnings: list[OpError] = []
+        """Problems that do not stop the op (each once): an argument Hydra reads leniently,
+        a column past a row's width. :meth:`OpsPipeline.warnings` collects them."""
+
+    def warn(self, index: int, reason: str, hint: str | None = None) -> None:
+        """Record a warning pointing at argument character ``index`` (once per place)."""
+        column = self.args.columns[min(index, len(self.args.columns) - 1)]
+        if all(w.column != column for w in self.warnings):
+            self.warnings.append(self.args.error(index, reason, hint))
 
     def bind(self, compile_ops: Callable[[str], Any]) -> None:
         """Receive the op-string compiler, for ops that hold ops of their own (``groupby``)."""
@@ -80,6 +92,11 @@ class Op:
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Transform a stream of rows."""
         raise NotImplementedError
+
+    def column_names(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The names of the columns this op makes from columns named ``names`` (columns
+        it appends past them are named ``cN``), or ``None`` when they cannot be told."""
+        return names if self.keeps_columns else None
 
     def column_types(self, types: list[str]) -> list[str] | None:
         """The column types this op makes from chunks of columns typed ``types`` (see

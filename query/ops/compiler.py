@@ -63,6 +63,20 @@ class OpsPipeline:
             stream = op.run(stream)
         return (tuple(row) for row in stream)
 
+    def warnings(self) -> list[OpError]:
+        """The ops' warnings so far (an :class:`OpError` each, with its column): lenient
+        arguments at once, problems seen on the rows (a column past a row) once run."""
+        return [warning for op in self.ops for warning in op.warnings]
+
+    def column_names(self, names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        """The names of the columns the ops make from columns named ``names``, or ``None``
+        when an op (``pivot``, ``trans``...) makes columns that cannot be named ahead."""
+        for op in self.ops:
+            if names is None:
+                return None
+            names = op.column_names(names)
+        return names
+
     def column_prefix(self, types: list[str]) -> tuple[tuple[Op, ...], OpsPipeline]:
         """The leading ops that run on column chunks typed ``types`` (see
         :mod:`query.ops.columns`), and a pipeline of the ops after them (which run on rows)."""

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
 from query.ops.columns import Chunk, group_starts, join_groups
+from query.syntax.ast import unique_names
 
 __all__ = ["MergeOp"]
 
@@ -118,6 +119,15 @@ class MergeOp(Op):
         self.columns = tuple(columns)
         self.every = int(every) if every else 0
         self.keys = tuple(i for i, c in enumerate(columns) if c.letter == "k")
+
+    def column_names(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The names of the columns kept (every letter but ``i``), then ``count`` for ``u``."""
+        kept = [
+            names[i] if i < len(names) else f"c{i}"
+            for i, column in enumerate(self.columns)
+            if column.letter != "i"
+        ]
+        return unique_names([*kept, "count"] if self.count_rows else kept)
 
     def number(self, value: Value, column: _Column) -> int | float:
         """``value`` as a number; an error pointing at the column's letter otherwise."""

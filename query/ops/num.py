@@ -160,6 +160,7 @@ class NumOp(Op):
     """
 
     name = "num"
+    keeps_columns = True
     aliases = ("math",)
     separator = ","
     arguments = (
@@ -226,6 +227,12 @@ class NumOp(Op):
         for kind, number, index in self.steps:
             if kind == "load":
                 assert isinstance(number, int)
+                if number >= width:
+                    self.warn(
+                        index,
+                        f"column {number} is past the row ({width} columns): the row is dropped",
+                        hint="Column numbers start at 0; nX pushes the number X.",
+                    )
                 value = as_number(cell(row, number))
                 if value is None:
                     return None

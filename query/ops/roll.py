@@ -101,6 +101,7 @@ class SumOp(RollOp):
     """
 
     name = "sum"
+    keeps_columns = True
 
     def fold(self, state: int | float, value: int | float, count: int) -> int | float:
         """Add."""
@@ -120,6 +121,7 @@ class MinOp(RollOp):
     """
 
     name = "min"
+    keeps_columns = True
 
     def fold(self, state: int | float, value: int | float, count: int) -> int | float:
         """The smaller."""
@@ -133,6 +135,7 @@ class MaxOp(RollOp):
     """
 
     name = "max"
+    keeps_columns = True
 
     def fold(self, state: int | float, value: int | float, count: int) -> int | float:
         """The larger."""
@@ -147,6 +150,7 @@ class AvgOp(RollOp):
     """
 
     name = "avg"
+    keeps_columns = True
 
     def fold(self, state: int | float, value: int | float, count: int) -> int | float:
         """Keep the sum; :meth:`result` divides."""
@@ -171,6 +175,7 @@ class DeltaOp(RollOp):
     """
 
     name = "delta"
+    keeps_columns = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)

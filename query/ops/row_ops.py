@@ -21,6 +21,7 @@ from query.ops.base import (
     set_cell,
     with_table_width,
 )
+from query.syntax.ast import unique_names
 
 __all__ = [
     "CompareOp",
@@ -64,6 +65,7 @@ class LimitOp(Op):
     """
 
     name = "limit"
+    keeps_columns = True
     arguments = (("k", "a key column: counts restart when it changes"), ("0", "digits: N or M:N"))
 
     def __init__(self, args: OpArgs) -> None:
@@ -103,6 +105,7 @@ class SkipOp(Op):
     """
 
     name = "skip"
+    keeps_columns = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
@@ -134,6 +137,10 @@ class OrderOp(Op):
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
         self.columns = [column_number(args, text, index) for text, index in args.split(",")]
+
+    def column_names(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The chosen columns' names, in their new order."""
+        return unique_names([names[c] if c < len(names) else f"c{c}" for c in self.columns])
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Reorder each row."""
@@ -169,6 +176,7 @@ class FillOp(Op):
     """
 
     name = "fill"
+    keeps_columns = True
     table = True
 
     def __init__(self, args: OpArgs) -> None:
@@ -190,6 +198,7 @@ class PadOp(Op):
     """
 
     name = "pad"
+    keeps_columns = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
@@ -216,6 +225,7 @@ class TitleOp(Op):
     """
 
     name = "title"
+    keeps_columns = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
@@ -243,6 +253,7 @@ class ContainsOp(Op):
     """
 
     name = "contains"
+    keeps_columns = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
@@ -287,6 +298,7 @@ class CompareOp(Op):
     """
 
     name = "compare"
+    keeps_columns = True
     arguments = tuple(
         (name, "comparison") for name in ("eq", "gt", "gteq", "geq", "lt", "lteq", "leq")
     )
@@ -347,6 +359,7 @@ class MapOp(Op):
     """
 
     name = "map"
+    keeps_columns = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
@@ -373,6 +386,7 @@ class RegexMapOp(Op):
     """
 
     name = "rmap"
+    keeps_columns = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
@@ -408,6 +422,7 @@ class SleepOp(Op):
     """
 
     name = "sleep"
+    keeps_columns = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
@@ -430,6 +445,7 @@ class OrderMapOp(Op):
     """
 
     name = "ordermap"
+    keeps_columns = True
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
@@ -462,6 +478,7 @@ class NoDupOp(Op):
     """
 
     name = "nodup"
+    keeps_columns = True
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Blank repeats."""

@@ -61,6 +61,7 @@ class StrOp(Op):
     """
 
     name = "str"
+    keeps_columns = True
     separator = ","
     arguments = (
         ("c0", "push column 0 (cN: column N)"),
@@ -88,6 +89,12 @@ class StrOp(Op):
             depth += step.pushes - step.pops
             steps.append(step)
         self.steps = tuple(steps)
+        if not any(step.word in ("set", "eq", "neq") for step in steps):
+            self.warn(
+                len(args.text),
+                "str sets no column and tests nothing: the rows pass unchanged",
+                hint="End with a column number and set (str=c0,c1,cat,v2,set), or eq/neq.",
+            )
 
     def _compile(self, word: str, index: int) -> _Step:
         if word in _WORDS:
@@ -222,6 +229,12 @@ def _run_chunk(steps: tuple[_Step, ...], chunk: Chunk) -> Chunk:
 def _col(op: StrOp, step: _Step, row: Row, stack: list[Value]) -> None:
     index = step.operand
     assert isinstance(index, int)
+    if index >= len(row):
+        op.warn(
+            step.index,
+            f"column {index} is past the row ({len(row)} columns): it pushes null",
+            hint="Column numbers start at 0.",
+        )
     stack.append(row[index] if index < len(row) else None)
 
 

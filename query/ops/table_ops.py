@@ -65,6 +65,7 @@ class SortOp(Op):
     """
 
     name = "sort"
+    keeps_columns = True
     aliases = ("dsort",)
     table = True
 
@@ -79,13 +80,39 @@ class SortOp(Op):
         dirs = parts[2] if len(parts) > 2 and parts[2] else "a"
         self.types = (types + types[0] * count)[:count]
         self.descending = [d == "d" for d in (dirs + dirs[0] * count)[:count]]
+        self._check_letters(parts)
         self.budget = SORT_BUDGET_ROWS or int(
             env_number("TREESTORE_SORT_ROWS", 200_000, whole=True)
         )
 
+    def _check_letters(self, parts: list[str]) -> None:
+        """Hydra sorts an unknown type as text and an unknown direction ascending: warn."""
+        start = len(parts[0]) + 1
+        for position, letter in enumerate(parts[1] if len(parts) > 1 else ""):
+            if letter not in "snildf":
+                self.warn(
+                    start + position,
+                    f"unknown sort type {letter!r}: the column sorts as text",
+                    hint="Types: s text, n/i/l whole numbers, d/f real numbers.",
+                )
+        start += len(parts[1]) + 1 if len(parts) > 1 else 0
+        for position, letter in enumerate(parts[2] if len(parts) > 2 else ""):
+            if letter not in "ad":
+                self.warn(
+                    start + position,
+                    f"unknown sort direction {letter!r}: the column sorts ascending",
+                    hint="Directions: a ascending, d descending.",
+                )
+
     def _key(self, row: Row) -> tuple[Any, ...]:
         parts: list[Any] = []
         for column, kind, down in zip(self.columns, self.types, self.descending, strict=True):
+            if column >= len(row):
+                self.warn(
+                    0,
+                    f"column {column} is past the row ({len(row)} columns): it sorts as null",
+                    hint="Column numbers start at 0.",
+                )
             value = cell(row, column)
             if kind in "nildf":
                 value = as_number(value)
@@ -156,6 +183,7 @@ class ReverseOp(Op):
     """
 
     name = "reverse"
+    keeps_columns = True
     table = True
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
@@ -172,6 +200,7 @@ class RangeOp(Op):
     """
 
     name = "range"
+    keeps_columns = True
     table = True
 
     def __init__(self, args: OpArgs) -> None:
@@ -205,6 +234,7 @@ class MedianOp(Op):
     """
 
     name = "median"
+    keeps_columns = True
     table = True
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
@@ -242,6 +272,7 @@ class PercentRankOp(Op):
     """
 
     name = "percentrank"
+    keeps_columns = True
     table = True
 
     def __init__(self, args: OpArgs) -> None:
@@ -275,6 +306,7 @@ class RmSingOp(Op):
     """
 
     name = "rmsing"
+    keeps_columns = True
     table = True
 
     def __init__(self, args: OpArgs) -> None:

@@ -11,7 +11,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Bound", "Element", "ElementKind", "Field", "Path", "Property", "quote_name"]
+__all__ = [
+    "Bound",
+    "Element",
+    "ElementKind",
+    "Field",
+    "Path",
+    "Property",
+    "quote_name",
+    "unique_names",
+]
 
 _BARE_NAME = re.compile(r'[^/:,+*"()\[\]|!@%$~;{}\s-][^/:,"()\[\]|;{}$\s]*\Z')
 _PROPERTY_WORDS = frozenset({"hits", "nodes", "count"})
@@ -47,15 +56,19 @@ class Bound:
 class Property:
     """A node property (``hits`` or ``nodes``), shown as a column when ``show``.
 
-    Several bounds on one property are AND-ed: ``hits>1<10`` is a range.
+    Several bounds on one property are AND-ed: ``hits>1<10`` is a range. A shown
+    property may name its column: ``:+{h}hits`` (the column is ``h``, not ``hits``).
     """
 
     name: Literal["hits", "nodes"]
     show: bool = False
     bounds: tuple[Bound, ...] = ()
+    label: str | None = None
 
     def __str__(self) -> str:
-        return ("+" if self.show else "") + self.name + "".join(map(str, self.bounds))
+        label = "{" + quote_name(self.label) + "}" if self.label is not None else ""
+        shown = "+" + label if self.show else ""
+        return shown + self.name + "".join(map(str, self.bounds))
 
 
 def _quote_data_name(name: str) -> str:
@@ -205,15 +218,54 @@ class Path:
         return "/".join(map(str, self.elements))
 
     def labels(self) -> tuple[str, ...]:
-        """The name of each column the path shows: an element's ``{label}``, else ``c<N>``."""
-        names: list[str] = []
+        """The name of each column the path shows, unique (a repeated name gets ``2``, ``3``...).
+
+        An element's ``{label}``, else ``name`` (an attachment's virtual nodes: the
+        attachment's name); a property's ``{label}`` (``:+{h}hits``), else ``hits`` or
+        ``nodes``; an attachment's value ``$+name``, or ``name.key`` per key.
+        """
+        return unique_names([name for name, _ in self._columns()])
+
+    def column_types(self) -> tuple[str | None, ...]:
+        """Each shown column's type: ``string`` for names, ``int64`` for properties, ``None``
+        for an attachment's value (its type depends on the attachment)."""
+        return tuple(kind for _, kind in self._columns())
+
+    def _columns(self) -> list[tuple[str, str | None]]:
+        columns: list[tuple[str, str | None]] = []
         for element in self.elements:
             if element.show:
-                names.append(element.label or f"c{len(names)}")
+                columns.append((element.label or _element_name(element), "string"))
             for prop in element.properties:
                 if prop.show:
-                    names.append(f"c{len(names)}")
+                    columns.append((prop.label or prop.name, "int64"))
             for data_field in element.fields:
-                for _ in range(len(data_field.keys) or 1) if data_field.show else ():
-                    names.append(f"c{len(names)}")
-        return tuple(names)
+                if data_field.show and data_field.keys:
+                    columns.extend((f"{data_field.name}.{key}", None) for key in data_field.keys)
+                elif data_field.show:
+                    columns.append((data_field.name, None))
+        return columns
+
+
+def _element_name(element: Element) -> str:
+    if element.kind == "data":
+        return element.names[0] if element.names else "attachment"
+    return "name"
+
+
+def unique_names(names: list[str]) -> tuple[str, ...]:
+    """``names`` with a repeated one numbered: ``name``, ``name2``, ``name3``..."""
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    taken = set(names)
+    for name in names:
+        count = seen.get(name, 0) + 1
+        seen[name] = count
+        candidate = name if count == 1 else f"{name}{count}"
+        while count > 1 and candidate in taken:
+            count += 1
+            seen[name] = count
+            candidate = f"{name}{count}"
+        taken.add(candidate)
+        out.append(candidate)
+    return tuple(out)

@@ -258,6 +258,8 @@ class _ToAst(Transformer[Token, Any]):
     def label(self, name: tuple[str, Token]) -> dict[str, Any]:
         return {"label": name[0]}
 
+    prop_label = label
+
     def names(self, *parts: Any) -> _Names:
         items = [p for p in parts if isinstance(p, tuple)]
         # As in Hydra, a "-" makes its name and every later one a trap.
@@ -305,8 +307,16 @@ class _ToAst(Transformer[Token, Any]):
     def prop(self, *parts: Any) -> Property:
         show = isinstance(parts[0], Token) and parts[0].type == "PLUS"
         rest = parts[1:] if show else parts
+        label = None
+        if rest and isinstance(rest[0], dict):  # ":+{h}hits": the column's label
+            label, rest = rest[0]["label"], rest[1:]
         name = "hits" if str(rest[0]) == "count" else str(rest[0])  # Hydra's alias
-        return Property(name=name, show=show, bounds=tuple(rest[1:]))  # type: ignore[arg-type]
+        return Property(
+            name=name,  # type: ignore[arg-type]
+            show=show,
+            bounds=tuple(rest[1:]),
+            label=label,
+        )
 
     def bound(self, op: Token, value: Token) -> Bound:
         return Bound(op=str(op), value=int(value))  # type: ignore[arg-type]

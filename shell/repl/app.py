@@ -1,7 +1,9 @@
 """``treestore shell DIR``: the interactive loop, and the same lines run without a terminal.
 
-Interactive: a warm SparkSession is started once (a spinner turns meanwhile),
-then one prompt_toolkit ``PromptSession`` reads lines with completion,
+Interactive: the prompt shows at once while a SparkSession starts in the background
+(with one tiny job, so the first query does not pay Spark's warm-up); queries walked
+on the driver run meanwhile, and one that needs Spark waits for it, its spinner saying
+so. One prompt_toolkit ``PromptSession`` reads lines with completion,
 highlighting, a toolbar and a history kept in
 ``$XDG_CONFIG_HOME/treestore/history`` (in memory, with a warning, when that
 cannot be written). Ctrl-C at the prompt clears the line; during a query it
@@ -14,7 +16,6 @@ order, rows print as tsv, and the exit status is 1 if any line failed.
 
 from __future__ import annotations
 
-import itertools
 import os
 import pydoc
 import sys
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from shell.repl.line import join_lines, needs_more
 from shell.repl.session import NEWEST_CHECK_SECONDS, ShellSession
 
 if TYPE_CHECKING:
@@ -53,37 +55,48 @@ def _history(err: TextIO) -> History:
 
 
 def run_lines(session: ShellSession, lines: Iterable[str]) -> int:
-    """Run ``lines`` in order; the exit status: 1 if any line failed, else 0."""
+    """Run ``lines`` in order; the exit status: 1 if any line failed, else 0.
+
+    A line ending in ``\\`` or leaving a quote open goes on on the next one; errors
+    name the line (of the script, or the ``-e`` option) where its query started."""
     failed = False
-    for line in lines:
-        if not session.run_line(line.rstrip("\n")):
+    pending: str | None = None
+    start = 0
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\n")
+        if pending is None:
+            pending, start = line, number
+        else:
+            pending = join_lines(pending, line)
+        if needs_more(pending):
+            continue
+        session.line_number = start
+        if not session.run_line(pending):
             failed = True
+        pending = None
         if session.done:
             break
+    if pending is not None and not session.done:
+        session.line_number = start
+        failed = not session.run_line(pending) or failed
     return 1 if failed else 0
 
 
-def _warm_start(factory: Callable[[], SparkSession], out: TextIO) -> None:
-    """Start Spark (and run one tiny job) while a spinner turns."""
-    done = threading.Event()
+def start_spark_in_background(factory: Callable[[], SparkSession]) -> threading.Event:
+    """Start Spark (and run one tiny job) in a daemon thread; the event is set once it is
+    up, or once starting failed (the first query that needs Spark then says why)."""
+    ready = threading.Event()
 
-    def spin() -> None:
-        for frame in itertools.cycle("|/-\\"):
-            if done.wait(0.1):
-                break
-            out.write(f"\r{frame} starting Spark ...")
-            out.flush()
-        out.write("\r" + " " * 24 + "\r")
-        out.flush()
+    def start() -> None:
+        try:
+            factory().range(1).count()  # the first job pays Spark's warm-up, not a query
+        except Exception:  # the query that needs Spark reports it
+            pass
+        finally:
+            ready.set()
 
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
-    try:
-        spark = factory()
-        spark.range(1).count()  # the first job pays Spark's warm-up, not the first query
-    finally:
-        done.set()
-        spinner.join()
+    threading.Thread(target=start, daemon=True, name="treestore-spark-start").start()
+    return ready
 
 
 def run_shell(
@@ -117,7 +130,7 @@ def _interactive(
     from shell.repl.toolbar import toolbar
 
     session = ShellSession(store_dir, factory, out, err, terminal=True, pager=pydoc.pager)
-    _warm_start(factory, out)  # the factory hands queries this same, now warm, session
+    session.spark_ready = start_spark_in_background(factory)  # queries share this session
     names = NodeNames(lambda: session.store.store)
     prompt = PromptSession[str](
         history=_history(err),
@@ -139,6 +152,9 @@ def _interactive(
     while not session.done:
         try:
             line = prompt.prompt([("class:prompt", f"{label}> ")])
+            while needs_more(line):  # a trailing \\ or an open quote: the line goes on
+                more = prompt.prompt([("class:prompt", " " * len(label) + "… ")])
+                line = join_lines(line, more)
         except KeyboardInterrupt:
             continue  # Ctrl-C at the prompt clears the line
         except EOFError:

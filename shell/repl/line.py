@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["PART_SEPARATOR", "QueryLine", "split_line"]
+__all__ = ["PART_SEPARATOR", "QueryLine", "join_lines", "needs_more", "split_line"]
 
 PART_SEPARATOR = re.compile(r"\s+\|\s*(rops|ops)(?:\s+|$)")
 
@@ -44,3 +44,33 @@ def split_line(line: str) -> QueryLine:
         kind = match.group(1)
         parts[kind], offsets[kind] = line[match.end() : end].rstrip(), match.end()
     return QueryLine(parts["path"], parts.get("rops"), parts.get("ops"), offsets)
+
+
+def needs_more(text: str) -> bool:
+    """Whether ``text`` goes on on the next line: it ends with a ``\\`` (not a meta-command
+    alone) or leaves a ``"`` quote open."""
+    if _open_quote(text):
+        return True
+    stripped = text.rstrip()
+    return stripped.endswith("\\") and not stripped.endswith("\\\\") and stripped != "\\"
+
+
+def join_lines(text: str, more: str) -> str:
+    """``text`` continued by the line ``more``: a trailing ``\\`` is dropped (the lines join
+    as typed), an open quote keeps its line break."""
+    if _open_quote(text):
+        return text + "\n" + more
+    return text.rstrip()[:-1] + more
+
+
+def _open_quote(text: str) -> bool:
+    inside = False
+    escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif char == "\\" and inside:
+            escaped = True
+        elif char == '"':
+            inside = not inside
+    return inside

@@ -9,13 +9,14 @@ module never imports the session that runs it.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from typing import Protocol
 
 from query.ops import REGISTRY
 from shell.formats import FORMATS
 
-__all__ = ["COMMANDS", "LINE_HELP", "MetaSession", "StoreView", "run_meta"]
+__all__ = ["COMMANDS", "LINE_HELP", "MetaSession", "StoreView", "render_doc", "run_meta"]
 
 
 class StoreView(Protocol):
@@ -49,6 +50,9 @@ class MetaSession(Protocol):
     def say(self, text: str) -> None:
         """Print a line of output."""
 
+    def note(self, text: str) -> None:
+        """Print a message about the session (to stderr in a script)."""
+
     def fail(self, text: str) -> None:
         """Print an error; the line counts as failed."""
 
@@ -72,7 +76,26 @@ and ops run here on all shards' rows (ops):
 A "|" starts a part only after a space and before the word rops or ops. Ops are
 name=args;name=args (\\ops lists them). Tab completes node names, path syntax,
 properties, op names and op letters; Ctrl-C cancels a running query, Ctrl-R
-searches the history, Ctrl-D leaves."""
+searches the history, Ctrl-D leaves.
+
+Rows come once per shard, as in Hydra: each shard walks its own tree, so a node
+found in several shards (web/by_day/+:+hits, a day in 8 shards) gives a row per
+shard. | ops gather=ks merges them (k: key column, s: sum); the shell prints a
+hint under the table when rows repeat a key.
+
+Path elements (separated by /):
+  name, a,b        the named children, no column      +name, +a,b   the same, shown
+  +                every child, name shown             *             every child, hidden
+  ++p              names starting with p (shown)       @from,to      from <= name < to
+  |re, !re         names the regex matches / not       ..            back up one level
+  +{label}         names the column                    (M-N)...      skip M, keep N
+  ~...             keep nodes that fail a bound        "any text"    a quoted name
+  %name, +%name    an attachment's keys                $+name        an attachment's value
+  a;b              flat: one row per parent            -y            trap: parents with y
+  :hits>1,nodes=2  bounds on a property                :+hits        the property shown
+  :+{h}hits        the property shown, its column named h
+Columns are named by the path (name, hits, nodes, an attachment, a {label});
+ops that keep columns keep the names."""
 
 Command = Callable[[MetaSession, str], None]
 COMMANDS: dict[str, Command] = {}
@@ -107,14 +130,29 @@ def ops_command(session: MetaSession, argument: str) -> None:
     name = argument.strip()
     if not name:
         for op_name, op in sorted(REGISTRY.items()):
-            first = (op.__doc__ or "").strip().splitlines()[0]
-            session.say(f"  {op_name:<8} {first}")
+            if op_name != op.name:
+                continue  # an alias: listed with its op
+            first = render_doc(op.__doc__ or "").splitlines()[0]
+            aliases = f" (also {', '.join(op.aliases)})" if op.aliases else ""
+            session.say(f"  {op_name:<8} {first}{aliases}")
         return
     found = REGISTRY.get(name)
     if found is None:
         session.fail(f"No op called {name!r}; \\ops lists them.")
         return
-    session.say(inspect.cleandoc(found.__doc__ or ""))
+    aliases = ", ".join(a for a in found.aliases if a != name)
+    if found.name != name or aliases:
+        others = ", ".join(a for a in (found.name, *found.aliases) if a != name)
+        session.say(f"({name}: also {others})")
+    session.say(render_doc(found.__doc__ or ""))
+
+
+def render_doc(text: str) -> str:
+    """A docstring as the shell prints it: ``code`` and *emphasis* without their reST marks."""
+    text = inspect.cleandoc(text)
+    text = re.sub(r"``(.+?)``", r"\1", text)
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+    return re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"\1", text)
 
 
 @command("info")
@@ -131,7 +169,7 @@ def timing_command(session: MetaSession, argument: str) -> None:
         session.fail("Use \\timing, \\timing on or \\timing off.")
         return
     session.timing = (not session.timing) if not word else word == "on"
-    session.say(f"timing is {'on' if session.timing else 'off'}")
+    session.note(f"timing is {'on' if session.timing else 'off'}")
 
 
 @command("format")
@@ -139,13 +177,13 @@ def format_command(session: MetaSession, argument: str) -> None:
     """Set how rows print: \\format tsv|csv|json|table."""
     word = argument.strip()
     if not word:
-        session.say(f"format is {session.format}")
+        session.note(f"format is {session.format}")
         return
     if word not in FORMATS:
         session.fail(f"Unknown format {word!r}; use one of {', '.join(FORMATS)}.")
         return
     session.format = word
-    session.say(f"format is {word}")
+    session.note(f"format is {word}")
 
 
 @command("limit")
@@ -153,13 +191,13 @@ def limit_command(session: MetaSession, argument: str) -> None:
     """Show at most N rows of a query (default 1000; 0: no limit): \\limit N."""
     word = argument.strip()
     if not word:
-        session.say(f"limit is {session.limit or 'off'}")
+        session.note(f"limit is {session.limit or 'off'}")
         return
     if not word.isdigit():
         session.fail(f"\\limit takes a whole number, not {word!r}.")
         return
     session.limit = int(word)
-    session.say(f"limit is {session.limit or 'off'}")
+    session.note(f"limit is {session.limit or 'off'}")
 
 
 @command("refresh")
@@ -170,7 +208,7 @@ def refresh_command(session: MetaSession, argument: str) -> None:
     before = session.store.version
     session.reload()
     now = session.store.version
-    session.say(f"store version {now}" + (f" (was {before})" if now != before else ""))
+    session.note(f"store version {now}" + (f" (was {before})" if now != before else ""))
 
 
 COMMANDS["reload"] = refresh_command

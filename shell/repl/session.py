@@ -24,6 +24,7 @@ from query.driver.runner import QueryStore, open_store
 from query.ops import Value
 from shell.formats import write_rows
 from shell.info import write_info
+from shell.repl.hints import missing_name, repeated_keys
 from shell.repl.line import QueryLine, split_line
 from shell.repl.meta import run_meta
 from treestore.errors import PositionedError, QuerySyntaxError, TreestoreError
@@ -31,10 +32,13 @@ from treestore.errors import PositionedError, QuerySyntaxError, TreestoreError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CANCELLED", "ShellSession"]
+__all__ = ["CANCELLED", "WORDS", "ShellSession", "screen_lines"]
 
 CANCELLED = "cancelled: the query's Spark jobs were stopped"
 
+
+WORDS = {"help": "\\help", "exit": "\\q", "quit": "\\q"}
+"""Words a line may be alone, run as the meta-command (never as a path query)."""
 
 NEWEST_CHECK_SECONDS = 2.0
 """How often the toolbar looks for a newer version of the store."""
@@ -64,6 +68,10 @@ class ShellSession:
         self.done = False
         self.failed = False
         self.interrupted = False
+        self.line_number = 0
+        self._paged_seconds = 0.0
+        self.spark_ready: threading.Event | None = None
+        """Set once Spark, started in the background, is up (``None``: not started so)."""
         self.store: QueryStore = open_store(store_dir, session_factory=session_factory)
         self._newest, self._newest_checked = self.store.version, -NEWEST_CHECK_SECONDS
 
@@ -73,10 +81,26 @@ class ShellSession:
         """Print a line of output."""
         print(text, file=self.out)
 
-    def fail(self, text: str) -> None:
-        """Print an error; the current line counts as failed."""
+    def warn(self, text: str) -> None:
+        """Print a warning (to the error stream); the line still succeeds."""
         self.out.flush()
-        print(text, file=self.err)
+        where = f"line {self.line_number}: " if self.line_number and not self.terminal else ""
+        print(f"{where}warning: {text}", file=self.err)
+
+    def note(self, text: str) -> None:
+        """Print a message about the session (``format is json``): to the output in a
+        terminal, to the error stream in a script, so its output stays clean data."""
+        if self.terminal:
+            self.say(text)
+        else:
+            self.out.flush()
+            print(text, file=self.err)
+
+    def fail(self, text: str) -> None:
+        """Print an error (in a script, naming the script's line); the line counts as failed."""
+        self.out.flush()
+        where = f"line {self.line_number}: " if self.line_number and not self.terminal else ""
+        print(where + text, file=self.err)
         self.failed = True
 
     # -- commands ------------------------------------------------------------
@@ -108,6 +132,7 @@ class ShellSession:
         if not text or text.startswith("#"):
             return True
         self.interrupted = False
+        text = WORDS.get(text.lower(), text)
         try:
             if text.startswith("\\"):
                 run_meta(self, text)
@@ -148,33 +173,85 @@ class ShellSession:
     def _query(self, text: str) -> None:
         parts = split_line(text)
         started = time.perf_counter()
-        rows: Iterable[Sequence[Value]] = self.store.query(parts.path, parts.rops, parts.ops)
+        result = self.store.query(parts.path, parts.rops, parts.ops)
+        rows: Iterable[Sequence[Value]] = result
         capped = False
         if self.limit:
-            head = list(itertools.islice(rows, self.limit + 1))
+            with _spinning(self.out if self.terminal else None, started, self.spark_ready):
+                head = list(itertools.islice(rows, self.limit + 1))
             capped = len(head) > self.limit
             rows = head[: self.limit]
-        count = self._show(rows)
-        seconds = time.perf_counter() - started
+        self._paged_seconds = 0.0
+        count = self._show(rows, result.column_names())
+        seconds = time.perf_counter() - started - self._paged_seconds  # not the pager's time
+        hint = repeated_keys(rows) if self.terminal and isinstance(rows, list) else None
+        if hint is not None:
+            self.say(hint)
         if capped:
-            self.say(f"(showing the first {self.limit:,} rows; \\limit N shows more)")
+            self.note(f"(showing the first {self.limit:,} rows; \\limit N shows more)")
         if self.timing:
-            self.say(f"{count:,} row{'s' if count != 1 else ''} in {seconds:.2f} s")
+            self.note(f"{count:,} row{'s' if count != 1 else ''} in {seconds:.2f} s")
+        for warning in result.warnings():
+            self.warn(_at_line(warning, text))
+        if count == 0:
+            missing = missing_name(self.store.store, parts.path)
+            if missing is not None:
+                self.warn(_at_line(missing, text))
 
-    def _show(self, rows: Iterable[Sequence[Value]]) -> int:
+    def _show(self, rows: Iterable[Sequence[Value]], columns: Sequence[str]) -> int:
         if not self.terminal:
-            count = write_rows(rows, self.out, self.format)
+            count = write_rows(rows, self.out, self.format, columns=columns)
             self.out.flush()
             return count
         buffer = io.StringIO()
-        count = write_rows(rows, buffer, self.format)
+        count = write_rows(rows, buffer, self.format, columns=columns)
         text = buffer.getvalue()
-        height = shutil.get_terminal_size((80, 24)).lines
-        if self.pager is not None and text.count("\n") > height - 2:
+        size = shutil.get_terminal_size((80, 24))
+        if self.pager is not None and screen_lines(text, size.columns) > size.lines - 2:
+            paging = time.perf_counter()
             self.pager(text)
+            self._paged_seconds = time.perf_counter() - paging
         else:
             self.out.write(text)
         return count
+
+
+def screen_lines(text: str, columns: int) -> int:
+    """How many lines ``text`` takes on a screen ``columns`` wide (long lines wrap)."""
+    width = max(columns, 1)
+    return sum(max(1, -(-len(line) // width)) for line in text.splitlines())
+
+
+@contextmanager
+def _spinning(
+    out: TextIO | None, started: float, spark_ready: threading.Event | None = None
+) -> Iterator[None]:
+    """While the body runs, a spinner and the time since ``started`` turn on ``out`` (a
+    terminal; ``None``: nothing shows), saying so while Spark is still starting
+    (``spark_ready`` not set); the line is wiped when the body ends."""
+    if out is None:
+        yield
+        return
+    done = threading.Event()
+
+    def spin() -> None:
+        for frame in itertools.cycle("|/-\\"):
+            if done.wait(0.1):
+                break
+            waiting = spark_ready is not None and not spark_ready.is_set()
+            note = " (waiting for Spark to start)" if waiting else " " * 28
+            out.write(f"\r{frame} {time.perf_counter() - started:.1f} s{note}")
+            out.flush()
+        out.write("\r" + " " * 48 + "\r")
+        out.flush()
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        yield
+    finally:
+        done.set()
+        spinner.join()
 
 
 def _at_line(exc: PositionedError, line: str) -> str:

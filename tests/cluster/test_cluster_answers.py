@@ -72,7 +72,10 @@ def _cli(cluster: Cluster, *args: str, **env: str) -> subprocess.CompletedProces
 
 
 def _tsv(rows: Any) -> str:
-    return "".join("\t".join("" if v is None else str(v) for v in row) + "\n" for row in rows)
+    """The rows as the CLI prints tsv: a header of their column names, then the rows."""
+    lines = ["\t".join(rows.column_names()) + "\n"]
+    lines += ["\t".join("" if v is None else str(v) for v in row) + "\n" for row in rows]
+    return "".join(lines)
 
 
 def test_the_command_line_on_the_cluster_gives_the_local_answers(

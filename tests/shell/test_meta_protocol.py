@@ -30,6 +30,9 @@ class _FakeSession:
     def say(self, text: str) -> None:
         self.said.append(text)
 
+    def note(self, text: str) -> None:
+        self.said.append(text)
+
     def fail(self, text: str) -> None:
         self.failed.append(text)
 

@@ -91,13 +91,12 @@ def test_a_missing_bucket_and_a_refusing_endpoint_are_one_line(
     s3_bucket: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = "s3://no-such-bucket-here/store"
-    for command in (["query", missing, "root/+"], ["info", missing], ["check", missing]):
+    commands = (["query", missing, "root/+"], ["info", missing], ["check", missing])
+    for command in (*commands, ["gc", missing]):  # gc creates nothing where no store is
         assert main(command) == 2
         assert "s3://no-such-bucket-here/store does not exist or is empty" in _one_line(
             capsys.readouterr().err
         )
-    assert main(["gc", missing]) == 2
-    assert "the bucket does not exist" in _one_line(capsys.readouterr().err)
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{_closed_port()}")
     started = time.monotonic()
     assert main(["info", f"{s3_bucket}/store"]) == 2

@@ -71,7 +71,7 @@ def test_properties_keywords_ops_and_letters() -> None:
 
 def test_meta_command_completion() -> None:
     assert [c[0] for c in _completions("\\fo")] == ["\\format"]
-    assert [c[0] for c in _completions("\\format j")] == ["json"]
+    assert [c[0] for c in _completions("\\format j")] == ["json", "jsonl"]
     assert [c[0] for c in _completions("\\ops mer")] == ["merge"]
     assert {c[0] for c in _completions("\\")} >= {"\\help", "\\ops", "\\q", "\\reload"}
 
@@ -148,12 +148,15 @@ def test_meta_commands_and_errors(spark: Any, demo_store: Path) -> None:
     assert run_lines(session, lines) == 1
     printed, errors = out.getvalue(), err.getvalue()
     assert "PATH [| rops OPS] [| ops OPS]" in printed and "\\reload" in printed
-    assert "merge=LETTERS[N]" in printed and "Example: ``merge=kij``" in printed
-    assert "format is table" in printed and "limit is 2" in printed
-    assert "22222  1\n11111  1\n" in printed  # aligned table, capped at 2 rows
-    assert "(showing the first 2 rows; \\limit N shows more)" in printed
-    assert "2 rows in " in printed and "version 1 (kept: 1), 8 shards" in printed
-    assert "store version 1" in printed
+    assert "merge=LETTERS[N]" in printed and "Example: merge=kij turns" in printed
+    # not a terminal: the session's messages go to stderr, stdout keeps the data
+    assert "format is table" in errors and "limit is 2" in errors
+    assert "format is table" not in printed and "2 rows in" not in printed
+    assert "name   hits\n22222     1\n11111     1\n" in printed  # a header, capped at 2 rows
+    assert "(showing the first 2 rows; \\limit N shows more)" in errors
+    assert "2 rows in " in errors and "version 1 (kept: 1), 8 shards" in printed
+    assert "store version 1" in errors
+    assert "line 13: merge: unknown column letter 'q'" in errors  # the script's line
     assert "Unknown format 'xml'" in errors and "\\limit takes a whole number" in errors
     assert "Unknown command \\nope" in errors
     assert (
@@ -164,11 +167,41 @@ def test_meta_commands_and_errors(spark: Any, demo_store: Path) -> None:
 
 
 @pytest.mark.spark
+def test_words_warnings_hints_and_continued_lines(spark: Any, demo_store: Path) -> None:
+    from shell.repl.session import ShellSession
+
+    out, err = io.StringIO(), io.StringIO()
+    session = ShellSession(str(demo_store), lambda: spark, out, err)
+    lines = [
+        "help",
+        "root/12354/+",
+        "root/+:+hits | ops sort=0:x",
+        "root/+:+hits \\",
+        "| ops gather=is",
+        "quit",
+        "root/+",
+    ]
+    assert run_lines(session, lines) == 0
+    printed, errors = out.getvalue(), err.getvalue()
+    assert "Path elements" in printed  # help ran as \help, not as a path
+    assert (
+        "line 2: warning: no node under root is named '12354' in any shard. Line 1, column 6.\n"
+        "  root/12354/+\n       ^\nClosest: 12345." in errors
+    )
+    assert "line 3: warning: sort: unknown sort type 'x': the column sorts as text" in errors
+    assert errors.count("warning") == 2
+    assert printed.endswith("hits\n8\n")  # the continued line: one row, summed
+    assert session.done  # quit left: the last line did not run (the rows end with gather's)
+
+
+@pytest.mark.spark
 def test_execute_option_and_piped_input(spark: Any, demo_store: Path, capsys: Any) -> None:
     store = demo_store
     query = "root/+:nodes>1/+/+ | rops str=c1,v=,cat,c2,cat,v2,set;merge=kij"
     assert main(["shell", str(store), "-e", query]) == 0
-    assert capsys.readouterr().out == "12345\tA=1,A=3,A=4,A=5,M=abc\n67890\tA=1,A=2,M=xyz,M=zzz\n"
+    assert capsys.readouterr().out == (
+        "name\tname3\n12345\tA=1,A=3,A=4,A=5,M=abc\n67890\tA=1,A=2,M=xyz,M=zzz\n"
+    )
     assert main(["shell", str(store), "-e", "root/+:nodez>1", "-e", "root/+:+nodes"]) == 1
     captured = capsys.readouterr()
     assert "Line 1, column 8.\n  root/+:nodez>1\n         ^" in captured.err
@@ -183,7 +216,8 @@ def test_execute_option_and_piped_input(spark: Any, demo_store: Path, capsys: An
         check=False,
     )
     assert piped.returncode == 0, piped.stderr
-    assert piped.stdout.endswith("format is json\n[\n[8]\n]\n")
+    assert piped.stdout == '[\n{"hits": 8}\n]\n'  # "format is json" went to stderr
+    assert "format is json" in piped.stderr
     failing = subprocess.run(
         [sys.executable, "-m", "treestore", "shell", str(store), "--master", "local[1]"],
         input="root/+\nroot/)\n",

@@ -49,7 +49,8 @@ def test_shell_in_a_terminal(spark: Any, demo_store: Path, tmp_path: Path) -> No
         child.expect("store> ")
         # the prompt works: a query prints its rows as an aligned table, then count and time
         child.sendline("root/+:nodes>1/+/+:+hits")
-        child.expect(r"12345  A  1\s+1")
+        child.expect(r"name\s+name2\s+name3\s+hits")  # the header names the columns
+        child.expect(r"12345\s+A\s+1\s+1")
         child.expect(r"9 rows in [0-9.]+ s")
         child.expect("store> ")
         # Tab completes a node name from the store

@@ -18,6 +18,7 @@ import contextlib
 import io
 import os
 import posixpath
+import shutil
 import threading
 import uuid
 from abc import ABC, abstractmethod
@@ -34,7 +35,16 @@ from treestore.filesystems import FilesystemSettings, describe_error, is_uri, op
 if TYPE_CHECKING:
     from pyarrow import fs as pafs
 
-__all__ = ["FilePageStore", "MemoryPageStore", "PageStore", "create_s3_object", "page_store_for"]
+__all__ = [
+    "FilePageStore",
+    "MemoryPageStore",
+    "PageStore",
+    "create_s3_object",
+    "is_new_folder",
+    "page_store_for",
+    "remove_if_unpublished",
+    "require_folder",
+]
 
 
 class PageStore(ABC):
@@ -187,7 +197,40 @@ class FilePageStore(PageStore):
 
     def _failed(self, name: str, doing: str, exc: OSError) -> StoreError:
         """A filesystem error as one line: where, what, and what to check."""
+        in_the_way = self.file_in_the_way()
+        if in_the_way is not None:
+            return _not_a_folder(self.location, in_the_way)
         return StoreError(f"{self.location}/{name} {doing}: {describe_error(exc)}")
+
+    def file_in_the_way(self) -> str | None:
+        """The store's location, or the folder above it, if it is a file (then no store can
+        be there), else None."""
+        if not self._uri:
+            for place in (Path(self.location), *Path(self.location).parents):
+                if place.is_file():
+                    return str(place)
+            return None
+        from pyarrow import fs as pafs
+
+        try:
+            kind = self.fs.get_file_info(self.root).type
+        except OSError:
+            return None
+        return self.location if kind == pafs.FileType.File else None
+
+    def folder_exists(self) -> bool:
+        """Whether anything is at the store's location (a folder, or objects under it)."""
+        if not self._uri:
+            return Path(self.location).exists()
+        return bool(self.list())
+
+    def remove_all(self) -> None:
+        """Delete the store's folder and everything in it."""
+        if not self._uri:
+            shutil.rmtree(self.location, ignore_errors=True)
+            return
+        for name in self.list():
+            self.delete(name)
 
     def read(self, name: str) -> bytes:
         try:
@@ -252,7 +295,10 @@ class FilePageStore(PageStore):
         path = self._path(name)
         if self.is_local:
             folder = os.path.dirname(path)
-            os.makedirs(folder, exist_ok=True)
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError as exc:
+                raise self._failed(name, "cannot be written", exc) from exc
             temp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
                 with open(temp, "wb") as handle:
@@ -324,6 +370,38 @@ def page_store_for(location: str | os.PathLike[str] | PageStore) -> PageStore:
     if isinstance(location, PageStore):
         return location
     return FilePageStore(location)
+
+
+def _not_a_folder(location: str, file: str) -> StoreError:
+    where = location if file == location else f"{location} (its folder {file})"
+    return StoreError(
+        f"{where} is a file, not a store folder: give the folder of a store, or a new "
+        "folder to create one in."
+    )
+
+
+def require_folder(store: PageStore) -> None:
+    """Raise :class:`StoreError` (one line, nothing created) if the store's location is a
+    file or lies under one."""
+    if isinstance(store, FilePageStore):
+        in_the_way = store.file_in_the_way()
+        if in_the_way is not None:
+            raise _not_a_folder(store.location, in_the_way)
+
+
+def is_new_folder(store: PageStore) -> bool:
+    """Whether nothing is at the store's location yet (a folder a load would create)."""
+    return isinstance(store, FilePageStore) and not store.folder_exists()
+
+
+def remove_if_unpublished(store: PageStore) -> None:
+    """Remove the store's folder if it holds no published version and no rejected records
+    a failed load set aside for the user to look at: call it only for a folder this
+    process created (:func:`is_new_folder`) and still holds the lock of, so a failed
+    first load leaves nothing behind but what its error message points to."""
+    kept = store.exists("CURRENT") or bool(store.list("rejected"))
+    if isinstance(store, FilePageStore) and not kept:
+        store.remove_all()
 
 
 def create_s3_object(path: str, data: bytes, settings: FilesystemSettings) -> bool:

@@ -32,7 +32,12 @@ from typing import Any
 from treestore.errors import StoreError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.settings import env_number
-from treestore.storage.pagestore import PageStore
+from treestore.storage.pagestore import (
+    PageStore,
+    is_new_folder,
+    remove_if_unpublished,
+    require_folder,
+)
 
 __all__ = ["LEASE_SECONDS", "LOCKS_FOLDER", "Lease", "lock_holder", "store_lock"]
 
@@ -144,7 +149,11 @@ def store_lock(
     """Hold the store's lock for a load or a gc; refuse at once if someone else holds it.
 
     A lock whose holder died is taken over (with a message). Yields the :class:`Lease`.
+    A store folder that the block created and left without a published version is
+    removed afterwards; a location that is a file is refused before anything is created.
     """
+    require_folder(store)  # a file there: one line, nothing created
+    new_folder = is_new_folder(store)
     seconds = float(env_number("TREESTORE_LOCK_LEASE_SECONDS", LEASE_SECONDS))
     host = socket.gethostname()
     numbers = _lease_numbers(store)
@@ -172,3 +181,5 @@ def store_lock(
         yield lease
     finally:
         lease.release()
+        if new_folder:  # a failed first load leaves no folder behind
+            remove_if_unpublished(store)

@@ -37,7 +37,7 @@ from typing import Any
 
 from treestore.errors import StoreError
 from treestore.sharding import HASH_NAME
-from treestore.storage.pagestore import PageStore, page_store_for
+from treestore.storage.pagestore import PageStore, page_store_for, require_folder
 from treestore.storage.state import ShardState
 from treestore.storage.tree import ShardTree
 
@@ -120,6 +120,7 @@ def manifest_name(version: int) -> str:
 
 def read_config(store: PageStore) -> dict[str, Any]:
     """The store's ``store.json`` (shard count and hash), checked."""
+    require_folder(store)
     if not store.exists("store.json"):
         if not store.list():
             raise StoreError(
@@ -227,8 +228,13 @@ class StoreWriter:
         shards: int,
         hash_name: str = HASH_NAME,
         fence: Callable[[], None] | None = None,
+        *,
+        create: bool = True,
     ):
+        """``create=False`` checks the store against the job without creating it (a new
+        store is then only written under the lock)."""
         self.pages = page_store_for(location)
+        require_folder(self.pages)
         if self.pages.exists("store.json"):
             config = read_config(self.pages)
             if int(config["shards"]) != shards or config["hash"] != hash_name:
@@ -245,7 +251,8 @@ class StoreWriter:
                     "give an empty or new folder."
                 )
             config = {"format": _STORE_FORMAT, "shards": shards, "hash": hash_name}
-            self.pages.write("store.json", json.dumps(config, indent=1).encode())
+            if create:
+                self.pages.write("store.json", json.dumps(config, indent=1).encode())
         self.shards = shards
         self.fence = fence
         """Called just before publishing: raises if this writer lost the store's lock."""

@@ -48,3 +48,38 @@ def test_header_only_blank_and_long_rows(tmp_path: Path) -> None:
     headerless = ReadPlan("tsv", False, (), ("_c1",))
     path.write_text("\na\tb\n")
     assert _rows(headerless, path) == [(2, "b", None)]
+
+
+def _json_values(tmp_path: Path, text: str, fields: tuple[str, ...]) -> list[dict[str, object]]:
+    path = tmp_path / "a.json"
+    path.write_text(text)
+    plan = ReadPlan("json", False, (), fields)
+    rows = [row for batch in read_files(plan, [(0, str(path))]) for row in batch.to_pylist()]
+    return [
+        {name: row[name] for name in (*fields, LINE)} for row in sorted(rows, key=lambda r: r[LINE])
+    ]
+
+
+def test_json_dates_and_timestamps_stay_as_written(tmp_path: Path) -> None:
+    text = (
+        '{"day": "2023-11-14", "at": "2023-11-15T23:30:00+02:00"}\n'
+        '{"day": "2023-11-15", "at": "2023-11-16 08:00:00", "tags": ["2023-11-14"]}\n'
+    )
+    assert _json_values(tmp_path, text, ("day", "at", "tags")) == [
+        {"day": "2023-11-14", "at": "2023-11-15T23:30:00+02:00", "tags": None, LINE: 1},
+        {"day": "2023-11-15", "at": "2023-11-16 08:00:00", "tags": '["2023-11-14"]', LINE: 2},
+    ]
+
+
+def test_json_numbers_keep_their_text_fast_and_slow_path(tmp_path: Path) -> None:
+    good = '{"price": 1.50, "n": 12}\n{"price": 1e3, "o": {"price": 2.0}}\n{"price": 1.0}\n'
+    expected = [
+        {"price": "1.50", "n": "12", LINE: 1},
+        {"price": "1e3", "n": None, LINE: 2},
+        {"price": "1.0", "n": None, LINE: 3},
+    ]
+    assert _json_values(tmp_path, good, ("price", "n")) == expected
+    # a bad line sends the chunk through the line-by-line reader: the same texts
+    slow = _json_values(tmp_path, good + "not json\n", ("price", "n"))
+    assert slow[:3] == expected
+    assert slow[3] == {"price": None, "n": None, LINE: 4}

@@ -113,10 +113,12 @@ def test_the_session_answers_after_a_cancelled_query(spark: Any, demo_store: Pat
 def test_labels_name_the_arrow_columns(spark: Any, demo_store: Path) -> None:
     handle = _store(spark, demo_store)
     table = handle.query("+{top}/(1)+{uid}:+hits>2").to_arrow()
-    assert table.column_names == ["top", "uid", "c2"]
-    assert table.to_pylist() == [{"top": "root", "uid": "12345", "c2": 3}]
-    plain = handle.query("+{top}", ops="merge=k").to_arrow()
-    assert plain.column_names == ["c0"]  # ops may reshape the rows: no labels then
+    assert table.column_names == ["top", "uid", "hits"]
+    assert table.to_pylist() == [{"top": "root", "uid": "12345", "hits": 3}]
+    kept = handle.query("+{top}", ops="merge=k").to_arrow()
+    assert kept.column_names == ["top"]  # ops that keep columns keep their names
+    pivoted = handle.query("+{top}/+:+hits", ops="pivot=0,1,2").to_arrow()
+    assert pivoted.column_names[0] == "c0"  # an op whose columns cannot be named ahead
 
 
 QUERIES = [
@@ -214,3 +216,8 @@ def test_a_query_needs_no_scratch_folder_on_the_driver(
         assert list(scratch.iterdir()) == []
         assert len(list(rows)) == 11
     assert list(scratch.iterdir()) == []
+
+
+def test_repr_says_which_store_version_and_shards(spark: Any, demo_store: Path) -> None:
+    handle = treestore.open(demo_store)
+    assert repr(handle) == f"<QueryStore {str(demo_store)!r} version 1 of 1, 8 shards>"

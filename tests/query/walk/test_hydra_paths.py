@@ -147,7 +147,13 @@ def _plain(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     if hasattr(value, "__dataclass_fields__"):
-        return {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
+        # a property's label is not Hydra's: left out of the vectors when it is unset
+        fields = value.__dataclass_fields__
+        return {
+            name: _plain(getattr(value, name))
+            for name in fields
+            if not (name == "label" and getattr(value, name) is None)
+        }
     return value
 
 

@@ -42,4 +42,19 @@ def test_path_rows(tree: ShardTree, path: str, rows: list[list[object]]) -> None
 
 
 def test_column_labels() -> None:
-    assert parse_path("+{uid}/*/+:+hits").labels() == ("uid", "c1", "c2")
+    assert parse_path("+{uid}/*/+:+hits").labels() == ("uid", "name", "hits")
+    assert parse_path("root/+/+:+{h}hits>1,+nodes").labels() == ("name", "name2", "h", "nodes")
+    assert parse_path("root/+%top:+count").labels() == ("top", "hits")
+    assert parse_path("root/+$+total=sum,avg$+seen").labels() == (
+        "name",
+        "total.sum",
+        "total.avg",
+        "seen",
+    )
+
+
+def test_a_property_label_prints_and_parses_back() -> None:
+    path = parse_path('a/+:+{"my h"}count>2,nodes')
+    assert str(path) == 'a/+:+{"my h"}hits>2,nodes'
+    assert parse_path(str(path)) == path
+    assert path.elements[1].properties[0].label == "my h"

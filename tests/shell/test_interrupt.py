@@ -1,0 +1,65 @@
+"""Ctrl-C at any moment of a command: one line, exit status 130, no traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def _children(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+
+
+def _wait_for(ready: Callable[[], bool], process: subprocess.Popen[str]) -> None:
+    for _ in range(1200):  # the moment comes long before this runs out
+        if ready() or process.poll() is not None:
+            return
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("moment", ["at once", "while the JVM starts", "in a Spark task"])
+def test_ctrl_c_is_one_line_and_130(moment: str, demo_store: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "reached"
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "TREESTORE_LOCAL_QUERY_LIMIT": "-1",  # the query runs as a Spark job
+        "TREESTORE_FAILPOINT": "in-query-task",
+        "TREESTORE_FAILPOINT_MARKER": str(marker),
+    }
+    env.pop("TREESTORE_VERBOSE", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "treestore", "query", str(demo_store), "root/+:+hits"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        if moment == "while the JVM starts":
+            _wait_for(lambda: bool(_children(process.pid)), process)
+        elif moment == "in a Spark task":
+            _wait_for(marker.exists, process)
+            assert marker.exists()
+        else:
+            time.sleep(0.3)
+        assert process.poll() is None, process.communicate()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert (process.returncode, err) == (130, "interrupted\n")
+    assert out == ""

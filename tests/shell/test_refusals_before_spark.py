@@ -1,0 +1,104 @@
+"""Refusals that need no Spark are answered before a JVM starts (and item 4's load case)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import treestore.spark
+from shell.cli import main
+from shell.demo import write_demo_inputs
+from treestore.store.versions import StoreWriter
+
+
+class SparkStarted(Exception):
+    """Raised by the patched session factory: the command asked for Spark."""
+
+
+@pytest.fixture(autouse=True)
+def _no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise SparkStarted("a Spark session was asked for")
+
+    monkeypatch.setattr(treestore.spark, "get_session", refuse)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_a_shard_count_mismatch_is_refused_without_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = write_demo_inputs(tmp_path)
+    StoreWriter(tmp_path / "store", shards=3)
+    status, _, err = _run(["load", str(job), "--store", str(tmp_path / "store")], capsys)
+    assert status == 2
+    assert "was created with 3 shards" in err and "this job asks for 8 shards" in err
+
+
+def test_nothing_new_to_load_is_said_without_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in").mkdir()
+    job = tmp_path / "job.json"
+    job.write_text(
+        json.dumps(
+            {
+                "shards": 2,
+                "source": [{"name": "s", "path": "in/", "format": "tsv", "shard_by": "K"}],
+                "tree": {"root": [{"type": "value", "key": "K"}]},
+            }
+        )
+    )
+    status, out, err = _run(["load", str(job), "--store", str(tmp_path / "store")], capsys)
+    assert (status, err) == (0, "")
+    assert "source s: 0 new file(s)" in out
+    assert "nothing new to load: the store is unchanged" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "job.json"]
+
+
+def test_a_load_into_a_file_is_one_line_without_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = write_demo_inputs(tmp_path)
+    (tmp_path / "afile").write_text("x\n")
+    status, _, err = _run(["load", str(job), "--store", str(tmp_path / "afile")], capsys)
+    assert status == 2
+    assert err == (
+        f"treestore load: {tmp_path / 'afile'} is a file, not a store folder: give the "
+        "folder of a store, or a new folder to create one in.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("events", "extra", "expected"),
+    [
+        ("events.txt", [], "Cannot tell the format of {events}: name it .csv"),
+        ("missing.csv", [], "{events} does not exist: give a csv, tsv, json or parquet"),
+        ("events.csv", ["--name", "a/b"], "A sweep's name must be a non-empty node name"),
+        ("events.csv", ["--out", "{tmp}/taken.parquet"], "--out {tmp}/taken.parquet exists"),
+    ],
+)
+def test_sweep_refusals_need_no_spark(
+    events: str,
+    extra: list[str],
+    expected: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("events.txt", "events.csv", "intervals.csv", "taken.parquet"):
+        (tmp_path / name).write_text("id,time\n1,2\n")
+    argv = ["sweep", "--events", str(tmp_path / events), "--intervals"]
+    argv += [str(tmp_path / "intervals.csv"), "--store", str(tmp_path / "store")]
+    argv += [a.format(tmp=tmp_path) for a in extra]
+    if "--name" not in extra:
+        argv += ["--name", "s"]
+    status, _, err = _run(argv, capsys)
+    assert status == 2
+    assert expected.format(events=tmp_path / events, tmp=tmp_path) in err, err
+    assert not (tmp_path / "store").exists()

@@ -1,0 +1,103 @@
+"""The shell's lines without a store: continuation, words, help text, display helpers."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from shell.formats import write_rows
+from shell.info import _write_sources
+from shell.repl.app import run_lines
+from shell.repl.line import join_lines, needs_more
+from shell.repl.meta import LINE_HELP, help_command, ops_command, render_doc
+from shell.repl.session import WORDS, screen_lines
+from shell.repl.toolbar import fit
+
+
+class _Recorder:
+    """What run_lines and the meta-commands need of a session, recording what they get."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[int, str]] = []
+        self.said: list[str] = []
+        self.done = False
+        self.line_number = 0
+
+    def run_line(self, line: str) -> bool:
+        self.lines.append((self.line_number, line))
+        return "bad" not in line
+
+    def say(self, text: str) -> None:
+        self.said.append(text)
+
+    def fail(self, text: str) -> None:
+        self.said.append("FAIL " + text)
+
+
+def test_a_trailing_backslash_or_an_open_quote_continues_the_line() -> None:
+    assert needs_more("root/+ \\") and needs_more('root/"a b')
+    assert not needs_more("\\q") and not needs_more('root/"a"') and not needs_more("root/+")
+    assert join_lines("root/+ \\", "| ops merge=k") == "root/+ | ops merge=k"
+    assert join_lines('root/"a', 'b"') == 'root/"a\nb"'
+    session = _Recorder()
+    lines = ["root/+ \\\n", "| ops merge=k\n", "root/bad\n", 'root/"x\n', 'y"/+\n']
+    assert run_lines(session, lines) == 1  # type: ignore[arg-type]
+    assert session.lines == [(1, "root/+ | ops merge=k"), (3, "root/bad"), (4, 'root/"x\ny"/+')]
+
+
+def test_help_exit_and_quit_are_words() -> None:
+    assert WORDS == {"help": "\\help", "exit": "\\q", "quit": "\\q"}
+
+
+def test_help_lists_the_path_forms_and_rows_per_shard() -> None:
+    session = _Recorder()
+    help_command(session, "")  # type: ignore[arg-type]
+    text = "\n".join(session.said)
+    assert "++p" in text and ":+{h}hits" in text and "@from,to" in text
+    assert "Rows come once per shard" in LINE_HELP and "gather=ks" in LINE_HELP
+
+
+def test_ops_help_is_rendered_and_aliases_shown_with_their_op() -> None:
+    session = _Recorder()
+    ops_command(session, "merge")  # type: ignore[arg-type]
+    assert "``" not in session.said[0] and "Example: merge=kij turns" in session.said[0]
+    session = _Recorder()
+    ops_command(session, "top")  # type: ignore[arg-type]
+    assert session.said[0] == "(top: also gather)"
+    session = _Recorder()
+    ops_command(session, "")  # type: ignore[arg-type]
+    gather = [line for line in session.said if line.strip().startswith("gather")]
+    assert gather and gather[0].endswith("(also top)")
+    assert not any(line.strip().startswith("top ") for line in session.said)
+    assert render_doc("a ``b`` *c* :class:`D` 2*3") == "a b c D 2*3"
+
+
+def test_wrapped_lines_count_on_the_screen() -> None:
+    assert screen_lines("abc\n" + "x" * 170 + "\n\n", 80) == 1 + 3 + 1
+
+
+def test_the_bottom_bar_fits_the_terminal() -> None:
+    parts = [" store  version 1, 8 shards", "format table, limit 1,000", "Tab completes"]
+    assert fit(parts, 200) == "  |  ".join(parts)
+    assert fit(parts, 60) == " store  version 1, 8 shards  |  format table, limit 1,000"
+    assert fit(parts, 12) == " store  ve…"  # one column spare: no wrap
+
+
+def test_tables_round_real_numbers_for_display_only() -> None:
+    rows: list[Any] = [("a", 1 / 3), ("b", 2.5)]
+    table, tsv = io.StringIO(), io.StringIO()
+    write_rows(rows, table, "table", columns=["n", "v"])
+    write_rows(rows, tsv, "tsv", header=False)
+    assert table.getvalue() == "n         v\na  0.333333\nb       2.5\n"
+    assert tsv.getvalue() == f"a\t{1 / 3}\nb\t2.5\n"
+
+
+def test_info_shows_a_load_as_a_table() -> None:
+    out = io.StringIO()
+    sources = {"mapping": {"files": 1, "records": 12, "rejected": 0}, "attributes": {"files": 0}}
+    _write_sources(sources, out)
+    assert out.getvalue() == (
+        "      source      files  records\n"
+        "      attributes      0        0\n"
+        "      mapping         1       12\n"
+    )  # a count that is 0 everywhere (rejected) is left out
