@@ -219,6 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     shell.add_argument("store", metavar="DIR", help="the store folder")
     shell.add_argument(
+        "--no-header",
+        dest="header",
+        action="store_false",
+        help="no row of column names first (tsv, csv, table); json rows as arrays",
+    )
+    shell.add_argument(
         "-e",
         "--execute",
         action="append",
@@ -389,7 +395,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             header=args.header,
         )  # fmt: skip
     elif args.command == "shell":
-        return commands.command_shell(args.store, args.master, args.execute)
+        return commands.command_shell(args.store, args.master, args.execute, header=args.header)
     elif args.command == "sweep":
         commands.command_sweep(
             args.events,

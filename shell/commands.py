@@ -133,12 +133,15 @@ def command_query(
     return write_rows(rows, out, fmt, header=header, columns=rows.column_names())
 
 
-def command_shell(store: str, master: str | None, lines: list[str] | None) -> int:
-    """``treestore shell``: the interactive loop, or the given lines; returns the exit status."""
+def command_shell(
+    store: str, master: str | None, lines: list[str] | None, *, header: bool = True
+) -> int:
+    """``treestore shell``: the interactive loop, or the given lines; returns the exit status.
+    ``header``: whether rows print after a row of column names."""
     from shell.repl.app import run_shell
     from treestore.spark import get_session
 
-    return run_shell(store, lambda: get_session(master), lines)
+    return run_shell(store, lambda: get_session(master), lines, header=header)
 
 
 def command_info(store: str, out: TextIO) -> None:

@@ -106,19 +106,22 @@ def run_shell(
     stdin: TextIO | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    header: bool = True,
 ) -> int:
-    """Run the shell on the store at ``store_dir``; returns the exit status."""
+    """Run the shell on the store at ``store_dir``; returns the exit status. ``header``:
+    whether rows print after a row of column names."""
     stdin = stdin if stdin is not None else sys.stdin
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     if execute or not stdin.isatty():
         session = ShellSession(store_dir, factory, out, err)
+        session.header = header
         return run_lines(session, execute if execute else stdin)
-    return _interactive(store_dir, factory, out, err)
+    return _interactive(store_dir, factory, out, err, header)
 
 
 def _interactive(
-    store_dir: str, factory: Callable[[], SparkSession], out: TextIO, err: TextIO
+    store_dir: str, factory: Callable[[], SparkSession], out: TextIO, err: TextIO, header: bool
 ) -> int:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
@@ -130,6 +133,7 @@ def _interactive(
     from shell.repl.toolbar import toolbar
 
     session = ShellSession(store_dir, factory, out, err, terminal=True, pager=pydoc.pager)
+    session.header = header
     session.spark_ready = start_spark_in_background(factory)  # queries share this session
     names = NodeNames(lambda: session.store.store)
     prompt = PromptSession[str](

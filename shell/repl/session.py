@@ -70,6 +70,8 @@ class ShellSession:
         self.interrupted = False
         self.line_number = 0
         self._paged_seconds = 0.0
+        self.header = True
+        """Whether rows print after a row of column names (``shell --no-header``: not)."""
         self.spark_ready: threading.Event | None = None
         """Set once Spark, started in the background, is up (``None``: not started so)."""
         self.store: QueryStore = open_store(store_dir, session_factory=session_factory)
@@ -200,11 +202,11 @@ class ShellSession:
 
     def _show(self, rows: Iterable[Sequence[Value]], columns: Sequence[str]) -> int:
         if not self.terminal:
-            count = write_rows(rows, self.out, self.format, columns=columns)
+            count = write_rows(rows, self.out, self.format, header=self.header, columns=columns)
             self.out.flush()
             return count
         buffer = io.StringIO()
-        count = write_rows(rows, buffer, self.format, columns=columns)
+        count = write_rows(rows, buffer, self.format, header=self.header, columns=columns)
         text = buffer.getvalue()
         size = shutil.get_terminal_size((80, 24))
         if self.pager is not None and screen_lines(text, size.columns) > size.lines - 2:

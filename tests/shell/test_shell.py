@@ -202,6 +202,8 @@ def test_execute_option_and_piped_input(spark: Any, demo_store: Path, capsys: An
     assert capsys.readouterr().out == (
         "name\tname3\n12345\tA=1,A=3,A=4,A=5,M=abc\n67890\tA=1,A=2,M=xyz,M=zzz\n"
     )
+    assert main(["shell", str(store), "--no-header", "-e", query]) == 0
+    assert capsys.readouterr().out == "12345\tA=1,A=3,A=4,A=5,M=abc\n67890\tA=1,A=2,M=xyz,M=zzz\n"
     assert main(["shell", str(store), "-e", "root/+:nodez>1", "-e", "root/+:+nodes"]) == 1
     captured = capsys.readouterr()
     assert "Line 1, column 8.\n  root/+:nodez>1\n         ^" in captured.err
