@@ -6,6 +6,7 @@ dispatches. Spark and the loaders are imported inside the commands that need the
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -130,7 +131,10 @@ def command_query(
 
     handle = open_store(store, session_factory=lambda: get_session(master))
     rows = handle.query(path, rops=rops, ops=ops)
-    return write_rows(rows, out, fmt, header=header, columns=rows.column_names())
+    count = write_rows(rows, out, fmt, header=header, columns=rows.column_names())
+    for warning in rows.warnings():  # an op argument read leniently, a column past a row
+        print(f"treestore query: warning: {warning}", file=sys.stderr)
+    return count
 
 
 def command_shell(

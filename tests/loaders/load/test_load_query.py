@@ -83,6 +83,8 @@ def test_query_command_formats(
     assert main(["query", str(store), "root/+:+hits", "--format", "table"]) == 0
     header, *lines = capsys.readouterr().out.splitlines()
     assert header.split() == ["name", "hits"]
+    assert main(["query", str(store), "root/+:+hits", "--ops", "sort=0:x"]) == 0
+    assert "treestore query: warning: " in capsys.readouterr().err  # a lenient op argument
     assert sorted(lines) == ["11111     1", "12345     3", "22222     1", "67890     3"]
 
 
