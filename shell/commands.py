@@ -9,7 +9,6 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TextIO
 
 from shell.progress_view import showing_events
@@ -214,11 +213,8 @@ def _precheck_sweep(
     are missing or of no telling format, an ``--out`` in the way."""
     from pyarrow import fs as pafs
 
-    from loaders.job.model import SourceSpec
-    from loaders.load.inputs import list_input_files
-    from loaders.sweep.inputs import format_of
+    from loaders.sweep.inputs import list_table
     from treestore.errors import LoadError, StoreError
-    from treestore.filesystems import is_uri
     from treestore.storage.pagestore import page_store_for
     from treestore.store.versions import StoreWriter, read_config
 
@@ -232,27 +228,7 @@ def _precheck_sweep(
     if pages.list(f"sweeps/{name}"):
         raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
     for path in (events, intervals):
-        location = path if is_uri(path) else str(Path(path).expanduser().resolve())
-        try:
-            files = list_input_files(SourceSpec(name=path, path=location, format="csv"))
-        except LoadError as exc:
-            if "does not exist" not in str(exc):
-                raise
-            raise LoadError(
-                f"{path} does not exist: give a csv, tsv, json or parquet file or folder."
-            ) from None
-        kinds = {input_format} if input_format else {format_of(f.path) for f in files} - {None}
-        if not input_format and not kinds and not files:
-            kinds = {format_of(location)} - {None}
-        if len(kinds) != 1:
-            raise LoadError(
-                f"Cannot tell the format of {path}: "
-                "name it .csv, .tsv, .json or .parquet, or pass --format."
-            )
-        if not files:
-            raise LoadError(
-                f"{path} holds no files: give a csv, tsv, json or parquet file or folder."
-            )
+        list_table(path, input_format)  # missing, no telling format, no files: refused
     if parquet_out and parquet_out.rstrip("/").lower().endswith(".parquet"):
         kind = _kind_of(parquet_out)
         if kind == pafs.FileType.Directory:

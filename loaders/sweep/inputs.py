@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from loaders.job.model import SourceSpec
-from loaders.load.inputs import list_input_files, read_source
+from loaders.load.inputs import InputFile, list_input_files, read_source
 from loaders.load.readers import sample_field_names
 from loaders.sweep.options import INPUT_FORMATS
 from treestore.errors import LoadError
@@ -41,8 +41,9 @@ def format_of(name: str) -> str | None:
     return INPUT_FORMATS.get(posixpath.splitext(base)[1])
 
 
-def read_table(spark: SparkSession, path: str, fmt: str | None = None) -> DataFrame:
-    """Read a table's files (a file, folder or glob; a local path or a URI), typed."""
+def list_table(path: str, fmt: str | None = None) -> tuple[str, str, list[InputFile]]:
+    """A table's location, format (``fmt``, else told by the files' names) and files, with
+    no Spark: a missing path, a format that cannot be told, or no files is a LoadError."""
     location = path if is_uri(path) else str(Path(path).expanduser().resolve())
     source = SourceSpec(name=path, path=location, format="csv")
     try:
@@ -65,6 +66,12 @@ def read_table(spark: SparkSession, path: str, fmt: str | None = None) -> DataFr
         raise LoadError(f"{path} holds no files: give a csv, tsv, json or parquet file or folder.")
     kind = kinds.pop()
     assert kind is not None
+    return location, kind, files
+
+
+def read_table(spark: SparkSession, path: str, fmt: str | None = None) -> DataFrame:
+    """Read a table's files (a file, folder or glob; a local path or a URI), typed."""
+    location, kind, files = list_table(path, fmt)
     source = SourceSpec(name=path, path=location, format=kind)  # type: ignore[arg-type]
     with spark_errors(LoadError, f"Reading {path}"):
         fields = sample_field_names(kind, [f.path for f in files])
