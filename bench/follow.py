@@ -128,6 +128,19 @@ def _wait_visible(paths: list[str] | dict[str, float], visible: dict[str, float]
         time.sleep(0.05)
 
 
+def _measure(
+    landing: Landing, visible: dict[str, float], burst: int
+) -> tuple[list[float], str, float]:
+    """After a warm-up pair: the steady files' latencies, how many were seen, and the rate
+    a backlog of ``burst`` pairs is taken in at (the same for both sides)."""
+    landing.warm_up(visible)
+    landing.run()
+    _wait_visible(landing.landed, visible)
+    latencies = [visible[p] - landing.landed[p] for p in landing.landed if p in visible]
+    seen = f"{len(latencies)}/{len(landing.landed)}"
+    return latencies, seen, _drain_rate(landing, visible, burst)
+
+
 def _drain_rate(landing: Landing, visible: dict[str, float], ticks: int) -> float:
     """Records per second a side takes in when ``ticks`` pairs land at once."""
     burst = landing.burst(ticks)
@@ -181,12 +194,7 @@ def run_treestore(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
         daemon=True,
     )
     follower.start()
-    landing.warm_up(visible)
-    landing.run()
-    _wait_visible(landing.landed, visible)
-    latencies = [visible[p] - landing.landed[p] for p in landing.landed if p in visible]
-    seen = f"{len(latencies)}/{len(landing.landed)}"
-    drain = _drain_rate(landing, visible, args.burst)
+    latencies, seen, drain = _measure(landing, visible, args.burst)
     stop.set()
     follower.join(timeout=120)
     handle = treestore.open(store, spark=spark)
@@ -263,12 +271,7 @@ def run_peer(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
         .trigger(processingTime=f"{int(args.trigger * 1000)} milliseconds")
         .start()
     )
-    landing.warm_up(visible)
-    landing.run()
-    _wait_visible(landing.landed, visible)
-    latencies = [visible[p] - landing.landed[p] for p in landing.landed if p in visible]
-    seen = f"{len(latencies)}/{len(landing.landed)}"
-    drain = _drain_rate(landing, visible, args.burst)
+    latencies, seen, drain = _measure(landing, visible, args.burst)
     query.stop()
     return {"latency": _percentiles(latencies), "seen": seen, "throughput": drain}
 

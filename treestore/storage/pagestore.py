@@ -399,8 +399,9 @@ def remove_if_unpublished(store: PageStore) -> None:
     a failed load set aside for the user to look at: call it only for a folder this
     process created (:func:`is_new_folder`) and still holds the lock of, so a failed
     first load leaves nothing behind but what its error message points to."""
-    kept = store.exists("CURRENT") or bool(store.list("rejected"))
-    if isinstance(store, FilePageStore) and not kept:
+    if not isinstance(store, FilePageStore):
+        return
+    if not store.exists("CURRENT") and not store.list("rejected"):
         store.remove_all()
 
 
