@@ -5,7 +5,7 @@ BIN      = $(VENV)/bin
 STAMP    = $(VENV)/.installed
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: demo test test-fast bench lint check-env clean
+.PHONY: demo test test-fast fuzz reliability bench lint check-env clean
 
 demo: check-env $(STAMP)
 	$(BIN)/treestore demo
@@ -16,6 +16,17 @@ test: check-env $(STAMP)
 # Every test that needs no Spark (no JVM starts): under a minute on 2 cores.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not spark"
+
+# A long fuzz round of the three parsers (paths, ops, job files; 34,000 inputs each,
+# about 100k in all): counts per parser, exit 1 on any crash.
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.reliability.fuzz --examples 34000
+
+# The fault matrix of docs/reliability.md: 100 kills, 5 races, disk full, the named
+# damage and bad-input cases, ~100k fuzz inputs; prints the table (about 25 minutes).
+reliability: check-env $(STAMP)
+	TREESTORE_KILL_ROUNDS=100 TREESTORE_RACE_ROUNDS=5 TREESTORE_FUZZ_EXAMPLES=34000 \
+	  $(BIN)/python -m tests.reliability.table
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy

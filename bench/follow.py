@@ -40,6 +40,7 @@ import numpy as np  # noqa: E402
 import treestore  # noqa: E402
 from loaders import load_job, run_load  # noqa: E402
 from loaders.follow import follow_job  # noqa: E402
+from loaders.listing.identity import location_of  # noqa: E402
 from shell.demo import DEMO_OPS, DEMO_PATH, write_demo_inputs  # noqa: E402
 from treestore.events import Message  # noqa: E402
 from treestore.spark import get_session  # noqa: E402
@@ -183,7 +184,8 @@ def run_treestore(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
         if isinstance(event, Message) and ", version " in event.line:
             now = time.time()
             manifest = open_version(store).manifest
-            for path, entry in manifest.inputs.items():
+            for key, entry in manifest.inputs.items():
+                path = location_of(key, entry)
                 if entry["version"] == manifest.version and path not in visible:
                     visible[path] = now
 

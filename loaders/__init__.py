@@ -1,8 +1,10 @@
 """Loading sources into a store: job files, map filters, sharding and tree building.
 
 The facade of the loaders: ``load_job``, ``run_load`` and ``interval_sweep``. The rooms
-below it are ``job`` (the job file), ``filters`` (Hydra's filters), ``load`` (one
-incremental load), ``tree`` (records applied to a shard's tree) and ``sweep``.
+below it are ``job`` (the job file), ``filters`` (Hydra's filters), ``listing`` (a job's input
+files: listing and identity), ``formats`` (reading one input file), ``load`` (one
+incremental load), ``follow`` (continuous loads), ``tree`` (records applied to a shard's
+tree) and ``sweep``.
 
 The facade loads its names on first use (PEP 562), so importing a light module of a
 room (the command line reads ``loaders.load.options`` and ``loaders.sweep.options``

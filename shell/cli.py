@@ -335,9 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     check = _command(
         commands,
         "check",
-        "verify every page of a store (exit 1 if damaged)",
-        "Read every page of every kept version and check its checksum; exit status 1 if "
-        "any is damaged.\nNeeds no Spark.",
+        "verify a store: what readers read, and every byte (exit 1 if damaged)",
+        "Read store.json, CURRENT and each published version's manifest as readers do, "
+        "then every run, side file and dedup index file of those versions against the "
+        "sizes and checksums the manifests record; one line per problem, naming the file, "
+        "then notes (files written before treestore kept checksums, a manifest a load left "
+        "unpublished); exit status 1 if anything is damaged.\nNeeds no Spark.",
         ["treestore check store", "treestore check store && echo sound"],
     )
     check.add_argument("store", metavar="DIR", help="the store folder")

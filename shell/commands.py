@@ -268,11 +268,15 @@ def command_gc(store: str, keep: int, out: TextIO) -> None:
 
 
 def command_check(store: str, out: TextIO) -> int:
-    """``treestore check``: verify every page of every kept version; returns the problem count."""
-    from treestore.store.maintenance import check_store
+    """``treestore check``: verify what readers read and every byte of every kept version
+    against its checksums; one line per problem, then notes; returns the problem count."""
+    from treestore.store.maintenance import inspect_store
 
-    problems = check_store(store)
-    for problem in problems:
+    report = inspect_store(store)
+    for problem in report.problems:
         print(problem, file=out)
+    for note in report.notes:
+        print(f"note: {note}", file=out)
+    problems = report.problems
     print("store is sound" if not problems else f"{len(problems)} problem(s) found", file=out)
     return len(problems)

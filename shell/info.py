@@ -14,7 +14,7 @@ from shell.formats import write_rows
 from treestore.errors import StoreError
 from treestore.store.dedup_index import read_dedup_manifest
 from treestore.store.lock import lock_holder
-from treestore.store.versions import open_version, published_versions
+from treestore.store.versions import manifest_versions, open_version
 
 if TYPE_CHECKING:
     from treestore.storage.pagestore import PageStore
@@ -29,7 +29,8 @@ def write_info(store: str, out: TextIO) -> None:
     """Write the store's summary: its version, each shard's nodes and bytes, recent loads."""
     version = open_version(store)
     manifest = version.manifest
-    kept = published_versions(version.pages)
+    listed = manifest_versions(version.pages)
+    kept = [v for v in listed if v <= manifest.version]  # published: a later one is not
     states = manifest.trees
     print(f"store {version.location}", file=out)
     print(
@@ -51,6 +52,13 @@ def write_info(store: str, out: TextIO) -> None:
         print(
             f"  shard {shard}: {state.nodes:,} nodes, {state.bytes:,} bytes, "
             f"{len(state.runs)} run(s){waiting}",
+            file=out,
+        )
+    unpublished = [v for v in listed if v > manifest.version]
+    if unpublished and lock_holder(version.pages) is None:  # else a load may be publishing it
+        print(
+            f"  not published: version(s) {', '.join(map(str, unpublished))} (a load stopped "
+            "before publishing; the next load removes its manifest)",
             file=out,
         )
     _write_follower(version.pages, manifest, out)

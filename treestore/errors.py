@@ -35,6 +35,10 @@ __all__ = [
 ]
 
 
+_SNIPPET_WIDTH = 120
+"""How many characters of a long line an error's snippet shows."""
+
+
 class TreestoreError(Exception):
     """Root of every error treestore raises on purpose."""
 
@@ -71,10 +75,23 @@ class PositionedError(TreestoreError, ValueError):
 
     @property
     def snippet(self) -> str:
-        """The offending line with a caret under the offending column."""
-        lines = self.text.splitlines() or [""]
+        """The offending line with a caret under the offending column.
+
+        Lines end at "\\n" only, as the parsers count them. A character that cannot be
+        shown (a control character, a lone surrogate) shows as "?" and a tab as a blank, so
+        the caret stays under its column; a long line shows the 60 characters either side.
+        """
+        lines = self.text.split("\n")
         shown = lines[self.line - 1] if 0 < self.line <= len(lines) else ""
-        return f"  {shown}\n  {' ' * (self.column - 1)}^"
+        shown = "".join(" " if c == "\t" else c if c.isprintable() else "?" for c in shown)
+        column = self.column
+        if len(shown) > _SNIPPET_WIDTH + 10:
+            start = max(0, column - 1 - _SNIPPET_WIDTH // 2)
+            cut = shown[start : start + _SNIPPET_WIDTH]
+            tail = "…" if start + _SNIPPET_WIDTH < len(shown) else ""
+            shown = ("…" if start else "") + cut + tail
+            column = column - start + (1 if start else 0)
+        return f"  {shown}\n  {' ' * (column - 1)}^"
 
     def _render(self) -> str:
         where = f"{self.source}: " if self.source else ""

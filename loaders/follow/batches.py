@@ -18,8 +18,9 @@ from urllib.parse import unquote, urlparse
 
 from loaders.follow.set_aside import SetAside, unreadable_file
 from loaders.job.model import JobSpec
+from loaders.listing.files import located
 from loaders.load.driver import LoadResult, load_listed
-from loaders.load.inputs import InputFile, accepts
+from loaders.load.inputs import InputFile
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message
 from treestore.failpoints import failpoint
@@ -61,10 +62,10 @@ class FollowSummary:
         )
 
 
-def _local_path(uri: str) -> str:
-    """A path Spark gives (``file:/x/a%20b.tsv``) as the load's local path."""
+def _local_path(uri: str) -> str | None:
+    """A path Spark gives (``file:/x/a%20b.tsv``) as the load's local path (None: a URI)."""
     parsed = urlparse(uri)
-    return str(Path(unquote(parsed.path)).resolve()) if parsed.scheme in ("", "file") else uri
+    return str(Path(unquote(parsed.path)).resolve()) if parsed.scheme in ("", "file") else None
 
 
 @dataclass
@@ -140,15 +141,14 @@ class MicroBatches:
         for row in frame.collect():
             path = _local_path(row["path"])
             source = self.job.sources[row["source"]]
-            if not accepts(source, path):
-                continue
-            try:
-                found = InputFile.at(Path(path))
-            except FileNotFoundError:  # gone since Spark listed it
-                continue
-            offered.setdefault(row["source"], []).append(found)
+            # with its path relative to the source's root: moved files are known by it
+            found = located(source, path) if path is not None else None
+            if found is not None:  # None: not the source's, or gone since Spark listed it
+                offered.setdefault(row["source"], []).append(found)
         for index, input_file in self.set_aside.changed():  # Spark offers a file only once
-            offered.setdefault(index, []).append(input_file)
+            again = located(self.job.sources[index], input_file.path)
+            if again is not None:
+                offered.setdefault(index, []).append(again)
         listed = [
             sorted(offered.get(i, []), key=lambda f: f.path) for i in range(len(self.job.sources))
         ]

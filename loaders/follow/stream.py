@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from loaders.follow.batches import STOP_MARK, FollowSummary, MicroBatches
 from loaders.follow.set_aside import STREAM_FOLDER, SetAside
 from loaders.job.model import JobSpec, SourceSpec
-from loaders.load.inputs import split_glob
+from loaders.listing.files import list_input_files, missing_source, split_glob
 from loaders.load.options import DEFAULT_MAX_REJECTED
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
@@ -81,10 +81,7 @@ def _stream_root(source: SourceSpec) -> str:
     if Path(path).is_file():
         return str(Path(path).parent)
     if not Path(path).is_dir():
-        raise LoadError(
-            f"Source {source.name!r}: {path} does not exist. Give a file, a folder or a "
-            "glob in the job's 'path' (the folder must exist before following it)."
-        )
+        raise LoadError(missing_source(source) + " The folder must exist before following it.")
     return path
 
 
@@ -166,6 +163,7 @@ def follow_job(
         )
     for source in job.sources:  # refuse a source that cannot be followed before anything
         _stream_root(source)
+        list_input_files(source, on_event)  # Spark's stream skips broken links: say so here
     pages = page_store_for(location)
     StoreWriter(pages, job.shards, job.hash)  # creates the store if it is new
     folder = Path(location).resolve() / STREAM_FOLDER

@@ -9,6 +9,7 @@ the offending value in the file.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -228,6 +229,8 @@ class _Validator:
             dedup_keys = self.names(dedup.get("keys"), (*path, "dedup", "keys"))
         raw_path = self.text(doc, "path", path, required=True)
         assert raw_path is not None
+        if "\x00" in raw_path:
+            raise self.job.error((*path, "path"), "a path cannot hold a NUL character (\\u0000)")
         return SourceSpec(
             name=self.text(doc, "name", path) or f"source{path[-1]}",
             path=_source_location(raw_path, self.base),
@@ -246,7 +249,7 @@ class _Validator:
         for name, body in doc.items():
             where = (*path, name)
             kind = body.get("type") if isinstance(body, dict) else None
-            if kind not in _ATTACHMENT_KEYS:
+            if not isinstance(kind, str) or kind not in _ATTACHMENT_KEYS:
                 raise self.job.error(
                     (*where, "type") if isinstance(body, dict) and "type" in body else where,
                     f"unknown attachment type {kind!r}",
@@ -426,9 +429,10 @@ def load_job(path: str | Path) -> JobSpec:
 
 def _source_location(raw: str, base: Path) -> str:
     """A source's ``path`` as a location: a URI as written (``file://`` as its local path),
-    a relative path resolved against the job file's folder ``base``."""
+    a relative path made absolute against the job file's folder ``base`` (links kept, so
+    a link that leads nowhere is reported as the link)."""
     if raw.startswith("file://"):
         raw = raw.removeprefix("file://") or "/"
     if is_uri(raw) or Path(raw).is_absolute():
         return raw
-    return str((base / raw).resolve())
+    return os.path.normpath(os.path.abspath(base / raw))

@@ -4,11 +4,18 @@ JSON job files (``//`` line comments allowed) are parsed with lark so that each
 value keeps its line and column; TOML files (``.toml``) are read with
 ``tomllib`` and errors name the key path instead. :class:`JobText` turns a
 key path into a :class:`~treestore.errors.JobConfigError` pointing at the value.
+
+Whatever the text, reading it gives a job's plain data or a ``JobConfigError``: values
+are nested at most :data:`DEEPEST_NESTING` deep, whole numbers lie in Java's ``long``
+range (as Hydra reads them), real numbers are finite, and no text holds a lone
+surrogate (``"\\ud800"``: it cannot be written as UTF-8).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import partial
@@ -17,12 +24,16 @@ from typing import Any
 
 from lark import Token, Tree
 
-from query.syntax.lark_support import Failure, parse, parser
+from query.syntax.lark_support import Failure, first_surrogate, line_column, parse, parser
 from treestore.errors import JobConfigError
 
-__all__ = ["JobText", "KeyPath", "read_job_file"]
+__all__ = ["DEEPEST_NESTING", "JobText", "KeyPath", "read_job_file"]
 
 KeyPath = tuple[str | int, ...]
+
+DEEPEST_NESTING = 100
+"""How deep objects and lists may nest in a job file (a real job nests about 10 deep)."""
+_LONG = 2**63
 
 
 def format_key_path(path: KeyPath) -> str:
@@ -67,38 +78,93 @@ class JobText:
         )
 
 
-def _decode(
-    node: Tree[Token] | Token, path: KeyPath, positions: dict[KeyPath, tuple[int, int]]
-) -> Any:
-    if isinstance(node, Token):  # unreachable with this grammar; kept total
-        return str(node)
-    positions[path] = (node.meta.line, node.meta.column) if not node.meta.empty else (1, 1)
-    kind = node.data
-    if kind == "string":
-        return json.loads(str(node.children[0]))
-    if kind == "number":
-        return json.loads(str(node.children[0]))
-    if kind in ("true", "false", "null"):
-        return {"true": True, "false": False, "null": None}[kind]
-    if kind == "array":
-        items = [c for c in node.children if c is not None]
-        return [_decode(item, (*path, i), positions) for i, item in enumerate(items)]
-    result: dict[str, Any] = {}
-    pair: Any
-    for pair in node.children:
-        if pair is None:
-            continue
-        key_token: Any
-        key_token, value = pair.children
-        key = json.loads(key_token)
-        positions[(*path, key)] = (key_token.line, key_token.column)
-        result[key] = _decode(value, (*path, key), positions)
-        if isinstance(value, Tree) and value.data in ("object", "array"):
+class _Decoder:
+    """Lark's tree of a JSON job file -> plain data, noting where every value stood."""
+
+    def __init__(self, job: JobText) -> None:
+        self.job = job
+
+    def refuse(self, line: int, column: int, reason: str, hint: str | None = None) -> Exception:
+        """A :class:`JobConfigError` at ``line``, ``column`` of the job file."""
+        return JobConfigError(reason, self.job.text, line, column, source=self.job.file, hint=hint)
+
+    def text(self, token: Token) -> str:
+        """A STRING token's text (the grammar admits only valid JSON strings)."""
+        decoded: str = json.loads(str(token))
+        surrogate = first_surrogate(decoded)
+        if surrogate is not None:
+            raise self.refuse(
+                token.line or 1,
+                token.column or 1,
+                f"A text cannot hold a lone surrogate ({decoded[surrogate]!r})",
+                hint='Write a character outside the BMP as a pair: "\\ud83d\\ude00".',
+            )
+        return decoded
+
+    def number(self, token: Token) -> int | float:
+        """A number token, refused outside Java's long range (whole) or not finite (real)."""
+        text = str(token)
+        if re.fullmatch(r"[+-]?[0-9]+", text):
+            digits = text.lstrip("+-").lstrip("0") or "0"
+            whole = int(digits) if len(digits) <= 19 else _LONG
+            number: int | float = -whole if text.startswith("-") else whole
+            if -_LONG <= number < _LONG:
+                return number
+        else:
+            number = float(text)
+            if math.isfinite(number):
+                return number
+        raise self.refuse(
+            token.line or 1,
+            token.column or 1,
+            "This number is out of range",
+            hint=f"Whole numbers lie between {-_LONG} and {_LONG - 1}; real ones are finite.",
+        )
+
+    def decode(self, node: Tree[Token], path: KeyPath, depth: int = 0) -> Any:
+        """The value of ``node`` (at ``path``), nested ``depth`` deep."""
+        positions = self.job.positions
+        positions[path] = (node.meta.line, node.meta.column) if not node.meta.empty else (1, 1)
+        kind = node.data
+        if kind == "string":
+            return self.text(node.children[0])  # type: ignore[arg-type]
+        if kind == "number":
+            return self.number(node.children[0])  # type: ignore[arg-type]
+        if kind in ("true", "false", "null"):
+            return {"true": True, "false": False, "null": None}[kind]
+        if depth >= DEEPEST_NESTING:
+            raise self.refuse(
+                *positions[path],
+                f"Objects and lists nest more than {DEEPEST_NESTING} deep here",
+                hint="A job nests about 10 deep: check for brackets opened by mistake.",
+            )
+        if kind == "array":
+            items = [c for c in node.children if c is not None]
+            return [self.decode(item, (*path, i), depth + 1) for i, item in enumerate(items)]  # type: ignore[arg-type]
+        result: dict[str, Any] = {}
+        pair: Any
+        for pair in node.children:
+            if pair is None:
+                continue
+            key_token: Any
+            key_token, value = pair.children
+            key = self.text(key_token)
             positions[(*path, key)] = (key_token.line, key_token.column)
-    return result
+            result[key] = self.decode(value, (*path, key), depth + 1)
+            if isinstance(value, Tree) and value.data in ("object", "array"):
+                positions[(*path, key)] = (key_token.line, key_token.column)
+        return result
 
 
 def _json_syntax_error(job: JobText, failure: Failure) -> JobConfigError:
+    if failure.kind == "surrogate":
+        return JobConfigError(
+            f"A lone surrogate ({failure.token!r}) cannot stand in a job file",
+            job.text,
+            failure.line,
+            failure.column,
+            source=job.file,
+        )
     if failure.kind == "end":
         return JobConfigError(
             "The job file ends too early (a bracket or brace is not closed)",
@@ -136,16 +202,77 @@ def read_job_file(path: str | Path) -> JobText:
         ) from None
     job = JobText(str(file), text)
     if file.suffix.lower() == ".toml":
-        try:
-            job.content = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            line, column = getattr(exc, "lineno", 1), getattr(exc, "colno", 1)
-            raise JobConfigError(
-                f"Not valid TOML ({getattr(exc, 'msg', exc)})", text, line, column, source=str(file)
-            ) from None
+        job.content = _read_toml(job)
         return job
     tree = parse(
         parser("loaders.job", "jsonpos.lark", "value"), text, partial(_json_syntax_error, job)
     )
-    job.content = _decode(tree, (), job.positions)
+    job.content = _Decoder(job).decode(tree, ())
     return job
+
+
+_TOML_PLACE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+def _read_toml(job: JobText) -> Any:
+    """A TOML job file's content; its errors at their line and column when tomllib says."""
+    try:
+        content = tomllib.loads(job.text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        place = _TOML_PLACE.search(message)
+        line, column = (int(place[1]), int(place[2])) if place else (1, 1)
+        reason = message[: place.start()] if place else message
+        raise JobConfigError(
+            f"Not valid TOML ({reason})", job.text, line, column, source=job.file
+        ) from None
+    except ValueError:  # a whole number of more than 4300 digits: Python's int refuses it
+        digits = re.search(r"[0-9_]{4300,}", job.text)
+        line, column = line_column(job.text, digits.start()) if digits else (1, 1)
+        raise JobConfigError(
+            "Not valid TOML (a number is out of range)", job.text, line, column, source=job.file
+        ) from None
+    except RecursionError:
+        raise JobConfigError(
+            f"Not valid TOML (arrays or tables nest more than {DEEPEST_NESTING} deep)",
+            job.text,
+            *line_column(job.text, _too_deep(job.text)),
+            source=job.file,
+        ) from None
+    _check_values(job, content, ())
+    return content
+
+
+def _too_deep(text: str) -> int:
+    """Where brackets and braces first nest past :data:`DEEPEST_NESTING` (quoted text
+    skipped, roughly: for an error's place only), or 0."""
+    depth, quote = 0, ""
+    for offset, character in enumerate(text):
+        if quote:
+            quote = "" if character in (quote, "\n") else quote
+        elif character in "\"'":
+            quote = character
+        elif character in "[{":
+            depth += 1
+            if depth > DEEPEST_NESTING:
+                return offset
+        elif character in "]}":
+            depth -= 1
+    return 0
+
+
+def _check_values(job: JobText, value: Any, path: KeyPath, depth: int = 0) -> None:
+    """Refuse TOML content a JSON job file could not hold: nested past
+    :data:`DEEPEST_NESTING`, a whole number past Java's long, a real one not finite."""
+    if isinstance(value, dict | list):
+        if depth >= DEEPEST_NESTING:
+            raise job.error(path, f"objects and lists nest more than {DEEPEST_NESTING} deep")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            _check_values(job, item, (*path, key), depth + 1)
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int) and not -_LONG <= value < _LONG:
+        raise job.error(path, "this number is out of range", hint=f"Write at most {_LONG - 1}.")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise job.error(path, "a real number must be finite")

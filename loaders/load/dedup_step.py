@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import numpy as np
@@ -31,7 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from loaders.job.model import JobSpec, SourceSpec
-from loaders.load.inputs import InputFile, read_source
+from loaders.listing.identity import location_of
+from loaders.load.inputs import InputFile, list_input_files, read_source
 from loaders.load.readers import REJECT
 from loaders.load.shard_frames import SHARD, partition_by_shard, shard_column
 from treestore.errors import LoadError, StoreError
@@ -273,19 +274,44 @@ def index_files(
 
 
 def _loaded_files(writer: StoreWriter, source: SourceSpec, after: int = 0) -> list[InputFile]:
-    """The input files of ``source`` loaded in versions after ``after``, as recorded."""
-    found = []
-    for path, entry in sorted(writer.base.inputs.items()):
-        if entry.get("source") == source.name and int(entry.get("version", 0)) > after:
-            found.append(InputFile(path, int(entry["size"]), int(entry["mtime_ns"])))
-    missing = [f.path for f in found if not is_file(f.path)]
+    """The input files of ``source`` loaded in versions after ``after``, where they are now:
+    found by their path relative to the source's root (the inputs may have moved since),
+    or, for entries of stores written before, by their absolute path."""
+    entries = [
+        (key, entry)
+        for key, entry in sorted(writer.base.inputs.items())
+        if entry.get("source") == source.name and int(entry.get("version", 0)) > after
+    ]
+    here: dict[str, InputFile] | None = None  # the source's files now, by relative path
+    found: dict[str, InputFile] = {}
+    missing = []
+    for key, entry in entries:
+        if "relative" in entry:
+            if here is None:
+                here = {f.relative: f for f in list_input_files(source)}
+            now = here.get(str(entry["relative"]))
+            if now is not None:
+                found.setdefault(now.path, now)
+                continue
+        elif is_file(key):
+            found.setdefault(key, InputFile(key, int(entry["size"]), int(entry["mtime_ns"])))
+            continue
+        missing.append(_where_now(key, entry, here))
     if missing:
         raise LoadError(
             f"The dedup index of source {source.name!r} must be rebuilt from the files already "
             f"loaded, but {len(missing)} of them are gone (first: {missing[0]}). Restore them, "
             "or load into a new store."
         )
-    return found
+    return list(found.values())
+
+
+def _where_now(key: str, entry: Mapping[str, Any], here: dict[str, InputFile] | None) -> str:
+    """Where a loaded file should be now: under its source's root as listed now."""
+    if "relative" not in entry or not here:
+        return location_of(key, entry)
+    root = next(iter(here.values())).root
+    return location_of(key, {**entry, "root": root})
 
 
 def prepare_index(

@@ -33,8 +33,16 @@ from typing import TYPE_CHECKING, Any
 
 from loaders.filters.catalogue import FilterCompiler, SymbolicRecord
 from loaders.job.model import JobSpec, SourceSpec
+from loaders.listing.identity import InputScan, loaded_entry, scan_inputs
 from loaders.load.dedup_step import DHASH, DKEY, dedup_columns, prepare_index, publish_index
-from loaders.load.inputs import InputFile, list_fields, list_input_files, read_source
+from loaders.load.inputs import (
+    InputFile,
+    fingerprint_collector,
+    list_fields,
+    list_input_files,
+    read_source,
+    take_fingerprints,
+)
 from loaders.load.options import DEFAULT_MAX_REJECTED
 from loaders.load.progress import spark_progress
 from loaders.load.protocol import KEEP, MARKER, ORDER, TASK_SCHEMA, TaskSpec, decode_results
@@ -56,6 +64,7 @@ from treestore.store.maintenance import collect_garbage
 from treestore.store.versions import DEFAULT_RETENTION, StoreWriter
 
 if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["DEFAULT_MAX_REJECTED", "LoadResult", "load_listed", "run_load"]
@@ -77,11 +86,12 @@ def _source_frame(
     job: JobSpec,
     lists: frozenset[str],
     numbers: dict[str, int],
+    fingerprints: Accumulator[dict[str, str]],
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
     fields = job.input_fields(source)
-    frame = read_source(spark, source, files, fields, lists, numbers)
+    frame = read_source(spark, source, files, fields, lists, numbers, fingerprints)
     frame = frame.withColumn(SHARD, shard_column(frame, source, job.shards))
     frame = frame.withColumn(ORDER, F.lit(index))
     if source.inject_source_name:
@@ -195,48 +205,17 @@ def _with_markers(
     return mapped.unionByName(markers)
 
 
-@dataclass
-class _FileScan:
-    """The input files a load reads, and the changed ones it reports."""
-
-    fresh: dict[int, list[InputFile]] = field(default_factory=dict)
-    changed: dict[str, list[str]] = field(default_factory=dict)
-
-
 def _scan_files(
     job: JobSpec,
     listed: list[list[InputFile]],
     writer: StoreWriter,
     log: Callable[[str], None],
     reprocess_changed: bool,
-) -> _FileScan:
-    """Which of each source's ``listed`` files are new to the store (or changed)."""
-    loaded = writer.base.inputs
-    scan = _FileScan()
-    for index, (source, files) in enumerate(zip(job.sources, listed, strict=True)):
-        fresh = []
-        for input_file in files:
-            known = loaded.get(input_file.path)
-            if known is None:
-                fresh.append(input_file)
-            elif (known["size"], known["mtime_ns"]) != (input_file.size, input_file.mtime_ns):
-                scan.changed.setdefault(source.name, []).append(input_file.path)
-                if reprocess_changed:
-                    log(
-                        f"{input_file.path} changed after it was loaded (version "
-                        f"{known.get('version')}); it is read again (--reprocess-changed)"
-                    )
-                    fresh.append(input_file)
-                else:
-                    log(
-                        f"warning: {input_file.path} changed after it was loaded (version "
-                        f"{known.get('version')}); it is skipped, not loaded twice. "
-                        "Use --reprocess-changed to read it again."
-                    )
-        log(f"source {source.name}: {len(fresh)} new file(s)")
-        if fresh:
-            scan.fresh[index] = fresh
-    return scan
+) -> InputScan:
+    """Which of each source's ``listed`` files are new to the store (or changed): files are
+    known by their source and path relative to its root, size, modification time and
+    content fingerprint (:mod:`loaders.listing.identity`)."""
+    return scan_inputs(job.sources, listed, writer.base.inputs, log, reprocess_changed)
 
 
 def run_load(
@@ -260,7 +239,7 @@ def run_load(
     # inputs first: a source that cannot be listed leaves no store and no lock behind
     phases = Timer()
     with phases.phase("list files"):
-        listed = [list_input_files(source) for source in job.sources]
+        listed = [list_input_files(source, on_event) for source in job.sources]
     writer = StoreWriter(store_dir, job.shards, job.hash, create=False)  # checks only
     with store_lock(writer.pages, f"a load of {job.file}", on_event) as lease:
         # re-read under the lock; a manifest a killed load left unpublished goes
@@ -333,8 +312,11 @@ def _load_locked(
         )
         ordered = [f.path for _, files in sorted(scan.fresh.items()) for f in files]
         numbers = {path: n for n, path in enumerate(ordered)}
+        fingerprints = fingerprint_collector(spark)  # each file's, as its task reads it
         frames = [
-            _source_frame(spark, index, job.sources[index], files, job, lists, numbers)
+            _source_frame(
+                spark, index, job.sources[index], files, job, lists, numbers, fingerprints
+            )
             for index, files in sorted(scan.fresh.items())
         ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
@@ -371,16 +353,20 @@ def _load_locked(
         merged = f"expired/{stamp}.parquet"
         merge_expired(writer.pages, report["expired"]["files"], merged)
         report["expired"]["files"] = [merged]
-    inputs = {
-        f.path: {
-            "source": job.sources[index].name,
-            "size": f.size,
-            "mtime_ns": f.mtime_ns,
-            "records": report["files"].get(f.path, 0),
-            "version": writer.base.version + 1,
-        }
-        for index, files in scan.fresh.items()
-        for f in files
+    taken = take_fingerprints(fingerprints, (f for files in scan.fresh.values() for f in files))
+    inputs = {  # the files read; files found moved or with a new time: their new root
+        **scan.refreshed,
+        **{
+            scan.keys[(index, f.path)]: loaded_entry(
+                job.sources[index].name,
+                f,
+                report["files"].get(f.path, 0),
+                writer.base.version + 1,
+                taken.get(f.path),
+            )
+            for index, files in scan.fresh.items()
+            for f in files
+        },
     }
     report.update(extra_report)
     trees = {row["shard"]: ShardState.from_json(row["state"]) for row in report.pop("states")}

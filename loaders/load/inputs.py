@@ -1,9 +1,10 @@
-"""Input files: finding a source's files and reading them into a DataFrame.
+"""Input files: reading a source's files into a DataFrame, and checking the job's fields.
 
-A source's ``path`` is a local file, folder or glob, or the same as a URI
-(``s3://bucket/in/``, ``s3://bucket/in/*.tsv``, ``hdfs://nn:8020/in``), listed on
-the driver through pyarrow filesystems; the tasks open each file by the same
-location (:mod:`treestore.filesystems`), with the driver's filesystem settings.
+A source's files are listed on the driver (:mod:`loaders.listing.files`, whose
+``InputFile`` and ``list_input_files`` are re-exported here); the tasks open each file by
+the same location (:mod:`treestore.filesystems`), with the driver's filesystem settings,
+and may take each file's content fingerprint as they read it (what identifies a file in
+a store: :mod:`loaders.listing.identity`).
 
 Every field is read as text (lists of text for JSON/Parquet lists), so the
 map filters and the tree see the same values whatever the format. Each record
@@ -34,18 +35,18 @@ The fields filters name are not checked and count as known, since a filter may s
 from __future__ import annotations
 
 import difflib
-import fnmatch
-import glob
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from loaders.filters.catalogue import fields_named
 from loaders.job.model import JobSpec, SourceSpec
 from loaders.job.text import JobText, KeyPath, format_key_path, read_job_file
+from loaders.listing.files import InputFile, accepts, list_input_files, split_glob
+from loaders.listing.identity import fingerprint
 from loaders.load.readers import (
     FILE_COLUMN,
     ReadPlan,
@@ -53,11 +54,12 @@ from loaders.load.readers import (
     sample_field_names,
     sample_list_fields,
 )
-from treestore.errors import LoadError, TreestoreError
+from treestore.errors import TreestoreError
 from treestore.events import EventSink, Message
-from treestore.filesystems import FilesystemSettings, is_uri, split_location
+from treestore.filesystems import FilesystemSettings
 
 if TYPE_CHECKING:
+    from pyspark.accumulators import Accumulator
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
@@ -66,127 +68,62 @@ __all__ = [
     "UnknownField",
     "accepts",
     "check_job_fields",
+    "fingerprint_collector",
     "list_fields",
     "list_input_files",
     "read_source",
     "split_glob",
+    "take_fingerprints",
     "unknown_fields",
 ]
 
-_GLOB_CHARS = frozenset("*?[")
+
+class _Fingerprints:
+    """How a fingerprint accumulator adds up: path -> fingerprint mappings merged (a task
+    Spark runs twice adds the same pairs again, which changes nothing)."""
+
+    def zero(self, value: dict[str, str]) -> dict[str, str]:
+        """An empty mapping."""
+        return {}
+
+    def addInPlace(self, value: dict[str, str], other: dict[str, str]) -> dict[str, str]:
+        """``value`` with ``other``'s pairs."""
+        value.update(other)
+        return value
 
 
-@dataclass(frozen=True)
-class InputFile:
-    """One input file as found on disk."""
-
-    path: str
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def at(cls, path: Path) -> InputFile:
-        """Describe the file at ``path``."""
-        stat = path.stat()
-        return cls(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+_COLLECTORS: weakref.WeakKeyDictionary[Any, Accumulator[dict[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _visible(path: Path, root: Path) -> bool:
-    parts = path.relative_to(root).parts
-    return not any(part.startswith((".", "_")) for part in parts)
+def fingerprint_collector(spark: SparkSession) -> Accumulator[dict[str, str]]:
+    """The Spark accumulator the reading tasks of :func:`read_source` add each file's content
+    fingerprint to; :func:`take_fingerprints` takes a load's out once its Spark job ran.
+
+    One per Spark context, shared by its loads (each takes out only its own files'), since
+    PySpark keeps every accumulator for the driver's life: a follower's micro-batches would
+    otherwise leave one each behind.
+    """
+    context = spark.sparkContext
+    if context not in _COLLECTORS:
+        param: Any = _Fingerprints()  # what Spark's AccumulatorParam asks: zero, addInPlace
+        _COLLECTORS[context] = context.accumulator({}, param)
+    return _COLLECTORS[context]
 
 
-def split_glob(path: str) -> tuple[str, list[str] | None]:
-    """``path`` as the folder before its first glob character and the glob's segments
-    after it (``"/in/*/a?.tsv"`` -> ``("/in", ["*", "a?.tsv"])``); no glob: ``(path, None)``."""
-    first_glob = next((i for i, c in enumerate(path) if c in _GLOB_CHARS), None)
-    if first_glob is None:
-        return path, None
-    cut = path.rfind("/", 0, first_glob)
-    return path[:cut], path[cut + 1 :].split("/")
+def _fingerprint_key(path: str, size: int) -> str:
+    return f"{size}:{path}"
 
 
-def _matches(parts: list[str], pattern: list[str]) -> bool:
-    """Whether path segments ``parts`` match glob segments ``pattern`` (``**``: any depth)."""
-    if not pattern:
-        return not parts
-    if pattern[0] == "**":
-        return any(_matches(parts[i:], pattern[1:]) for i in range(len(parts) + 1))
-    return (
-        bool(parts)
-        and fnmatch.fnmatchcase(parts[0], pattern[0])
-        and not (parts[0].startswith(".") and not pattern[0].startswith("."))
-        and _matches(parts[1:], pattern[1:])
-    )
-
-
-def _list_remote(source: SourceSpec) -> list[InputFile]:
-    """The files of a source whose path is a URI, listed through its pyarrow filesystem."""
-    from pyarrow import fs as pafs
-
-    folder, pattern = split_glob(source.path)  # list the folder, match the glob's rest
-    filesystem, root, prefix = split_location(folder, LoadError)
-    try:
-        found = filesystem.get_file_info(root)
-        if found.type == pafs.FileType.File and pattern is None:
-            infos = [found]
-        elif found.type == pafs.FileType.Directory:
-            listed = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
-            infos = [info for info in listed if info.type == pafs.FileType.File]
-        else:
-            infos = []
-    except OSError as exc:
-        from treestore.filesystems import describe_error
-
-        raise LoadError(
-            f"Source {source.name!r}: cannot list {source.path}: {describe_error(exc)}"
-        ) from None
-    if pattern is not None:
-        infos = [i for i in infos if _matches(i.path[len(root) :].strip("/").split("/"), pattern)]
-    elif found.type == pafs.FileType.Directory:
-        infos = [i for i in infos if _visible(Path(i.path), Path(root))]
-    elif not infos:
-        raise LoadError(
-            f"Source {source.name!r}: {source.path} does not exist. "
-            "Give a file, a folder or a glob in the job's 'path'."
-        )
-    return sorted(
-        (InputFile(prefix + i.path, i.size or 0, i.mtime_ns or 0) for i in infos),
-        key=lambda f: f.path,
-    )
-
-
-def accepts(source: SourceSpec, path: str) -> bool:
-    """Whether :func:`list_input_files` would list the local file ``path`` for ``source``
-    (the same rules, for a file found some other way: by a stream)."""
-    folder, pattern = split_glob(source.path)
-    if pattern is not None:
-        root = str(Path(folder or "/").resolve()).rstrip("/") + "/"
-        return path.startswith(root) and _matches(path[len(root) :].split("/"), pattern)
-    given = Path(folder)
-    if given.is_file():
-        return path == str(given.resolve())
-    base = str(given.resolve()).rstrip("/") + "/"
-    return path.startswith(base) and _visible(Path(path), Path(base))
-
-
-def list_input_files(source: SourceSpec) -> list[InputFile]:
-    """The files of ``source``: the file, the visible files under the folder, or the glob's."""
-    if is_uri(source.path):
-        return _list_remote(source)
-    if any(c in source.path for c in _GLOB_CHARS):
-        matches = sorted(Path(p) for p in glob.glob(source.path, recursive=True))
-        return [InputFile.at(p) for p in matches if p.is_file()]
-    root = Path(source.path)
-    if root.is_file():
-        return [InputFile.at(root)]
-    if root.is_dir():
-        found = sorted(p for p in root.rglob("*") if p.is_file() and _visible(p, root))
-        return [InputFile.at(p) for p in found]
-    raise LoadError(
-        f"Source {source.name!r}: {source.path} does not exist. "
-        "Give a file, a folder or a glob in the job's 'path'."
-    )
+def take_fingerprints(
+    collector: Accumulator[dict[str, str]], files: Iterable[InputFile]
+) -> dict[str, str]:
+    """The content fingerprints the reading tasks added for ``files`` (path -> fingerprint;
+    a file whose fingerprint could not be taken is absent), taken out of ``collector``."""
+    added = collector.value  # the driver's own dict: taking out is one atomic pop each
+    taken = {f.path: added.pop(_fingerprint_key(f.path, f.size), None) for f in files}
+    return {path: found for path, found in taken.items() if found is not None}
 
 
 def list_fields(
@@ -203,6 +140,7 @@ def read_source(
     fields: Iterable[str],
     lists: frozenset[str] | None = None,
     numbers: dict[str, int] | None = None,
+    fingerprints: Accumulator[dict[str, str]] | None = None,
 ) -> DataFrame:
     """Read ``files`` of ``source`` in Spark tasks, keeping ``fields`` (text) and line numbers.
 
@@ -210,6 +148,8 @@ def read_source(
     carry ``__file``, ``__line``, ``__reject`` and ``__text``. ``lists`` names
     the fields read as lists of text (default: those sampled as lists);
     ``numbers`` gives each file's number for ``__file`` (default: its place in ``files``).
+    With ``fingerprints`` (:func:`fingerprint_collector`), the task that reads a file
+    adds its content fingerprint (of its listed size) once it has read it.
     """
     wanted = tuple(sorted({f for f in fields if f and f != source.inject_source_name}))
     if lists is None:
@@ -221,12 +161,18 @@ def read_source(
     by_size = [(numbers[f.path], f.path) for f in sorted(files, key=lambda f: -f.size)]
     tasks = max(1, min(len(by_size), spark.sparkContext.defaultParallelism * 2))
     dealt = [by_size[i::tasks] for i in range(tasks)]
+    sizes = {f.path: f.size for f in files}
 
     def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         settings.apply()
         for batch in batches:
             for task in batch.column(0).to_pylist():
-                yield from read_files(plan, dealt[task])
+                for number, path in dealt[task]:
+                    yield from read_files(plan, [(number, path)])
+                    if fingerprints is not None:
+                        found = fingerprint(path, sizes[path])
+                        if found is not None:
+                            fingerprints.add({_fingerprint_key(path, sizes[path]): found})
 
     return spark.range(0, tasks, 1, tasks).mapInArrow(read, plan.spark_schema())
 

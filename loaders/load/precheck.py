@@ -12,7 +12,7 @@ from pathlib import Path
 from loaders.job.model import JobSpec
 from loaders.load.driver import _scan_files
 from loaders.load.inputs import list_input_files
-from treestore.events import EventSink, Message, ignore_events
+from treestore.events import EventSink, Message, as_lines, ignore_events
 from treestore.storage.pagestore import PageStore
 from treestore.store.versions import StoreWriter
 
@@ -31,12 +31,13 @@ def precheck_load(
     Raises what :func:`~loaders.load.driver.run_load` would raise before its Spark work
     (a store of other shards or hash, a location that is a file, an input that cannot be
     listed). When nothing is new it tells ``on_event`` what the load would have said
-    (each source's count, changed files, "nothing new to load") and returns False; when
-    something is new it says nothing (the load says it) and returns True. Creates nothing.
+    (broken links among the inputs, each source's count, changed or moved files, "nothing
+    new to load") and returns False; when something is new it says nothing (the load
+    says it) and returns True. Creates nothing.
     """
-    listed = [list_input_files(source) for source in job.sources]
+    said: list[str] = []  # said only when nothing is new; else the load says it
+    listed = [list_input_files(source, as_lines(said.append)) for source in job.sources]
     writer = StoreWriter(store, job.shards, job.hash, create=False)
-    said: list[str] = []
     scan = _scan_files(job, listed, writer, said.append, reprocess_changed)
     if scan.fresh:
         return True

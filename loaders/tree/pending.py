@@ -116,10 +116,9 @@ class PendingState:
         )
 
 
-def read_pending(pages: PageStore, name: str) -> tuple[pa.Table, str]:
-    """The pending records stored in ``name``, and the fingerprint of the tree that kept
-    them."""
-    table = pages.read_table(name)
+def read_pending(table: pa.Table) -> tuple[pa.Table, str]:
+    """The pending records of a pending side file (read and verified by the shard's
+    tree), and the fingerprint of the tree that kept them."""
     metadata = table.schema.metadata or {}
     return table, metadata.get(_FINGERPRINT, b"").decode()
 

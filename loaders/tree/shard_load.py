@@ -72,7 +72,7 @@ class ShardLoad:
         kept_now, stats.pending = stats.pending, []
         after_sources = tree.next_id  # every node of this load is visible to the retries
         for name in self._earlier.files:
-            waiting, fingerprint = read_pending(self.pages, name)
+            waiting, fingerprint = read_pending(tree.read_side_table(name))
             builder.retry_pending(tree, waiting, fingerprint, stats, created_before=after_sources)
         for table in kept_now:  # kept in this load: a later source may have made the node
             builder.retry_pending(

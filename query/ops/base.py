@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from query.syntax.lark_support import line_column
 from treestore.errors import OpError
 
 __all__ = [
+    "LARGEST_WHOLE",
+    "MOST_COLUMNS",
     "Op",
     "OpArgs",
     "Row",
@@ -17,11 +21,24 @@ __all__ = [
     "as_text",
     "cell",
     "set_cell",
+    "to_long",
+    "whole_argument",
     "with_table_width",
 ]
 
 Value = str | int | float | None
 Row = list[Value]
+
+LARGEST_WHOLE = 2**63 - 1
+"""The largest count an op argument may hold (rows to pass or skip...): Java's
+``Long.MAX_VALUE``, as in Hydra."""
+MOST_COLUMNS = 1_000_000
+"""The most columns a row may have: a column number is below it (ops such as ``pad``
+or ``sum=s...`` make a row that wide)."""
+
+
+MOST_WARNINGS = 10
+"""How many warnings one op records at most."""
 
 
 @dataclass(frozen=True)
@@ -31,20 +48,24 @@ class OpArgs:
     Attributes:
         op_name: the op's name as written.
         text: the arguments with backslash escapes resolved.
-        columns: for each character of ``text``, its 1-based column in ``source``;
-            one more entry gives the column just after the arguments.
+        offsets: for each character of ``text``, its 0-based offset in ``source``;
+            one more entry gives the offset just after the arguments.
         source: the whole op string, for error snippets.
     """
 
     op_name: str
     text: str
-    columns: tuple[int, ...]
+    offsets: tuple[int, ...]
     source: str
+
+    def position(self, index: int) -> tuple[int, int]:
+        """The line and column in :attr:`source` of character ``index`` of :attr:`text`."""
+        return line_column(self.source, self.offsets[max(0, min(index, len(self.offsets) - 1))])
 
     def error(self, index: int, reason: str, hint: str | None = None) -> OpError:
         """An :class:`OpError` pointing at character ``index`` of :attr:`text`."""
-        column = self.columns[min(index, len(self.columns) - 1)]
-        return OpError(f"{self.op_name}: {reason}", self.source, 1, column, hint=hint)
+        line, column = self.position(index)
+        return OpError(f"{self.op_name}: {reason}", self.source, line, column, hint=hint)
 
     def split(self, separator: str = ",") -> list[tuple[str, int]]:
         """The arguments split at ``separator``, each piece with its start index."""
@@ -81,9 +102,13 @@ class Op:
         a column past a row's width. :meth:`OpsPipeline.warnings` collects them."""
 
     def warn(self, index: int, reason: str, hint: str | None = None) -> None:
-        """Record a warning pointing at argument character ``index`` (once per place)."""
-        column = self.args.columns[min(index, len(self.args.columns) - 1)]
-        if all(w.column != column for w in self.warnings):
+        """Record a warning pointing at argument character ``index`` (once per place, and
+        at most :data:`MOST_WARNINGS` per op: an argument of 4,000 unknown letters gives
+        ten warnings, not 4,000 errors each quoting the whole op string)."""
+        if len(self.warnings) >= MOST_WARNINGS:
+            return
+        place = self.args.position(index)
+        if all((w.line, w.column) != place for w in self.warnings):
             self.warnings.append(self.args.error(index, reason, hint))
 
     def bind(self, compile_ops: Callable[[str], Any]) -> None:
@@ -109,6 +134,41 @@ class Op:
         raise NotImplementedError
 
 
+def whole_argument(
+    args: OpArgs,
+    text: str,
+    index: int,
+    what: str,
+    largest: int = LARGEST_WHOLE,
+    smallest: int = 0,
+) -> int:
+    """``text`` (at ``index`` of the arguments) as a whole number from ``smallest`` to
+    ``largest``: ASCII digits (a leading ``-`` when ``smallest`` is negative), blanks
+    around allowed; an :class:`OpError` there otherwise."""
+    word = text.strip()
+    digits = word[1:] if word[:1] == "-" and smallest < 0 else word
+    if not (digits.isascii() and digits.isdigit()):
+        raise args.error(index, f"expected {what} (a whole number), not {text!r}")
+    digits = digits.lstrip("0") or "0"
+    number = None if len(digits) > len(str(largest)) else int(digits)
+    if number is not None and word[:1] == "-":
+        number = -number
+    if number is None or not smallest <= number <= largest:
+        raise args.error(index, f"{what} must lie between {smallest} and {largest}")
+    return number
+
+
+def to_long(number: int | float) -> int:
+    """A number as Java casts it to a ``long``: reals truncated, NaN 0, anything past the
+    range (infinities too) clamped to it, as Hydra's ops read whole numbers."""
+    if isinstance(number, float):
+        if math.isnan(number):
+            return 0
+        if math.isinf(number):
+            return LARGEST_WHOLE if number > 0 else -LARGEST_WHOLE - 1
+    return max(-LARGEST_WHOLE - 1, min(LARGEST_WHOLE, int(number)))
+
+
 def as_text(value: Value) -> str:
     """A value as the ops see it in string context (null is the empty string)."""
     if value is None:
@@ -122,12 +182,15 @@ def as_number(value: Value) -> int | float | None:
         return value
     text = value.strip()
     try:
-        return int(text)
+        whole: int | None = int(text)
+    except ValueError:  # not whole, or past 4300 digits (which int() refuses)
+        whole = None
+    if whole is not None and -LARGEST_WHOLE - 1 <= whole <= LARGEST_WHOLE:
+        return whole
+    try:
+        return float(text)  # past a long a whole number is a real, as Hydra reads it
     except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return None
+        return None
 
 
 def cell(row: Row, column: int) -> Value:

@@ -16,37 +16,46 @@ from typing import Any
 from lark import Token
 
 from query.ops import REGISTRY, Op, OpArgs, Row, Value
-from query.syntax.lark_support import Failure, parse, parser
+from query.syntax.lark_support import Failure, line_column, parse, parser
 from treestore.errors import OpError
 
 __all__ = ["OpsPipeline", "compile_ops"]
 
 
 def _unescape(token: Token) -> tuple[str, tuple[int, ...]]:
-    """Resolve backslash escapes, keeping each character's column."""
+    """Resolve backslash escapes, keeping each character's offset in the op string."""
     text: list[str] = []
-    columns: list[int] = []
+    offsets: list[int] = []
     raw = str(token)
-    start = token.column or 1
+    start = token.start_pos or 0
     i = 0
     while i < len(raw):
         if raw[i] == "\\" and i + 1 < len(raw):
             i += 1
         text.append(raw[i])
-        columns.append(start + i)
+        offsets.append(start + i)
         i += 1
-    columns.append(start + len(raw))
-    return "".join(text), tuple(columns)
+    offsets.append(start + len(raw))
+    return "".join(text), tuple(offsets)
 
 
 def _syntax_error(text: str, failure: Failure) -> OpError:
     if failure.kind == "end":
-        return OpError("The ops end too early", text, 1, len(text) + 1)
+        return OpError("The ops end too early", text, failure.line, failure.column)
+    if failure.kind == "surrogate":
+        return OpError(
+            f"A lone surrogate ({failure.token!r}) cannot stand in the ops",
+            text,
+            failure.line,
+            failure.column,
+        )
     if failure.kind == "character":
-        reason = f"Unexpected character {text[failure.column - 1]!r} in the ops"
+        reason = f"Unexpected character {failure.token!r} in the ops"
     else:
         reason = f"Unexpected {failure.token[:20]!r} in the ops"
-    return OpError(reason, text, 1, failure.column, hint="Write ops as name=args;name=args.")
+    return OpError(
+        reason, text, failure.line, failure.column, hint="Write ops as name=args;name=args."
+    )
 
 
 @dataclass(frozen=True)
@@ -111,15 +120,17 @@ def compile_ops(text: str | None) -> OpsPipeline:
         if op_class is None:
             known = ", ".join(sorted(REGISTRY))
             raise OpError(
-                f"Unknown op {name!r}", text, 1, name_token.column or 1, hint=f"Known ops: {known}."
+                f"Unknown op {name!r}",
+                text,
+                *line_column(text, name_token.start_pos or 0),
+                hint=f"Known ops: {known}.",
             )
         args_token = rest[0] if rest and rest[0] is not None else None
         if args_token is not None:
-            args_text, columns = _unescape(args_token)
+            args_text, offsets = _unescape(args_token)
         else:
-            end = name_token.end_column or 1
-            args_text, columns = "", (end,)
-        op = op_class(OpArgs(name, args_text, columns, text))
+            args_text, offsets = "", (name_token.end_pos or 0,)
+        op = op_class(OpArgs(name, args_text, offsets, text))
         op.bind(compile_ops)
         ops.append(op)
     return OpsPipeline(tuple(ops), text)

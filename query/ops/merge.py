@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, whole_argument
 from query.ops.columns import Chunk, group_starts, join_groups
 from query.syntax.ast import unique_names
 
@@ -98,9 +98,10 @@ class MergeOp(Op):
         columns: list[_Column] = []
         self.count_rows = False
         self.top_column: int | None = None
-        every = ""
+        every, every_index = "", 0
         for index, letter in enumerate(args.text):
-            if letter.isdigit():
+            if letter in "0123456789":
+                every_index = every_index if every else index
                 every += letter
             elif letter == "u":
                 self.count_rows = True
@@ -117,7 +118,7 @@ class MergeOp(Op):
         if not columns:
             raise args.error(0, "needs one letter per column, e.g. merge=kij")
         self.columns = tuple(columns)
-        self.every = int(every) if every else 0
+        self.every = whole_argument(args, every, every_index, "the row count") if every else 0
         self.keys = tuple(i for i, c in enumerate(columns) if c.letter == "k")
 
     def column_names(self, names: tuple[str, ...]) -> tuple[str, ...] | None:

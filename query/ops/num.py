@@ -6,7 +6,16 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, as_number, cell
+from query.ops.base import (
+    MOST_COLUMNS,
+    Op,
+    OpArgs,
+    Row,
+    as_number,
+    cell,
+    to_long,
+    whole_argument,
+)
 
 __all__ = ["NumOp"]
 
@@ -30,9 +39,17 @@ def _unary(function: Callable[[Number], Number]) -> Callable[[_Stack], None]:
     return apply
 
 
+def _long(number: Number) -> Number:
+    """A whole result wrapped into Java's ``long`` (64 bits, as Hydra's sums overflow); a
+    real one as it is."""
+    if isinstance(number, float):
+        return number
+    return (number + 2**63) % 2**64 - 2**63
+
+
 def _whole_div(b: Number, a: Number) -> Number:
     """Java's long division: both sides truncated to whole numbers, the quotient toward 0."""
-    whole_b, whole_a = int(b), int(a)
+    whole_b, whole_a = to_long(b), to_long(a)
     if whole_a == 0:
         return 0
     quotient = abs(whole_b) // abs(whole_a)
@@ -41,7 +58,7 @@ def _whole_div(b: Number, a: Number) -> Number:
 
 def _whole_rem(b: Number, a: Number) -> Number:
     """Java's long remainder: the sign follows the dividend."""
-    whole_b, whole_a = int(b), int(a)
+    whole_b, whole_a = to_long(b), to_long(a)
     if whole_a == 0:
         return 0
     return whole_b - whole_a * _whole_div(whole_b, whole_a)
@@ -77,9 +94,9 @@ def _whole_stack(function: Callable[[list[Number]], Number]) -> Callable[[_Stack
 
 
 _WORDS: dict[str, Callable[[_Stack], None]] = {
-    "add": _binary(lambda b, a: b + a),
-    "sub": _binary(lambda b, a: b - a),
-    "mult": _binary(lambda b, a: int(b) * int(a)),
+    "add": _binary(lambda b, a: _long(b + a)),
+    "sub": _binary(lambda b, a: _long(b - a)),
+    "mult": _binary(lambda b, a: _long(to_long(b) * to_long(a))),
     "dmult": _binary(lambda b, a: float(b) * a),
     "div": _binary(_whole_div),
     "ddiv": _binary(lambda b, a: 0 if a == 0 else float(b) / a),
@@ -91,7 +108,7 @@ _WORDS: dict[str, Callable[[_Stack], None]] = {
     "log": _unary(_log10),
     "sqrt": _unary(lambda a: math.sqrt(a) if a >= 0 else math.nan),
     "abs": _unary(lambda a: float(abs(a))),
-    "toi": _unary(int),
+    "toi": _unary(to_long),
     "tof": _unary(float),
     "dup": lambda stack: stack.append(stack[-1]),
     "swap": _swap,
@@ -192,8 +209,10 @@ class NumOp(Op):
             self.steps.append((step, number, index))
 
     def _compile(self, word: str, index: int) -> tuple[str, Number | None]:
-        if word[:1] == "c" and word[1:].isdigit():
-            return "load", int(word[1:])
+        if word[:1] == "c" and word[1:].isascii() and word[1:].isdigit():
+            return "load", whole_argument(
+                self.args, word[1:], index + 1, "a column number", MOST_COLUMNS - 1
+            )
         if word[:1] == "n" and as_number(word[1:]) is not None:
             return "number", as_number(word[1:])
         name = _ALIASES.get(word, word)
@@ -241,7 +260,7 @@ class NumOp(Op):
                 assert number is not None
                 stack.append(number)
             elif kind == "set":
-                column, value = int(stack.pop()), stack.pop()
+                column, value = to_long(stack.pop()), stack.pop()
                 if 0 <= column < width:
                     row[column] = value
                 else:  # below 0 or past the row's width on arrival: appended, as in Hydra
@@ -254,7 +273,7 @@ class NumOp(Op):
                 if name.startswith("d"):
                     passed = _TESTS[name[1:]](float(b), float(a))
                 else:
-                    passed = _TESTS[name](int(b), int(a))
+                    passed = _TESTS[name](to_long(b), to_long(a))
                 if not passed:
                     return None
             elif self.division_errors and kind in _DIVISIONS and stack[-1] == 0:

@@ -8,6 +8,8 @@ from typing import Any
 
 from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell
 from query.ops.row_ops import column_number
+from query.syntax.lark_support import offset_of
+from treestore.errors import OpError
 
 __all__ = ["DepivotOp", "FoldOp", "GroupByOp", "PivotOp"]
 
@@ -268,12 +270,21 @@ class GroupByOp(Op):
             )
         self.keys = [i for i, letter in enumerate(letters) if letter == "k"]
         self.ops_text = ops
+        self.ops_start = len(letters) + 1
         self.compile: Callable[[str], Any] | None = None
 
     def bind(self, compile_ops: Callable[[str], Any]) -> None:
         """Take the op compiler (the pipeline hands it over) and check OPS now."""
         self.compile = compile_ops
-        compile_ops(self.ops_text)
+        try:
+            compile_ops(self.ops_text)
+        except OpError as error:
+            raise self._placed(error) from None
+
+    def _placed(self, error: OpError) -> OpError:
+        """An error of OPS (placed in OPS alone) placed in the whole op string."""
+        offset = offset_of(self.ops_text, error.line, error.column)
+        return self.args.error(self.ops_start + offset, error.reason, error.hint)
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Each key's rows through its own ops, results in Hydra's order.
@@ -291,8 +302,11 @@ class GroupByOp(Op):
         for group_order, members in enumerate(groups.values()):
             reader = _GroupReader(members)
             outputs = self.compile(self.ops_text).run(reader.rows())
-            for sequence, out in enumerate(outputs):
-                stamped.append((reader.stamp(), group_order, sequence, list(out)))
+            try:
+                for sequence, out in enumerate(outputs):
+                    stamped.append((reader.stamp(), group_order, sequence, list(out)))
+            except OpError as error:  # an op of OPS refusing a row
+                raise self._placed(error) from None
         stamped.sort(key=lambda item: item[:3])
         for *_, out in stamped:
             yield out

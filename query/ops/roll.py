@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, cell, with_table_width
+from query.ops.base import Op, OpArgs, Row, Value, as_number, cell, to_long, with_table_width
 from query.ops.row_ops import column_number
 
 __all__ = ["AvgOp", "DeltaOp", "MaxOp", "MinOp", "RollOp", "SumOp"]
@@ -44,7 +44,7 @@ class RollOp(Op):
         number = as_number(value)
         if number is None:
             return None
-        return float(number) if self.real else int(number)
+        return float(number) if self.real else to_long(number)
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """The rows with their running values."""
@@ -164,7 +164,7 @@ class AvgOp(RollOp):
             return None
         if self.real:
             return state / count
-        quotient = abs(int(state)) // count  # Java's long division: toward 0
+        quotient = abs(to_long(state)) // count  # Java's long division: toward 0
         return quotient if state >= 0 else -quotient
 
 

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 import json5
 
 from query.ops.base import (
+    LARGEST_WHOLE,
+    MOST_COLUMNS,
     Op,
     OpArgs,
     Row,
@@ -19,9 +21,11 @@ from query.ops.base import (
     as_text,
     cell,
     set_cell,
+    whole_argument,
     with_table_width,
 )
-from query.syntax.ast import unique_names
+from query.syntax.ast import regex_problem, unique_names
+from query.syntax.lark_support import first_surrogate
 
 __all__ = [
     "CompareOp",
@@ -40,17 +44,17 @@ __all__ = [
 
 
 def column_number(args: OpArgs, text: str, index: int) -> int:
-    """``text`` (starting at ``index`` of the arguments) as a column number, or an error there."""
-    if not text.strip().isdigit():
-        raise args.error(index, f"expected a column number, not {text!r}")
-    return int(text)
+    """``text`` (starting at ``index`` of the arguments) as a column number (below
+    :data:`MOST_COLUMNS`), or an error there."""
+    return whole_argument(args, text, index, "a column number", MOST_COLUMNS - 1)
 
 
-def whole_number(args: OpArgs, text: str, index: int, what: str) -> int:
-    """``text`` (starting at ``index`` of the arguments) as a whole number, or an error there."""
-    if not text.strip().isdigit():
-        raise args.error(index, f"expected {what} (a whole number), not {text!r}")
-    return int(text)
+def whole_number(
+    args: OpArgs, text: str, index: int, what: str, largest: int = LARGEST_WHOLE
+) -> int:
+    """``text`` (starting at ``index`` of the arguments) as a whole number up to ``largest``,
+    or an error there."""
+    return whole_argument(args, text, index, what, largest)
 
 
 class LimitOp(Op):
@@ -73,10 +77,14 @@ class LimitOp(Op):
         text = args.text
         keys = len(text) - len(text.lstrip("k"))
         numbers = text[keys:].split(":")
-        if len(numbers) > 2 or not all(n.isdigit() for n in numbers):
+        if len(numbers) > 2 or not all(n.isascii() and n.isdigit() for n in numbers):
             raise args.error(keys, "expected N or M:N (skip M, then pass N)")
         self.keys = keys
-        self.skip, self.count = (0, int(numbers[0])) if len(numbers) == 1 else map(int, numbers)
+        counts = [
+            whole_number(args, number, keys + len(numbers[0]) + 1 if i else keys, "a row count")
+            for i, number in enumerate(numbers)
+        ]
+        self.skip, self.count = (0, counts[0]) if len(counts) == 1 else (counts[0], counts[1])
         if self.count <= 0:
             raise args.error(len(text) - 1, "the number of rows to pass must be at least 1")
 
@@ -112,7 +120,7 @@ class SkipOp(Op):
         parts = args.split(",")
         if not 1 <= len(parts) <= 3:
             raise args.error(0, "expected N, N,A or N,A,B")
-        numbers = [column_number(args, text, index) for text, index in parts]
+        numbers = [whole_number(args, text, index, "a row count") for text, index in parts]
         self.first = numbers[0]
         self.take = numbers[1] if len(numbers) > 1 else 0
         self.drop = numbers[2] if len(numbers) > 2 else self.take
@@ -153,17 +161,20 @@ def _fill_value(args: OpArgs, spec: str) -> Value:
     try:
         if not spec:
             return 0
-        if spec[0] in "il":
-            return int(spec[1:])
         if spec[0] in "fd":
             return float(spec[1:])
         if spec[0] == "s":
             return spec[1:]
-        return int(spec)
+        whole = int(spec[1:] if spec[0] in "il" else spec)
+        if abs(whole) <= LARGEST_WHOLE:
+            return whole
     except ValueError:
-        raise args.error(
-            0, f"cannot read the fill value {spec!r}", hint="Use iN, fX or sTEXT."
-        ) from None
+        pass
+    raise args.error(
+        0,
+        f"cannot read the fill value {spec[:30]!r}",
+        hint=f"Use iN (N at most {LARGEST_WHOLE} either way), fX or sTEXT.",
+    )
 
 
 class FillOp(Op):
@@ -206,7 +217,9 @@ class PadOp(Op):
         if not colon or not width.isdigit():
             raise args.error(len(args.text), "expected SPEC:N, e.g. pad=0:4")
         self.value = _fill_value(args, spec)
-        self.width = int(width)
+        self.width = whole_argument(
+            args, width, len(spec) + 1, "the width", MOST_COLUMNS, smallest=0
+        )
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Pad each row."""
@@ -345,8 +358,15 @@ def _json_object(args: OpArgs) -> tuple[int, dict[str, Value]]:
             f"the map is not valid JSON ({exc})",
             hint="Write an object such as {a:'x',b:'y'}.",
         ) from None
+    except RecursionError:
+        raise args.error(len(column) + 2, "the map is nested too deeply") from None
     if not isinstance(table, dict):
         raise args.error(len(column) + 2, "the map must be a JSON object")
+    for key, value in table.items():
+        if isinstance(value, list | dict):
+            raise args.error(len(column) + 2, f"the value of {key!r} must be a text or a number")
+        if any(first_surrogate(text) is not None for text in (key, as_text(value))):
+            raise args.error(len(column) + 2, "the map holds a lone surrogate (\\udXXX)")
     return number, table
 
 
@@ -393,12 +413,12 @@ class RegexMapOp(Op):
         self.column, mapping = _json_object(args)
         self.patterns: list[tuple[re.Pattern[str], Value]] = []
         for key, value in mapping.items():
-            try:
-                self.patterns.append((re.compile(key), value))
-            except re.error as exc:
+            problem = regex_problem(key)
+            if problem is not None:
                 raise args.error(
-                    args.text.index("::") + 2, f"bad regular expression {key!r} ({exc})"
-                ) from None
+                    args.text.index("::") + 2, f"bad regular expression {key!r} ({problem})"
+                )
+            self.patterns.append((re.compile(key), value))
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Map each row's cell."""
@@ -414,6 +434,10 @@ class RegexMapOp(Op):
             yield out
 
 
+LONGEST_SLEEP = 3_600_000
+"""The longest wait ``sleep`` takes, in milliseconds (an hour)."""
+
+
 class SleepOp(Op):
     """sleep=MS[,SPREAD] : wait MS milliseconds before passing each row on (for testing).
 
@@ -427,8 +451,10 @@ class SleepOp(Op):
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
         pause, comma, spread = args.text.partition(",")
-        self.pause = whole_number(args, pause, 0, "the milliseconds to wait")
-        self.spread = whole_number(args, spread, len(pause) + 1, "the spread") if comma else 0
+        self.pause = whole_number(args, pause, 0, "the milliseconds to wait", LONGEST_SLEEP)
+        self.spread = (
+            whole_number(args, spread, len(pause) + 1, "the spread", LONGEST_SLEEP) if comma else 0
+        )
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Each row, after the wait."""

@@ -9,7 +9,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, set_cell
+from query.ops.base import (
+    MOST_COLUMNS,
+    Op,
+    OpArgs,
+    Row,
+    Value,
+    as_number,
+    as_text,
+    set_cell,
+    whole_argument,
+)
 from query.ops.columns import Chunk, as_text_column
 
 __all__ = ["StrOp"]
@@ -100,8 +110,11 @@ class StrOp(Op):
         if word in _WORDS:
             canonical, pops, pushes = _WORDS[word]
             return _Step(canonical, index, pops, pushes)
-        if word.startswith("c") and word[1:].isdigit():
-            return _Step("col", index, 0, 1, int(word[1:]))
+        if word.startswith("c") and word[1:].isascii() and word[1:].isdigit():
+            column = whole_argument(
+                self.args, word[1:], index + 1, "a column number", MOST_COLUMNS - 1
+            )
+            return _Step("col", index, 0, 1, column)
         if word.startswith("v"):
             return _Step("const", index, 0, 1, word[1:] if len(word) > 1 else ",")
         raise self.args.error(

@@ -13,7 +13,18 @@ from typing import Any
 
 import msgpack
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, set_cell
+from query.ops.base import (
+    LARGEST_WHOLE,
+    Op,
+    OpArgs,
+    Row,
+    Value,
+    as_number,
+    as_text,
+    cell,
+    set_cell,
+    whole_argument,
+)
 from query.ops.row_ops import column_number
 from treestore.settings import env_number
 
@@ -208,11 +219,10 @@ class RangeOp(Op):
         parts = args.split(",")
         if not 1 <= len(parts) <= 2:
             raise args.error(0, "expected B or B,E")
-        numbers = []
-        for text, index in parts:
-            if not text.lstrip("-").isdigit():
-                raise args.error(index, f"expected a whole number, not {text!r}")
-            numbers.append(int(text))
+        numbers = [
+            whole_argument(args, text, index, "a row number", smallest=-LARGEST_WHOLE)
+            for text, index in parts
+        ]
         self.begin = numbers[0]
         self.end = numbers[1] if len(numbers) > 1 else 0
 

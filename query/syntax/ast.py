@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -19,6 +20,7 @@ __all__ = [
     "Path",
     "Property",
     "quote_name",
+    "regex_problem",
     "unique_names",
 ]
 
@@ -269,3 +271,22 @@ def unique_names(names: list[str]) -> tuple[str, ...]:
         taken.add(candidate)
         out.append(candidate)
     return tuple(out)
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a regular expression Python can compile, or ``None``.
+
+    >>> regex_problem("a{99999999999}")
+    'the repetition number is too large'
+    """
+    try:
+        with warnings.catch_warnings():  # "possible nested set": Python's own caution
+            warnings.simplefilter("ignore")
+            re.compile(pattern)
+    except re.error as exc:
+        return exc.msg
+    except OverflowError as exc:  # a repetition count past what re can hold
+        return str(exc)
+    except RecursionError:
+        return "its groups are nested too deeply"
+    return None

@@ -7,7 +7,6 @@ line, column, a caret snippet and the expected tokens in words.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
@@ -15,11 +14,15 @@ from typing import Any
 
 from lark import Token, Transformer, v_args
 
-from query.syntax.ast import Bound, Element, Field, Path, Property
-from query.syntax.lark_support import Failure, parse, parser, transform
+from query.syntax.ast import Bound, Element, Field, Path, Property, regex_problem
+from query.syntax.lark_support import Failure, first_surrogate, parse, parser, transform
 from treestore.errors import QuerySyntaxError
 
-__all__ = ["parse_path"]
+__all__ = ["LARGEST_WHOLE", "parse_path"]
+
+LARGEST_WHOLE = 2**63 - 1
+"""The largest whole number a path may hold (a limit, a bound, a default's hits): Java's
+``Long.MAX_VALUE``, as in Hydra."""
 
 # Terminal names as a user should read them in "expected ..." lists.
 _WORDS = {
@@ -101,10 +104,23 @@ class _ToAst(Transformer[Token, Any]):
         return Element(**fields, line=meta.line, column=meta.column)
 
     def limit_only(self, limit: Token) -> dict[str, Any]:
-        return {"limit": int(limit)}
+        return {"limit": self._whole(limit, "A limit")}
 
     def skip_limit(self, skip: Token, limit: Token) -> dict[str, Any]:
-        return {"skip": int(skip), "limit": int(limit)}
+        return {"skip": self._whole(skip, "A skip"), "limit": self._whole(limit, "A limit")}
+
+    def _whole(self, token: Token, what: str) -> int:
+        """An INT token as a number, refused past :data:`LARGEST_WHOLE` (at the token)."""
+        digits = str(token).lstrip("0") or "0"
+        if len(digits) > len(str(LARGEST_WHOLE)) or int(digits) > LARGEST_WHOLE:
+            raise QuerySyntaxError(
+                f"{what} is too large",
+                self.text,
+                token.line or 1,
+                token.column or 1,
+                hint=f"Write at most {LARGEST_WHOLE}.",
+            )
+        return int(digits)
 
     def up_hidden(self, _up: Token) -> dict[str, Any]:
         return {"kind": "up"}
@@ -250,7 +266,10 @@ class _ToAst(Transformer[Token, Any]):
         return merged
 
     def default(self, name: tuple[str, Token], hits: Token | None = None) -> dict[str, Any]:
-        return {"default": name[0], "default_hits": None if hits is None else int(hits)}
+        return {
+            "default": name[0],
+            "default_hits": None if hits is None else self._whole(hits, "A default's hits"),
+        }
 
     def data_default(self, name: tuple[str, Token], hits: Token | None = None) -> dict[str, Any]:
         return self.default(name, hits)
@@ -280,25 +299,43 @@ class _ToAst(Transformer[Token, Any]):
         return name, parts[0] if trap else token, trap  # a trap stands where its "-" is
 
     def name(self, token: Token) -> tuple[str, Token]:
-        if token.type == "STRING":
+        if token.type != "STRING":
+            return str(token), token
+        try:
             decoded: str = json.loads(token)
-            return decoded, token
-        return str(token), token
+        except json.JSONDecodeError as exc:
+            raise QuerySyntaxError(
+                f"Not a valid quoted name ({exc.msg.removesuffix(' at').lower()})",
+                self.text,
+                token.line or 1,
+                (token.column or 1) + exc.pos,
+                hint='A quoted name is a JSON string: escape \\ and " with a backslash, '
+                "and write a tab as \\t.",
+            ) from None
+        surrogate = first_surrogate(decoded)
+        if surrogate is not None:
+            raise QuerySyntaxError(
+                f"A quoted name cannot hold a lone surrogate ({decoded[surrogate]!r})",
+                self.text,
+                token.line or 1,
+                token.column or 1,
+                hint='Write a character outside the BMP as a pair: "\\ud83d\\ude00".',
+            )
+        return decoded, token
 
     def _patterns(self, names: _Names, traps: bool = False) -> tuple[str, ...]:
         values = names.traps if traps else names.values
         columns = names.trap_columns if traps else names.columns
         for pattern, column in zip(values, columns, strict=True):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
+            problem = regex_problem(pattern)
+            if problem is not None:
                 raise QuerySyntaxError(
-                    f"Not a regular expression ({exc.msg})",
+                    f"Not a regular expression ({problem})",
                     self.text,
                     names.line,
                     column,
                     hint='Quote a pattern with special characters: |"a.*b".',
-                ) from None
+                )
         return values
 
     def properties(self, *props: Property) -> tuple[Property, ...]:
@@ -319,7 +356,7 @@ class _ToAst(Transformer[Token, Any]):
         )
 
     def bound(self, op: Token, value: Token) -> Bound:
-        return Bound(op=str(op), value=int(value))  # type: ignore[arg-type]
+        return Bound(op=str(op), value=self._whole(value, "A bound"))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -358,8 +395,10 @@ def _syntax_error(text: str, failure: Failure) -> QuerySyntaxError:
     if failure.kind == "end":
         reason = "The path ends too early"
     elif failure.kind == "character":
-        character = text.splitlines()[failure.line - 1][failure.column - 1]
-        reason = f"Unexpected character {character!r} in the path"
+        reason = f"Unexpected character {failure.token!r} in the path"
+    elif failure.kind == "surrogate":
+        reason = f"A lone surrogate ({failure.token!r}) cannot stand in a path"
+        expected = ()
     else:
         reason = f"Unexpected {failure.token[:20]!r} in the path"
     hint = "Expected " + " or ".join(expected) + "." if expected else None

@@ -1,13 +1,19 @@
-"""The Spark session treestore creates: quiet unless asked, and executors that can work."""
+"""The Spark session treestore creates: quiet unless asked, executors that can work, and a
+failed Spark job's cause in one line."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from treestore.errors import LoadError
+from treestore.spark import spark_errors
 
 START = "from treestore.spark import get_session; print(get_session('local[1]').range(3).count())"
 
@@ -69,3 +75,56 @@ def test_a_users_session_without_pyspark_python_is_refused_up_front(tmp_path: Pa
         assert "pyarrow" in line and "treestore" in line
         assert f"set PYSPARK_PYTHON={sys.executable} " in line
     assert not (tmp_path / "store").exists()
+
+
+def _undecodable(batches: Iterator[Any]) -> Iterator[Any]:
+    for batch in batches:
+        b"\x84abc".decode("utf-8")
+        yield batch
+
+
+def _refusing(batches: Iterator[Any]) -> Iterator[Any]:
+    for batch in batches:
+        try:
+            b"\x84abc".decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LoadError("input file /in/a.tsv cannot be read as tsv (why)") from exc
+        yield batch
+
+
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [
+        (
+            _undecodable,
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x84 in position 0: "
+            "invalid start byte",
+        ),
+        (_refusing, "input file /in/a.tsv cannot be read as tsv (why)"),
+    ],
+    ids=["python", "treestore"],
+)
+def test_a_task_that_raises_says_its_own_exception(spark: Any, task: Any, said: str) -> None:
+    with pytest.raises(LoadError) as caught, spark_errors(LoadError, "Reading"):
+        spark.range(2).mapInArrow(task, "id long").collect()
+    assert str(caught.value) == f"Reading failed: {said}"
+
+
+def test_a_java_failure_says_its_root_cause(spark: Any, tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("not a folder")
+    with pytest.raises(LoadError) as caught, spark_errors(LoadError, "Writing"):
+        spark.range(2).write.parquet(str(tmp_path / "a_file" / "out"))
+    assert str(caught.value) == (
+        "Writing failed: org.apache.hadoop.fs.ParentNotDirectoryException: Parent path is "
+        f"not a directory: file:{tmp_path / 'a_file'}"
+    )
+
+
+def test_a_java_failure_while_spark_reads_a_file_names_the_file(spark: Any, tmp_path: Path) -> None:
+    broken = tmp_path / "a.csv.gz"
+    broken.write_bytes(b"not gzip at all\n")
+    with pytest.raises(LoadError) as caught, spark_errors(LoadError, "Reading"):
+        spark.read.csv(str(broken)).collect()
+    assert str(caught.value) == (
+        f"Reading failed: java.io.IOException: not a gzip file (reading file://{broken})"
+    )

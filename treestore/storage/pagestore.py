@@ -20,6 +20,7 @@ import os
 import posixpath
 import shutil
 import threading
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import pyarrow as pa
 
 from treestore.errors import StoreError
+from treestore.faults import open_for_writing
 from treestore.filesystems import FilesystemSettings, describe_error, is_uri, open_location
 
 if TYPE_CHECKING:
@@ -109,12 +111,18 @@ class PageStore(ABC):
         """The blob's path on the local filesystem, if it has one."""
         return None
 
+    def modified(self, name: str) -> float | None:
+        """When blob ``name`` was last written (seconds since the epoch, by the clock of
+        whatever holds it), or None if the store cannot tell or it does not exist."""
+        return None
+
 
 class MemoryPageStore(PageStore):
     """Blobs in a dict; thread-safe; for tests and scratch trees."""
 
     def __init__(self) -> None:
         self.blobs: dict[str, bytes] = {}
+        self.times: dict[str, float] = {}
         self.location = f"memory:{id(self):x}"
         self._lock = threading.Lock()
 
@@ -130,13 +138,18 @@ class MemoryPageStore(PageStore):
     def write(self, name: str, data: bytes) -> None:
         with self._lock:
             self.blobs[name] = bytes(data)
+            self.times[name] = time.time()
 
     def create(self, name: str, data: bytes) -> bool:
         with self._lock:
             if name in self.blobs:
                 return False
             self.blobs[name] = bytes(data)
+            self.times[name] = time.time()
             return True
+
+    def modified(self, name: str) -> float | None:
+        return self.times.get(name) if name in self.blobs else None
 
     def exists(self, name: str) -> bool:
         return name in self.blobs
@@ -270,7 +283,7 @@ class FilePageStore(PageStore):
         try:
             self.fs.create_dir(folder, recursive=True)
             if self.is_local:
-                with open(temp, "wb") as handle:
+                with open_for_writing(temp) as handle:
                     yield handle
                     handle.flush()
                     os.fsync(handle.fileno())
@@ -301,7 +314,7 @@ class FilePageStore(PageStore):
                 raise self._failed(name, "cannot be written", exc) from exc
             temp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
-                with open(temp, "wb") as handle:
+                with open_for_writing(temp) as handle:
                     handle.write(data)
                     handle.flush()
                     os.fsync(handle.fileno())
@@ -363,6 +376,13 @@ class FilePageStore(PageStore):
 
     def local_path(self, name: str) -> Path | None:
         return Path(self._path(name)) if self.is_local else None
+
+    def modified(self, name: str) -> float | None:
+        try:
+            info = self.fs.get_file_info(self._path(name))
+        except OSError:
+            return None
+        return None if info.mtime_ns is None or info.size is None else info.mtime_ns / 1e9
 
 
 def page_store_for(location: str | os.PathLike[str] | PageStore) -> PageStore:

@@ -9,7 +9,7 @@ U+FFFF).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from treestore.storage.entries import ChildColumns, Key, merge_columns
 from treestore.storage.pagestore import PageStore
-from treestore.storage.runs import Entry, RunReader, key_hash, merge_entries
+from treestore.storage.runs import Entry, RunReader, RunSum, key_hash, merge_entries
 
 __all__ = ["ROOT_ID", "ROOT_KEY", "Node", "TreeReader"]
 
@@ -56,12 +56,20 @@ class TreeReader:
         store: where the runs live.
         runs: the runs' names, oldest first.
         shard: the shard number, for messages.
+        sums: what the version's manifest records of the runs (checked as each is opened).
     """
 
-    def __init__(self, store: PageStore, runs: Sequence[str], shard: int = 0) -> None:
+    def __init__(
+        self,
+        store: PageStore,
+        runs: Sequence[str],
+        shard: int = 0,
+        sums: Mapping[str, RunSum] | None = None,
+    ) -> None:
         self.store = store
         self.shard = shard
-        self.readers = [RunReader(store, name, shard) for name in runs]
+        sums = sums or {}
+        self.readers = [RunReader(store, name, shard, sums.get(name)) for name in runs]
 
     def entry(self, key: Key) -> Entry | None:
         """The stored entry of ``key``, merged across runs, or ``None``."""

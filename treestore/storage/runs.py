@@ -14,6 +14,12 @@ bounded size:
   false positives), so looking up a key a run does not hold reads no page. The
   index carries its own checksum.
 
+What a version's manifest records of a run (:class:`RunSum`: the pages file's size,
+the index file's size and the index's checksum) is taken while the run is written.
+Since the index holds every page's checksum, the index's checksum plus the pages
+file's size cover every byte of the run: a reader compares them when it opens the
+run (the index is read anyway), ``check`` reads every page.
+
 A shard's state is a list of runs, oldest first: the base run holds absolute
 values and later (delta) runs hold what later loads added. Reading merges them:
 ``hits`` and ``nodes`` add up, ``node_id`` is the same in every run, the newest
@@ -50,6 +56,7 @@ __all__ = [
     "Entry",
     "PageCache",
     "RunReader",
+    "RunSum",
     "cache",
     "column_chunks",
     "key_hash",
@@ -158,6 +165,31 @@ class PageInfo(NamedTuple):
     checksum: int
 
 
+class RunSum(NamedTuple):
+    """What a version's manifest records of a run, to find any change to its files.
+
+    Attributes:
+        pages_bytes: the size of ``NAME.pages``.
+        index_bytes: the size of ``NAME.index``.
+        index_checksum: the XXH64 checksum the index carries (over its body, which holds
+            each page's checksum: together with ``pages_bytes`` it covers every byte).
+    """
+
+    pages_bytes: int
+    index_bytes: int
+    index_checksum: int
+
+    def to_json(self) -> list[Any]:
+        """The manifest form: ``[pages_bytes, index_bytes, "checksum in hex"]``."""
+        return [self.pages_bytes, self.index_bytes, f"{self.index_checksum:016x}"]
+
+    @classmethod
+    def from_json(cls, doc: Any) -> RunSum:
+        """Read the manifest form."""
+        pages_bytes, index_bytes, checksum = doc
+        return cls(int(pages_bytes), int(index_bytes), int(checksum, 16))
+
+
 @dataclass(frozen=True)
 class RunStats:
     """What a written run holds."""
@@ -166,6 +198,7 @@ class RunStats:
     entries: int
     pages: int
     bytes: int
+    sum: RunSum
 
 
 Columns = tuple[Any, Any, Any, Any, Any, list[Any] | None]
@@ -192,8 +225,11 @@ def write_run(
     index_body = msgpack.packb(
         {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "bloom": bloom.save_bytes()}
     )
-    store.write(f"{name}.index", msgpack.packb([index_body, _checksum(index_body)]))
-    return RunStats(name, total, len(pages), size + len(index_body))
+    checksum = _checksum(index_body)
+    index_file = msgpack.packb([index_body, checksum])
+    store.write(f"{name}.index", index_file)
+    run_sum = RunSum(size, len(index_file), checksum)
+    return RunStats(name, total, len(pages), size + len(index_body), run_sum)
 
 
 _CHUNK_ENTRIES = 65536
@@ -266,15 +302,23 @@ def _write_pages(
 
 
 class RunReader:
-    """Reads one run: its index eagerly (small), its pages through the page cache."""
+    """Reads one run: its index eagerly (small), its pages through the page cache.
 
-    def __init__(self, store: PageStore, name: str, shard: int | str = "?") -> None:
+    ``expected`` (what the version's manifest records of the run, if it does) is compared
+    with the index as it is read, and with the pages file's size when it is opened.
+    """
+
+    def __init__(
+        self, store: PageStore, name: str, shard: int | str = "?", expected: RunSum | None = None
+    ) -> None:
         self.store = store
         self.name = name
         self.shard = shard
+        self.expected = expected
         where = f"{store.location}/{name}.index"
         try:
-            index_body, checksum = msgpack.unpackb(store.read(f"{name}.index"))
+            data = store.read(f"{name}.index")
+            index_body, checksum = msgpack.unpackb(data)
             if _checksum(index_body) != checksum:
                 raise ValueError("checksum mismatch")
             index = msgpack.unpackb(index_body)
@@ -287,6 +331,14 @@ class RunReader:
             raise CorruptPageError(
                 f"Shard {shard}: the run index {where} is damaged ({exc})."
             ) from exc
+        if expected is not None:
+            found = RunSum(self.size_bytes, len(data), checksum)
+            if found != expected:
+                raise CorruptPageError(
+                    f"Shard {shard}: the run index {where} is not the one the version's "
+                    f"manifest names ({_difference(expected, found)}): the file was replaced "
+                    "or damaged; run 'treestore check' on the store."
+                )
         self._lasts = [p.last for p in self.pages]
         self._first_parents = np.array([p.first[0] for p in self.pages], dtype=np.int64)
         self._last_parents = np.array([p.last[0] for p in self.pages], dtype=np.int64)
@@ -359,9 +411,20 @@ class RunReader:
         try:
             if self._handle is None:
                 self._handle = open(path, "rb")  # noqa: SIM115 - kept open for the reader's life
+                self._check_size(os.fstat(self._handle.fileno()).st_size)
             return os.pread(self._handle.fileno(), length, offset)
         except OSError as exc:
             raise CorruptPageError(f"Shard {self.shard}: {path} cannot be read ({exc}).") from exc
+
+    def _check_size(self, size: int) -> None:
+        """Raise :class:`CorruptPageError` if the pages file is not the size the manifest
+        records (a stat of the open file: it costs nothing)."""
+        if self.expected is not None and size != self.expected.pages_bytes:
+            raise CorruptPageError(
+                f"Shard {self.shard}: {self.store.location}/{self.name}.pages is {size:,} "
+                f"bytes, the version's manifest says {self.expected.pages_bytes:,} (the file "
+                "was cut short or added to); run 'treestore check' on the store."
+            )
 
     def __del__(self) -> None:
         handle = getattr(self, "_handle", None)
@@ -441,8 +504,24 @@ class RunReader:
         )
 
     def check(self) -> int:
-        """Read and verify every page; return the number of entries."""
-        return sum(len(self.page(number)) for number in range(len(self.pages)))
+        """Read and verify every page from the file (not the page cache: it holds pages as
+        they were when read); return the number of entries."""
+        return sum(
+            len(self._decoded(number, self._read(info.offset, info.length)))
+            for number, info in enumerate(self.pages)
+        )
+
+
+def _difference(expected: RunSum, found: RunSum) -> str:
+    """What differs between a run's recorded and found sums, in words."""
+    words = []
+    if found.index_bytes != expected.index_bytes:
+        words.append(f"{found.index_bytes:,} bytes, not {expected.index_bytes:,}")
+    if found.index_checksum != expected.index_checksum:
+        words.append("another checksum")
+    if found.pages_bytes != expected.pages_bytes:
+        words.append(f"pages of {found.pages_bytes:,} bytes, not {expected.pages_bytes:,}")
+    return ", ".join(words)
 
 
 def _concatenated(pages: list[Page], data: list[Any] | None = None) -> ChildColumns:

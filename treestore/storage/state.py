@@ -10,21 +10,52 @@ unless its caller replaces them. What they hold is the feature's business.
 In the manifest a group is a key of the shard's entry, beside the tree's own keys::
 
     {"runs": [...], "next_id": 9, "nodes": 8, "bytes": 512,
+     "run_sums": {RUN: [pages bytes, index bytes, "index checksum"]},
+     "side_sums": {FILE: [bytes, "checksum"]},
      "NAME": {"files": [...], ...the group's meta...}}
+
+``run_sums`` and ``side_sums`` (taken as the files are written) let readers and
+``check`` find any change to them; runs and side files written before treestore
+recorded them have none (``check`` says they cannot be verified).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+import xxhash
 
 from treestore.errors import StoreError
+from treestore.storage.runs import RunSum
 
-__all__ = ["ShardState", "SideFiles", "WriteStats"]
+__all__ = ["FileSum", "ShardState", "SideFiles", "WriteStats"]
 
-_TREE_KEYS = frozenset({"runs", "next_id", "nodes", "bytes"})
+_TREE_KEYS = frozenset({"runs", "next_id", "nodes", "bytes", "run_sums", "side_sums"})
 """The keys of a shard's manifest entry that are the tree's own (no side group may use them)."""
+
+
+class FileSum(NamedTuple):
+    """What a version's manifest records of a side file: its size and XXH64 checksum."""
+
+    size: int
+    checksum: int
+
+    @classmethod
+    def of(cls, data: bytes) -> FileSum:
+        """The sum of a file's bytes."""
+        return cls(len(data), xxhash.xxh64_intdigest(data))
+
+    def to_json(self) -> list[Any]:
+        """The manifest form: ``[bytes, "checksum in hex"]``."""
+        return [self.size, f"{self.checksum:016x}"]
+
+    @classmethod
+    def from_json(cls, doc: Any) -> FileSum:
+        """Read the manifest form."""
+        size, checksum = doc
+        return cls(int(size), int(checksum, 16))
 
 
 @dataclass(frozen=True)
@@ -62,6 +93,9 @@ class ShardState:
         nodes: the number of nodes (the internal root excluded).
         bytes: the bytes of the runs.
         side: the side files kept with the tree, by the name of their group.
+        run_sums: what the manifest records of each run (runs written before treestore
+            recorded it are absent).
+        side_sums: the same for each side file.
     """
 
     runs: tuple[str, ...] = ()
@@ -69,6 +103,8 @@ class ShardState:
     nodes: int = 0
     bytes: int = 0
     side: Mapping[str, SideFiles] = field(default_factory=dict)
+    run_sums: Mapping[str, RunSum] = field(default_factory=dict)
+    side_sums: Mapping[str, FileSum] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         clashes = _TREE_KEYS & set(self.side)
@@ -83,6 +119,10 @@ class ShardState:
             "nodes": self.nodes,
             "bytes": self.bytes,
         }
+        if self.run_sums:
+            doc["run_sums"] = {run: self.run_sums[run].to_json() for run in sorted(self.run_sums)}
+        if self.side_sums:
+            doc["side_sums"] = {n: self.side_sums[n].to_json() for n in sorted(self.side_sums)}
         for name, group in sorted(self.side.items()):
             doc[name] = group.to_json()
         return doc
@@ -100,6 +140,8 @@ class ShardState:
                 for name, group in doc.items()
                 if name not in _TREE_KEYS and group is not None
             },
+            {run: RunSum.from_json(s) for run, s in doc.get("run_sums", {}).items()},
+            {name: FileSum.from_json(s) for name, s in doc.get("side_sums", {}).items()},
         )
 
     def side_files(self) -> set[str]:

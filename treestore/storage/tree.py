@@ -15,10 +15,14 @@ only.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+
+from treestore.errors import CorruptPageError, StoreError
 from treestore.storage.compaction import (
     MAX_RUNS,
     after_flush,
@@ -33,11 +37,12 @@ from treestore.storage.runs import (
     PAGE_BYTES,
     Columns,
     RunReader,
+    RunSum,
     column_chunks,
     merge_entries,
     write_run,
 )
-from treestore.storage.state import ShardState, SideFiles, WriteStats
+from treestore.storage.state import FileSum, ShardState, SideFiles, WriteStats
 from treestore.storage.visits import ANY_AGE, Handle, Handles, TreeWriter
 
 __all__ = [
@@ -90,6 +95,7 @@ class ShardTree(TreeWriter):
         super().__init__(store, self.state, shard)
         self.page_bytes = page_bytes
         self._tag = uuid.uuid4().hex[:12]
+        self._sums: dict[str, RunSum] = dict(self.state.run_sums)  # of runs kept and written
 
     def _run_name(self) -> str:
         number = len(self.stats.runs_written)
@@ -98,6 +104,7 @@ class ShardTree(TreeWriter):
     def _write(self, chunks: Iterable[Columns], expected: int) -> str:
         name = self._run_name()
         written = write_run(self.store, name, chunks, self.page_bytes, expected)
+        self._sums[name] = written.sum
         self.stats.runs_written.append(name)
         self.stats.bytes_written += written.bytes
         return name
@@ -145,14 +152,44 @@ class ShardTree(TreeWriter):
         self.compact(newest=own_runs_at_commit(own, columnar_merge_limit()))
         self.compact(newest=size_tiered([r.size_bytes for r in self.readers]))
         groups = {**self.state.side, **(side or {})}
+        kept = {name: group for name, group in groups.items() if group is not None}
         self.state = ShardState(
             runs=tuple(r.name for r in self.readers),
             next_id=self.next_id,
             nodes=self.state.nodes + self.stats.nodes_created,
             bytes=sum(r.size_bytes for r in self.readers),
-            side={name: group for name, group in groups.items() if group is not None},
+            side=kept,
+            run_sums={r.name: self._sums[r.name] for r in self.readers if r.name in self._sums},
+            side_sums=self._side_sums(kept),
         )
         return self.state
+
+    def read_side_table(self, name: str) -> pa.Table:
+        """The side file ``name`` of the state the tree started from (an Arrow table), its
+        size and checksum verified against what the version's manifest records
+        (:class:`~treestore.errors.CorruptPageError` if they differ)."""
+        data = self.store.read(name)
+        expected = self.state.side_sums.get(name)
+        if expected is not None and FileSum.of(data) != expected:
+            raise CorruptPageError(
+                f"Shard {self.shard}: the side file {self.store.location}/{name} is not what the "
+                "version's manifest records (it was changed or damaged); run 'treestore check' "
+                "on the store."
+            )
+        return pa.ipc.open_stream(pa.BufferReader(data)).read_all()
+
+    def _side_sums(self, groups: Mapping[str, SideFiles]) -> dict[str, FileSum]:
+        """The sums of the side files in ``groups``: carried for the files the tree started
+        with, taken for new ones (read back once: side files are small)."""
+        carried, before = self.state.side_sums, self.state.side_files()
+        sums = {}
+        for name in sorted({n for group in groups.values() for n in group.files}):
+            if name in carried:
+                sums[name] = carried[name]
+            elif name not in before:  # a file written before sums were kept stays without
+                with contextlib.suppress(StoreError):  # missing: check names it
+                    sums[name] = FileSum.of(self.store.read(name))
+        return sums
 
 
 def build_tree(

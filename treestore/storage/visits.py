@@ -88,7 +88,7 @@ class TreeWriter(TreeReader):
     """
 
     def __init__(self, store: PageStore, state: ShardState, shard: int = 0) -> None:
-        super().__init__(store, state.runs, shard)
+        super().__init__(store, state.runs, shard, state.run_sums)
         self.next_id = state.next_id
         self.memtable = Memtable()
         self.memtable_limit = _memtable_limit()

@@ -18,6 +18,13 @@ merged when a newer run grows to a quarter of the one before it (size-tiered,
 so a key is rewritten O(log n) times over the life of the store and a shard
 keeps a handful of runs).
 
+A run carries the XXH64 checksum of its columns in its schema's metadata (taken from
+the columns in memory as it is written), verified whenever the run is opened: a
+damaged run is found before a load trusts it, and the load rebuilds the index. The
+index's manifest (``dedup/INDEX``) is sealed with its checksum
+(:mod:`treestore.store.sealed`). Runs and manifests written before treestore kept
+checksums read as before.
+
 >>> from treestore.storage.pagestore import MemoryPageStore
 >>> import pyarrow as pa
 >>> index = ShardIndex(MemoryPageStore(), "dedup/clicks/shard-0000", ())
@@ -46,9 +53,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
+import xxhash
 
 from treestore.errors import StoreError
 from treestore.storage.pagestore import PageStore
+from treestore.store.sealed import seal, unseal
 
 __all__ = [
     "INDEX_NAME",
@@ -66,6 +75,8 @@ __all__ = [
 RUN_SCHEMA = pa.schema(
     [pa.field("hash", pa.int64(), nullable=False), pa.field("key", pa.large_binary())]
 )
+_CHECKSUM_KEY = b"treestore.xxh64"
+"""The schema metadata key of a run's checksum (of its columns, see :func:`_run_checksum`)."""
 MERGE_RATIO = 4
 """Merge the newest run into the one before it once it is at least 1/MERGE_RATIO its size."""
 
@@ -80,20 +91,27 @@ class IndexRun:
 
     @classmethod
     def open(cls, pages: PageStore, name: str) -> IndexRun:
-        """Open run ``name``; :class:`StoreError` if it is missing or unreadable."""
+        """Open run ``name``, verifying its checksum; :class:`StoreError` if it is missing,
+        unreadable or damaged."""
+        where = f"{pages.location}/{name}"
+        if not pages.exists(name):
+            raise StoreError(f"The dedup index run {where} is missing.")
         try:
             local = pages.local_path(name)
             if local is not None:
                 source: pa.NativeFile = pa.memory_map(str(local))
             else:
                 source = pa.BufferReader(pages.read(name))
-            table = ipc.open_file(source).read_all()
+            reader = ipc.open_file(source)
+            table = reader.read_all()
             if table.schema != RUN_SCHEMA:
                 raise ValueError(f"unexpected columns {table.schema.names}")
             hashes = table.column("hash").combine_chunks().to_numpy(zero_copy_only=False)
             keys = table.column("key").combine_chunks()
+            recorded = (reader.schema.metadata or {}).get(_CHECKSUM_KEY)
+            if recorded is not None and int(recorded, 16) != _run_checksum(hashes, keys):
+                raise ValueError("its columns fail their checksum")
         except (OSError, ValueError, pa.ArrowException) as exc:
-            where = f"{pages.location}/{name}"
             raise StoreError(f"The dedup index run {where} is damaged ({exc}).") from exc
         return cls(name, hashes, keys)
 
@@ -128,10 +146,28 @@ def sorted_run(hashes: np.ndarray, keys: pa.Array) -> pa.Table:
     return table.take(order).cast(RUN_SCHEMA)
 
 
+def _run_checksum(hashes: np.ndarray, keys: pa.Array) -> int:
+    """XXH64 of a run's columns: the hashes, then the keys' offsets (from 0) and bytes."""
+    digest = xxhash.xxh64()
+    digest.update(np.ascontiguousarray(hashes, dtype=np.int64).data)
+    keys = keys.cast(pa.large_binary())
+    buffers = keys.buffers()
+    offsets = np.frombuffer(buffers[1], np.int64)[keys.offset : keys.offset + len(keys) + 1]
+    if len(offsets):
+        digest.update((offsets - offsets[0]).data)
+        if buffers[2] is not None:
+            digest.update(memoryview(buffers[2])[int(offsets[0]) : int(offsets[-1])])
+    return digest.intdigest()
+
+
 def _write_run(pages: PageStore, name: str, table: pa.Table) -> None:
-    with pages.writer(name) as out, ipc.new_file(out, RUN_SCHEMA) as writer:
+    batches = table.cast(RUN_SCHEMA).combine_chunks().to_batches()[:1]
+    hashes = batches[0].column(0).to_numpy() if batches else np.zeros(0, np.int64)
+    keys = batches[0].column(1) if batches else pa.array([], pa.large_binary())
+    schema = RUN_SCHEMA.with_metadata({_CHECKSUM_KEY: f"{_run_checksum(hashes, keys):016x}"})
+    with pages.writer(name) as out, ipc.new_file(out, schema) as writer:
         # one record batch: opening the run then maps its columns without a copy
-        for batch in table.cast(RUN_SCHEMA).combine_chunks().to_batches()[:1]:
+        for batch in batches:
             writer.write_batch(batch)
 
 
@@ -303,7 +339,7 @@ def read_dedup_manifest(pages: PageStore) -> DedupManifest | None:
     if not pages.exists(INDEX_NAME):
         return None
     try:
-        doc = json.loads(pages.read(INDEX_NAME))
+        doc, _ = unseal(pages.read(INDEX_NAME))
         manifest = DedupManifest(int(doc["covers"]), dict(doc["sources"]))
         for name in manifest.sources:
             manifest.runs(name)
@@ -314,9 +350,9 @@ def read_dedup_manifest(pages: PageStore) -> DedupManifest | None:
 
 
 def publish_dedup_manifest(pages: PageStore, manifest: DedupManifest) -> None:
-    """Replace the published dedup manifest atomically."""
+    """Replace the published dedup manifest atomically (sealed with its checksum)."""
     doc = {"covers": manifest.covers, "sources": manifest.sources}
-    pages.write(INDEX_NAME, json.dumps(doc, indent=1, sort_keys=True).encode())
+    pages.write(INDEX_NAME, seal(json.dumps(doc, indent=1, sort_keys=True).encode()))
 
 
 def unused_dedup_runs(pages: PageStore) -> list[str]:
@@ -329,19 +365,25 @@ def unused_dedup_runs(pages: PageStore) -> list[str]:
     return [name for name in pages.list("dedup") if name != INDEX_NAME and name not in used]
 
 
+_REBUILT = " The next load rebuilds the dedup index from the files already loaded."
+
+
 def check_dedup_index(pages: PageStore) -> list[str]:
-    """Problems of the published dedup index: unreadable runs, or runs out of order."""
+    """Problems of the published dedup index, one line each: a damaged manifest, runs that
+    are missing, unreadable, damaged or out of order (each says the next load rebuilds it)."""
     try:
         manifest = read_dedup_manifest(pages)
     except StoreError as exc:
-        return [str(exc)]
+        return [str(exc) + _REBUILT]
     problems = []
     for name in sorted(manifest.referenced() if manifest else ()):
         try:
             run = IndexRun.open(pages, name)
         except StoreError as exc:
-            problems.append(str(exc))
+            problems.append(str(exc) + _REBUILT)
             continue
         if len(run) > 1 and bool((run.hashes[1:] < run.hashes[:-1]).any()):
-            problems.append(f"The dedup index run {pages.location}/{name} is out of order.")
+            problems.append(
+                f"The dedup index run {pages.location}/{name} is out of order.{_REBUILT}"
+            )
     return problems

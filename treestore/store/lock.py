@@ -9,11 +9,23 @@ never both win, on object stores too. The holder renews its lease in the backgro
 and marks the file released when it is done.
 
 A lock whose holder died is taken over: at once when the holder ran on this host and
-its pid is gone, otherwise when its lease has run out (:data:`LEASE_SECONDS`, or
-``TREESTORE_LOCK_LEASE_SECONDS``). Before publishing, a load checks it still holds
-the newest lease (:meth:`Lease.verify`), and the version's manifest is created
+is gone (its pid is not running, or runs another process: a lease records its holder's
+start time, ``/proc/<pid>/stat`` field 22, and the host's boot id, so a pid reused
+after a crash or a restart is told apart), otherwise when its lease has run out
+(:data:`LEASE_SECONDS`, or ``TREESTORE_LOCK_LEASE_SECONDS``). A newest lease that
+cannot be read may be a live holder's lease being rewritten on a filesystem without
+atomic writes, so it counts as held until it has stayed unchanged (by its file's
+modification time) for a whole lease: a live holder rewrites it every quarter lease.
+Whatever the reason for a takeover, it is the exclusive creation of the next lease, so
+of two loads racing to take over one wins. Before publishing, a load checks it still
+holds the newest lease (:meth:`Lease.verify`), and the version's manifest is created
 exclusively too, so a holder that stalled past its lease cannot publish over the
 load that took over.
+
+A block that fails with an exception while holding the lock (a load that failed cleanly:
+disk full, too many rejected records, a failed Spark job) removes what it wrote before
+letting go (:func:`~treestore.store.maintenance.remove_partial_files`): never a file a
+published version uses, nor the rejected records its error message points to.
 """
 
 from __future__ import annotations
@@ -38,8 +50,17 @@ from treestore.storage.pagestore import (
     remove_if_unpublished,
     require_folder,
 )
+from treestore.store.maintenance import remove_partial_files
 
-__all__ = ["LEASE_SECONDS", "LOCKS_FOLDER", "Lease", "lock_holder", "store_lock"]
+__all__ = [
+    "LEASE_SECONDS",
+    "LOCKS_FOLDER",
+    "Lease",
+    "boot_id",
+    "lock_holder",
+    "process_start",
+    "store_lock",
+]
 
 LOCKS_FOLDER = "locks"
 LEASE_SECONDS = 60.0
@@ -65,20 +86,67 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except (PermissionError, OverflowError, ValueError):
         return True
     return True
 
 
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot: field 22 of
+    ``/proc/<pid>/stat``), or None where there is no such file (not Linux, or no process).
+
+    >>> process_start(os.getpid()) == process_start(os.getpid())
+    True
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except (OSError, ValueError):
+        return None
+    fields = data.rsplit(b")", 1)[-1].split()  # the name (field 2) may hold spaces and ')'
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def boot_id() -> str | None:
+    """This host's boot id (changes at every restart), or None where there is none."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as found:
+            return found.read().strip() or None
+    except OSError:
+        return None
+
+
+def _garbage(holder: Any) -> str | None:
+    """What is wrong with a lease's content, or None if it reads as a lease."""
+    if not isinstance(holder, dict):
+        return f"it holds a JSON {type(holder).__name__}, not a lease"
+    for key, kinds in (("pid", int), ("since", (int, float)), ("expires", (int, float))):
+        value = holder.get(key, 0)
+        if not isinstance(value, kinds) or isinstance(value, bool) or not 0 <= value < 1e11:
+            return f"its {key} is {str(value)[:40]!r}"
+    if "expires" not in holder and not holder.get("released"):
+        return "it has no expiry"
+    return None
+
+
 def lock_holder(store: PageStore) -> dict[str, Any] | None:
-    """Who holds the store's lock now (the newest lease, unless released), or None."""
+    """Who holds the store's lock now (the newest lease, unless released), or None.
+
+    A lease that cannot be read comes back as ``{"number": N, "garbage": why}``.
+    """
     numbers = _lease_numbers(store)
     if not numbers:
         return None
     try:
         holder = json.loads(store.read(_lease_name(numbers[-1])))
-    except (StoreError, ValueError):
-        return {"number": numbers[-1]}
+        why = _garbage(holder)
+    except (StoreError, ValueError) as exc:
+        why = f"it is not JSON ({str(exc)[:80]})"
+    if why is not None:
+        return {"number": numbers[-1], "garbage": why}
     if holder.get("released"):
         return None
     return {**holder, "number": numbers[-1]}
@@ -121,7 +189,23 @@ class Lease:
                 self.store.delete(_lease_name(number))
 
 
-def _refusal(store: PageStore, holder: dict[str, Any]) -> StoreError:
+def _refusal(
+    store: PageStore, holder: dict[str, Any], seconds: float = LEASE_SECONDS
+) -> StoreError:
+    if "garbage" in holder:
+        name = f"{store.location}/{_lease_name(holder['number'])}"
+        changed = store.modified(_lease_name(holder["number"]))
+        when = (
+            f"the next load takes the lock over at "
+            f"{time.strftime('%H:%M:%S', time.localtime(changed + seconds))}"
+            if changed is not None
+            else "remove the file"
+        )
+        return StoreError(
+            f"The store {store.location} may be locked: its newest lease {name} cannot be read "
+            f"({holder['garbage']}). A load that holds it rewrites it every {seconds / 4:g} s; "
+            f"if none is running, {when}."
+        )
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
     until = time.strftime("%H:%M:%S", time.localtime(holder.get("expires", 0)))
     return StoreError(
@@ -132,11 +216,29 @@ def _refusal(store: PageStore, holder: dict[str, Any]) -> StoreError:
     )
 
 
-def _stale_reason(holder: dict[str, Any], host: str) -> str | None:
-    """Why the lock of ``holder`` may be taken over, or None if it is alive."""
+def _stale_reason(
+    store: PageStore, holder: dict[str, Any], host: str, seconds: float
+) -> str | None:
+    """Why the lock of ``holder`` may be taken over, or None if it may be alive."""
+    if "garbage" in holder:
+        name = _lease_name(holder["number"])
+        changed = store.modified(name)
+        if changed is not None and changed + seconds < time.time():
+            return (
+                f"whose lease {name} cannot be read ({holder['garbage']}) and has not changed "
+                f"for {time.time() - changed:.0f} s"
+            )
+        return None
     pid = holder.get("pid")
-    if holder.get("host") == host and isinstance(pid, int) and not _pid_alive(pid):
-        return f"which died (pid {pid})"
+    if holder.get("host") == host and isinstance(pid, int):
+        if not _pid_alive(pid):
+            return f"which died (pid {pid})"
+        here = boot_id()
+        if holder.get("boot") is not None and here is not None and holder["boot"] != here:
+            return f"which died (this host restarted since; pid {pid} is another process now)"
+        start = holder.get("start")
+        if start is not None and process_start(pid) not in (None, start):
+            return f"which died (pid {pid} is another process now)"
     if float(holder.get("expires", 0)) < time.time():
         return f"whose lease ran out (pid {pid} on host {holder.get('host', '?')})"
     return None
@@ -160,13 +262,15 @@ def store_lock(
     newest = numbers[-1] if numbers else 0
     holder = lock_holder(store)
     if holder is not None:
-        reason = _stale_reason(holder, host)
+        reason = _stale_reason(store, holder, host, seconds)
         if reason is None:
-            raise _refusal(store, holder)
+            raise _refusal(store, holder, seconds)
         on_event(Message(f"taking over the lock of {holder.get('purpose', 'a load')}, {reason}"))
     now = time.time()
     body = {
         "pid": os.getpid(),
+        "start": process_start(os.getpid()),
+        "boot": boot_id(),
         "host": host,
         "since": now,
         "expires": now + seconds,
@@ -175,11 +279,31 @@ def store_lock(
     }
     if not store.create(_lease_name(newest + 1), json.dumps(body).encode()):
         raced = lock_holder(store) or {}
-        raise _refusal(store, raced)
+        raise _refusal(store, raced, seconds)
     lease = Lease(store, newest + 1, body, seconds)
     try:
         yield lease
+    except Exception as exc:
+        _remove_what_failed_wrote(store, lease, exc)
+        raise
     finally:
         lease.release()
         if new_folder:  # a failed first load leaves no folder behind
             remove_if_unpublished(store)
+
+
+def _remove_what_failed_wrote(store: PageStore, lease: Lease, failure: Exception) -> None:
+    """After the block failed: remove the files it wrote that no published version uses,
+    keeping the rejected records its message names, if this process still holds the lock.
+
+    Quietly does nothing when it cannot (the lock was lost, the store cannot be read, a
+    file cannot be deleted): the failure's own message is what the user needs, and the
+    files left are unused ones that gc or the next load removes."""
+    message = str(failure)
+
+    def named(name: str) -> bool:
+        return name.rsplit("/", 1)[0] in message
+
+    with contextlib.suppress(StoreError, OSError):
+        lease.verify()
+        remove_partial_files(store, keep=named, still_held=lease.verify)

@@ -1,30 +1,45 @@
-"""Keeping a store tidy and sound: garbage collection and the check of every page.
+"""Keeping a store tidy and sound: garbage collection, a failed load's files, the check.
 
-``gc`` (:func:`collect_garbage`) deletes versions beyond the retention count and
-every file no kept version uses; ``check`` (:func:`check_store`) reads every page
-of every kept version, every side file, and the dedup index.
+``gc`` (:func:`collect_garbage`) deletes versions beyond the retention count and every
+file no kept version uses; :func:`remove_partial_files` deletes what a load that failed
+cleanly wrote (its lock's exit calls it); ``check`` (:func:`inspect_store`) reads what
+readers read (``store.json``, ``CURRENT``, the manifests, each verified against its
+checksum) and then every byte of every run and side file of every published version
+against the sizes and checksums its manifest records, and the dedup index.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 import pyarrow as pa
+import xxhash
 
 from treestore.errors import CorruptPageError, StoreError
 from treestore.storage.pagestore import PageStore, page_store_for
-from treestore.storage.reading import TreeReader
+from treestore.storage.runs import RunReader, RunSum
+from treestore.storage.state import FileSum
 from treestore.store.dedup_index import check_dedup_index, unused_dedup_runs
 from treestore.store.versions import (
     DEFAULT_RETENTION,
+    Manifest,
     current_version,
     manifest_name,
+    manifest_versions,
     published_versions,
     read_config,
     read_manifest,
 )
 
-__all__ = ["check_store", "collect_garbage"]
+__all__ = [
+    "CheckReport",
+    "check_store",
+    "collect_garbage",
+    "inspect_store",
+    "remove_partial_files",
+]
 
 
 def collect_garbage(
@@ -33,79 +48,268 @@ def collect_garbage(
     """Delete versions beyond the newest ``keep`` and every file no kept version uses.
 
     Runs, side files, dedup index runs and files of rejected and of expired records (kept
-    while a kept version's load report names them; a failed load's are removed) go.
+    while a kept version's load report names them; a failed load's are removed) go, and
+    manifests a load left unpublished.
 
     Call it while holding the store's lock. Returns counts of what was removed.
     """
     store = page_store_for(location)
-    current = current_version(store)
-    versions = [v for v in published_versions(store) if v <= current]
-    kept = versions[-max(1, keep) :]
     config = read_config(store)
-    referenced: set[str] = set()
-    rejected: set[str] = set()  # files of rejected records that kept load reports name
-    for version in kept:
-        manifest = read_manifest(store, version, int(config["shards"]))
-        referenced |= manifest.runs()
-        referenced |= {name.rsplit(".", 1)[0] for name in manifest.side_files()}
-        for load in manifest.loads:
-            rejected.update(load.get("rejected", {}).get("files", []))
-            rejected.update(load.get("expired", {}).get("files", []))
+    kept = published_versions(store)[-max(1, keep) :]
+    manifests = [read_manifest(store, v, int(config["shards"])) for v in kept]
     removed = {"versions": 0, "files": 0}
-    for version in published_versions(store):
+    for version in manifest_versions(store):
         if version not in kept:
             store.delete(manifest_name(version))
             removed["versions"] += 1
-    for name in store.list("trees"):
-        run = name.rsplit(".", 1)[0]
-        if run not in referenced or name.rsplit("/", 1)[-1].startswith("."):
-            store.delete(name)
-            removed["files"] += 1
-    for name in unused_dedup_runs(store):
-        store.delete(name)
-        removed["files"] += 1
-    for name in [*store.list("rejected"), *store.list("expired")]:
-        if name not in rejected:
-            store.delete(name)
-            removed["files"] += 1
+    removed["files"] = _remove_unused(store, manifests)
     return removed
 
 
-def _check_side_file(store: PageStore, name: str, group: str) -> str | None:
-    """Why the side file ``name`` of ``group`` (an Arrow IPC file) cannot be read, or None."""
-    try:
-        store.read_table(name)
-    except (OSError, pa.ArrowException) as exc:
-        return f"the side file {store.location}/{name} ({group}) cannot be read ({exc})"
-    return None
+def remove_partial_files(
+    location: str | os.PathLike[str] | PageStore,
+    keep: Callable[[str], bool] = lambda name: False,
+    still_held: Callable[[], None] = lambda: None,
+) -> int:
+    """Delete what a load that published nothing wrote: runs, side files, dedup runs, files
+    of rejected and expired records, and a manifest it did not get to publish. Nothing a
+    published version uses is touched (every published version's manifest is read first;
+    one that cannot be read stops the removal), nor files for which ``keep`` is true (the
+    rejected records a failed load's message points to).
+
+    Call it only while holding the store's lock; ``still_held`` raises if the lock was lost
+    (called before each kind of file). Returns how many files were removed.
+    """
+    store = page_store_for(location)
+    config = read_config(store)
+    current = current_version(store)
+    manifests = [
+        read_manifest(store, v, int(config["shards"])) for v in published_versions(store, current)
+    ]
+    still_held()
+    removed = 0
+    for version in manifest_versions(store):
+        if version > current:
+            store.delete(manifest_name(version))
+            removed += 1
+    return removed + _remove_unused(store, manifests, keep, still_held)
+
+
+def _remove_unused(
+    store: PageStore,
+    manifests: Iterable[Manifest],
+    keep: Callable[[str], bool] = lambda name: False,
+    still_held: Callable[[], None] = lambda: None,
+) -> int:
+    """Delete the files under ``trees/``, ``dedup/``, ``rejected/`` and ``expired/`` that
+    none of ``manifests`` uses; return how many."""
+    referenced: set[str] = set()
+    reported: set[str] = set()  # files of rejected and expired records that load reports name
+    for manifest in manifests:
+        referenced |= manifest.runs()
+        referenced |= {name.rsplit(".", 1)[0] for name in manifest.side_files()}
+        for load in manifest.loads:
+            reported.update(load.get("rejected", {}).get("files", []))
+            reported.update(load.get("expired", {}).get("files", []))
+    unused = [
+        name
+        for name in store.list("trees")
+        if name.rsplit(".", 1)[0] not in referenced or name.rsplit("/", 1)[-1].startswith(".")
+    ]
+    still_held()
+    for name in unused:
+        store.delete(name)
+    still_held()
+    dedup = unused_dedup_runs(store)
+    for name in dedup:
+        store.delete(name)
+    still_held()
+    records = [
+        name
+        for name in [*store.list("rejected"), *store.list("expired")]
+        if name not in reported and not keep(name)
+    ]
+    for name in records:
+        store.delete(name)
+    return len(unused) + len(dedup) + len(records)
+
+
+@dataclass
+class CheckReport:
+    """What ``check`` found.
+
+    Attributes:
+        problems: damage, one line each (naming the file); empty when the store is sound.
+        notes: what is worth knowing but is no damage (files that cannot be verified
+            because they were written before treestore kept checksums, a manifest a load
+            left unpublished).
+    """
+
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def check_store(location: str | os.PathLike[str] | PageStore) -> list[str]:
-    """Verify every page and side file of every kept version, and the dedup index; return the
-    problems found (empty: all good)."""
+    """The problems :func:`inspect_store` finds (empty: the store is sound)."""
+    return inspect_store(location).problems
+
+
+@dataclass
+class _Use:
+    """A file of a run or a side file, the versions that use it and its recorded sum."""
+
+    shard: int
+    versions: list[int] = field(default_factory=list)
+    sum: RunSum | FileSum | None = None
+    group: str = ""
+
+    def add(self, version: int, recorded: RunSum | FileSum | None) -> None:
+        self.versions.append(version)
+        self.sum = self.sum or recorded
+
+
+def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
+    """Check what readers read (``store.json``, ``CURRENT``, each published version's
+    manifest) and every byte of each run and side file those versions use, against the
+    sizes and checksums the manifests record; then the dedup index. Raises
+    :class:`StoreError` only when the location is not a store at all."""
     store = page_store_for(location)
-    problems: list[str] = []
-    config = read_config(store)
-    checked: set[str] = set()
-    for version in published_versions(store):
+    report = CheckReport()
+    shards = _shards(store, report)
+    listed = manifest_versions(store)
+    try:
+        current: int | None = current_version(store)
+    except StoreError as exc:
+        report.problems.append(str(exc))
+        current = None
+    versions = listed if current is None else published_versions(store, current)
+    if current and current not in listed:
+        versions.append(current)  # its manifest is missing: read_manifest says so
+    for version in listed:
+        if current is not None and version > current:
+            report.notes.append(
+                f"{store.location}/{manifest_name(version)} was never published (a load "
+                "stopped between writing it and CURRENT); the next load removes it."
+            )
+    runs: dict[str, _Use] = {}
+    sides: dict[str, _Use] = {}
+    unsealed = []
+    for version in versions:
         try:
-            manifest = read_manifest(store, version, int(config["shards"]))
+            manifest = read_manifest(store, version, shards)
         except StoreError as exc:
-            problems.append(str(exc))
+            report.problems.append(str(exc))
             continue
+        if not manifest.sealed:
+            unsealed.append(version)
         for shard, state in sorted(manifest.trees.items()):
             for run in state.runs:
-                if run in checked:
-                    continue
-                checked.add(run)
-                try:
-                    TreeReader(store, (run,), shard=shard).check()
-                except (CorruptPageError, StoreError) as exc:
-                    problems.append(str(exc))
+                runs.setdefault(run, _Use(shard)).add(version, state.run_sums.get(run))
             for group, side in sorted(state.side.items()):
-                for name in sorted(set(side.files) - checked):
-                    checked.add(name)
-                    problem = _check_side_file(store, name, group)
-                    if problem:
-                        problems.append(f"Shard {shard}: {problem}")
-    return problems + check_dedup_index(store)
+                for name in side.files:
+                    use = sides.setdefault(name, _Use(shard, group=group))
+                    use.add(version, state.side_sums.get(name))
+    _note_unverifiable(store, report, unsealed, runs, sides)
+    for run, use in sorted(runs.items()):
+        problem = _check_run(store, run, use)
+        if problem:
+            report.problems.append(problem)
+    for name, use in sorted(sides.items()):
+        problem = _check_side_file(store, name, use)
+        if problem:
+            report.problems.append(f"Shard {use.shard}: {problem}")
+    report.problems += check_dedup_index(store)
+    return report
+
+
+def _shards(store: PageStore, report: CheckReport) -> int | None:
+    """The store's shard count from ``store.json`` (None, and a problem, if it is damaged);
+    raises :class:`StoreError` if the location is not a store."""
+    try:
+        return int(read_config(store)["shards"])
+    except StoreError as exc:
+        if not store.exists("store.json"):
+            raise
+        report.problems.append(str(exc))
+        return None
+
+
+def _note_unverifiable(
+    store: PageStore,
+    report: CheckReport,
+    unsealed: list[int],
+    runs: dict[str, _Use],
+    sides: dict[str, _Use],
+) -> None:
+    """Say which manifests, runs and side files were written before checksums were kept."""
+    if unsealed:
+        names = ", ".join(manifest_name(v) for v in unsealed[:3]) + (
+            ", ..." if len(unsealed) > 3 else ""
+        )
+        report.notes.append(
+            f"{len(unsealed)} manifest(s) ({names}) were written before treestore sealed "
+            "manifests with a checksum: they are not verifiable (the next load writes a "
+            "sealed one)."
+        )
+    old_runs = sum(use.sum is None for use in runs.values())
+    old_sides = sum(use.sum is None for use in sides.values())
+    if old_runs or old_sides:
+        report.notes.append(
+            f"{old_runs} run(s) and {old_sides} side file(s) were written before treestore "
+            "recorded their sizes and checksums: their pages were checked one by one, a "
+            "change that keeps them readable cannot be found."
+        )
+
+
+def _used_by(use: _Use) -> str:
+    versions = sorted(set(use.versions))
+    shown = ", ".join(map(str, versions[:5])) + (", ..." if len(versions) > 5 else "")
+    return f"(used by version{'s' if len(versions) > 1 else ''} {shown})"
+
+
+def _check_run(store: PageStore, run: str, use: _Use) -> str | None:
+    """Why run ``run`` is damaged (one line naming the file), or None."""
+    expected = use.sum if isinstance(use.sum, RunSum) else None
+    where = f"Shard {use.shard}: {store.location}/{run}"
+    for suffix in (".index", ".pages"):
+        if not store.exists(run + suffix):
+            return f"{where}{suffix} is missing {_used_by(use)}."
+    if expected is not None:
+        for suffix, recorded in (
+            (".pages", expected.pages_bytes),
+            (".index", expected.index_bytes),
+        ):
+            size = store.size(run + suffix)
+            if size != recorded:
+                return (
+                    f"{where}{suffix} is {size:,} bytes, its manifest says {recorded:,} (the file "
+                    f"was cut short or added to) {_used_by(use)}."
+                )
+    try:
+        RunReader(store, run, use.shard, expected).check()
+    except (CorruptPageError, StoreError) as exc:
+        text = str(exc).replace("; run 'treestore check' on the store", "").rstrip(".")
+        return f"{text} {_used_by(use)}."
+    return None
+
+
+def _check_side_file(store: PageStore, name: str, use: _Use) -> str | None:
+    """Why the side file ``name`` (an Arrow IPC stream) is damaged, or None."""
+    where = f"the side file {store.location}/{name} ({use.group})"
+    if not store.exists(name):
+        return f"{where} is missing {_used_by(use)}."
+    if isinstance(use.sum, FileSum):
+        data = store.read(name)
+        if len(data) != use.sum.size:
+            return (
+                f"{where} is {len(data):,} bytes, its manifest says {use.sum.size:,} (the file "
+                f"was cut short or added to) {_used_by(use)}."
+            )
+        if xxhash.xxh64_intdigest(data) != use.sum.checksum:
+            return f"{where} fails its checksum (the file was changed) {_used_by(use)}."
+        return None
+    try:
+        store.read_table(name)
+    except (OSError, pa.ArrowException) as exc:
+        return f"{where} cannot be read ({exc}) {_used_by(use)}."
+    return None

@@ -6,9 +6,10 @@ Layout of a store (a local folder, or a pyarrow filesystem URI)::
     CURRENT                            the published version number
     locks/000012.json                  the lock's leases: the newest says who holds the
                                        store while a load (or gc) runs (treestore.store.lock)
-    versions/000007.json               a version's manifest: per shard its runs,
-                                       next node id, node count and bytes; the
-                                       loaded input files; recent load reports
+    versions/000007.json               a version's manifest: per shard its runs (with
+                                       their sizes and checksums), next node id, node
+                                       count and bytes; the loaded input files; recent
+                                       load reports; its own checksum (treestore.store.sealed)
     trees/shard-0003/<run>.pages       a run's pages (see treestore.storage.runs)
     trees/shard-0003/<run>.index       a run's page index
     trees/shard-0003/<name>.arrow      side files a version keeps with the shard's tree
@@ -20,8 +21,13 @@ A load writes new runs (never touching existing ones), then the next version's
 manifest, then replaces ``CURRENT`` atomically. A reader resolves ``CURRENT``
 once and then reads only what that manifest names, so it keeps seeing its
 version while loads run, and a load killed at any moment leaves the previous
-version intact: its runs are unreferenced files that ``gc`` removes. Versions
+version intact: its runs are unreferenced files that ``gc`` removes (a load that
+fails cleanly removes them itself, see :mod:`treestore.store.lock`). Versions
 beyond the retention count (default 5) are deleted by ``gc``, which loads run too.
+
+Every reader verifies the manifest's checksum as it reads it, and each run's recorded
+sizes and index checksum as it opens the run; ``check`` reads every byte. A manifest
+written before manifests had checksums reads as before (``Manifest.sealed`` is False).
 
 This module reads and publishes versions; the store's lock is in
 :mod:`treestore.store.lock`, ``gc`` and ``check`` in :mod:`treestore.store.maintenance`.
@@ -40,6 +46,7 @@ from treestore.sharding import HASH_NAME
 from treestore.storage.pagestore import PageStore, page_store_for, require_folder
 from treestore.storage.state import ShardState
 from treestore.storage.tree import ShardTree
+from treestore.store.sealed import seal, unseal
 
 __all__ = [
     "DEFAULT_RETENTION",
@@ -48,6 +55,7 @@ __all__ = [
     "StoreWriter",
     "current_version",
     "manifest_name",
+    "manifest_versions",
     "open_version",
     "published_versions",
     "read_config",
@@ -67,8 +75,15 @@ class Manifest:
         version: the version number (0: nothing loaded yet).
         shards: the store's shard count.
         trees: shard number -> its tree's state (shards never loaded are absent).
-        inputs: input file path -> {source, size, mtime_ns, records, version}.
+        inputs: the loaded input files: key -> {source, root, relative, size, mtime_ns,
+            fingerprint, records, version}. The key is the source's name (URL-quoted),
+            ``/``, and the file's path relative to the source's root
+            (``attributes/2024/a.tsv``); stores written before keep the file's absolute
+            path as the key, without root, relative and fingerprint (see
+            loaders.listing.identity, which reads them).
         loads: the reports of the most recent loads, oldest first.
+        sealed: whether the manifest read carried its checksum (False: written before
+            manifests had one, so it cannot be verified).
     """
 
     version: int
@@ -76,9 +91,14 @@ class Manifest:
     trees: Mapping[int, ShardState] = field(default_factory=dict)
     inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     loads: tuple[Mapping[str, Any], ...] = ()
+    sealed: bool = field(default=False, compare=False)
+
+    def to_file(self) -> bytes:
+        """The manifest file: :meth:`to_json` sealed with its checksum."""
+        return seal(self.to_json())
 
     def to_json(self) -> bytes:
-        """Encode for the ``versions/`` folder."""
+        """The manifest's JSON, without its checksum (see :meth:`to_file`)."""
         doc = {
             "version": self.version,
             "shards": self.shards,
@@ -90,15 +110,16 @@ class Manifest:
 
     @classmethod
     def from_json(cls, data: bytes, where: str) -> Manifest:
-        """Decode a manifest; ``where`` names the file in errors."""
+        """Decode a manifest file, verifying its checksum; ``where`` names the file in errors."""
         try:
-            doc = json.loads(data)
+            doc, sealed = unseal(data)
             return cls(
                 version=int(doc["version"]),
                 shards=int(doc["shards"]),
                 trees={int(k): ShardState.from_json(v) for k, v in doc["trees"].items()},
                 inputs=doc["inputs"],
                 loads=tuple(doc["loads"]),
+                sealed=sealed,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StoreError(f"{where} is not a valid manifest ({exc}).") from exc
@@ -146,33 +167,70 @@ def read_config(store: PageStore) -> dict[str, Any]:
 def current_version(store: PageStore) -> int:
     """The version ``CURRENT`` names (0: nothing published yet)."""
     if not store.exists("CURRENT"):
+        listed = manifest_versions(store)
+        if any(v > 1 for v in listed):  # only a first load stopped before publishing leaves 1
+            raise StoreError(
+                f"{store.location}/CURRENT is missing, but versions/ holds the manifests of "
+                f"versions {_numbers(listed)}: write the number of the newest published one "
+                "into CURRENT (treestore check verifies them)."
+            )
         return 0
     text = store.read("CURRENT").decode(errors="replace").strip()
-    if not text.isdigit():
+    if not text.isdigit() or len(text) > 18:
         raise StoreError(
-            f"{store.location}/CURRENT is damaged: it should hold a version number, not {text!r}."
+            f"{store.location}/CURRENT is damaged: it should hold a version number, not "
+            f"{text[:40]!r}; write the number of the newest published version into it "
+            f"(versions/ holds {_numbers(manifest_versions(store)) or 'no manifest'})."
         )
     return int(text)
 
 
-def read_manifest(store: PageStore, version: int, shards: int) -> Manifest:
-    """Version ``version``'s manifest (version 0: the empty store of ``shards`` shards)."""
+def _numbers(versions: list[int]) -> str:
+    """Version numbers in words: ``1-3, 7``."""
+    spans: list[list[int]] = []
+    for v in versions:
+        if spans and spans[-1][1] == v - 1:
+            spans[-1][1] = v
+        else:
+            spans.append([v, v])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def read_manifest(store: PageStore, version: int, shards: int | None) -> Manifest:
+    """Version ``version``'s manifest (version 0: the empty store of ``shards`` shards),
+    its checksum verified (``shards`` None: a store whose shard count is not known)."""
     if version == 0:
-        return Manifest(version=0, shards=shards)
+        return Manifest(version=0, shards=shards or 0)
     name = manifest_name(version)
+    where = f"{store.location}/{name}"
     if not store.exists(name):
-        raise StoreError(f"Version {version}'s manifest {store.location}/{name} is missing.")
-    return Manifest.from_json(store.read(name), f"{store.location}/{name}")
+        raise StoreError(f"Version {version}'s manifest {where} is missing.")
+    manifest = Manifest.from_json(store.read(name), where)
+    if manifest.version != version or manifest.shards != (shards or manifest.shards):
+        raise StoreError(
+            f"{where} is not a valid manifest (it holds version {manifest.version} of "
+            f"{manifest.shards} shards, not version {version} of {shards}): it was copied over "
+            "or damaged."
+        )
+    return manifest
 
 
-def published_versions(store: PageStore) -> list[int]:
-    """The version numbers whose manifests are still kept, oldest first."""
+def manifest_versions(store: PageStore) -> list[int]:
+    """The version numbers of every manifest in ``versions/``, oldest first (published or
+    not: a load killed between its manifest and ``CURRENT`` leaves one above it)."""
     numbers = []
     for name in store.list("versions"):
         stem = name.rsplit("/", 1)[-1].removesuffix(".json")
         if stem.isdigit():
             numbers.append(int(stem))
     return sorted(numbers)
+
+
+def published_versions(store: PageStore, upto: int | None = None) -> list[int]:
+    """The published versions whose manifests are still kept, oldest first: those up to
+    ``upto`` (default: the version ``CURRENT`` names)."""
+    newest = current_version(store) if upto is None else upto
+    return [v for v in manifest_versions(store) if v <= newest]
 
 
 class StoreVersion:
@@ -261,7 +319,7 @@ class StoreWriter:
     def drop_unpublished(self) -> list[int]:
         """Delete manifests above the published version: left by loads killed between
         writing their manifest and publishing it. Call it only while holding the lock."""
-        dropped = [v for v in published_versions(self.pages) if v > self.base.version]
+        dropped = [v for v in manifest_versions(self.pages) if v > self.base.version]
         for version in dropped:
             self.pages.delete(manifest_name(version))
         return dropped
@@ -288,7 +346,7 @@ class StoreWriter:
         )
         if self.fence is not None:
             self.fence()
-        if not self.pages.create(manifest_name(version), manifest.to_json()):
+        if not self.pages.create(manifest_name(version), manifest.to_file()):
             raise StoreError(
                 f"Another process published version {version} of {self.pages.location} while "
                 "this one ran; nothing of this run was published. Run it again."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, as_number, as_text, cell
+from query.ops.base import Op, OpArgs, Row, as_number, as_text, cell, to_long
 from query.ops.row_ops import column_number, whole_number
 
 __all__ = ["DisorderOp", "PowerHistogramOp", "power_bucket"]
@@ -50,9 +50,9 @@ class PowerHistogramOp(Op):
         counts: dict[int, int] = {}
         for row in rows:
             number = as_number(cell(row, self.column))
-            if number is None or int(number) == 0:
+            if number is None or to_long(number) == 0:
                 continue
-            bucket = power_bucket(int(number), self.scale)
+            bucket = power_bucket(to_long(number), self.scale)
             counts[bucket] = counts.get(bucket, 0) + 1
         for bucket in sorted(counts):
             yield [bucket, counts[bucket]]
@@ -103,7 +103,7 @@ class DisorderOp(Op):
             weight = 1
             if self.frequency is not None:
                 number = as_number(row[self.frequency])
-                weight = 0 if number is None else int(number)
+                weight = 0 if number is None else to_long(number)
             if weight <= 0:
                 continue
             pairs = weights.setdefault(as_text(row[self.primary]), {})

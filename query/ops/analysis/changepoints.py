@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from query.ops.analysis.settings import colon_settings
-from query.ops.base import Op, OpArgs, Row, as_number, cell
+from query.ops.base import Op, OpArgs, Row, as_number, cell, to_long
 
 __all__ = ["ChangePointsOp", "find_change_points"]
 
@@ -53,8 +53,8 @@ def _smooth_peaks(data: list[int], min_change: int, min_z: float, width: int) ->
         if _spread(around) > min_z * _spread(without):
             change = data[i] - _mean(without)
             if abs(change) > min_change:
-                points.append(ChangePoint(i, "PEAK", math.trunc(change)))
-                data[i] = math.trunc(_mean(without))
+                points.append(ChangePoint(i, "PEAK", to_long(change)))
+                data[i] = to_long(_mean(without))
     return points
 
 
@@ -75,8 +75,8 @@ def _lasting_changes(
         z_score = difference / _spread(recent)
         ratio = -1 + data[i] / max(predicted, 1.0)
         if abs(z_score) > min_z and abs(difference) > min_change and abs(ratio) > min_ratio:
-            kind = _kind(math.trunc(_mean(recent)), data[i], inactive)
-            points.append(ChangePoint(i, kind, math.trunc(difference)))
+            kind = _kind(to_long(_mean(recent)), data[i], inactive)
+            points.append(ChangePoint(i, kind, to_long(difference)))
     return points
 
 
@@ -129,7 +129,7 @@ class ChangePointsOp(Op):
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """The change rows, after all the rows."""
         table = [list(row) for row in rows]
-        data = [int(as_number(cell(row, self.value_column)) or 0) for row in table]
+        data = [to_long(as_number(cell(row, self.value_column)) or 0) for row in table]
         _, _, min_change, min_ratio, min_z, inactive, window = self.settings
         points = find_change_points(
             data, int(min_change), float(min_ratio), float(min_z), int(inactive), int(window)

@@ -75,16 +75,20 @@ class DatePattern:
                 self.parts.append(("", 0, text[1:-1].replace("''", "'") or "'"))
             else:
                 self.parts.append(("", 0, text))
-        self._regex = re.compile("".join(self._regex_part(*part) for part in self.parts))
+        self._regex = re.compile(
+            "".join(self._regex_part(i, *part) for i, part in enumerate(self.parts))
+        )
 
     @staticmethod
-    def _regex_part(letter: str, width: int, literal: str) -> str:
+    def _regex_part(place: int, letter: str, width: int, literal: str) -> str:
+        """The part's regex; a field's group is named letter, width and place (``y4_0``),
+        so a letter may stand twice (the later one wins)."""
         if not letter:
             return re.escape(literal)
         if letter in "MEa" and (width >= 3 or letter != "M"):
-            return f"(?P<{letter}{width}>[A-Za-z]+)"
+            return f"(?P<{letter}{width}_{place}>[A-Za-z]+)"
         digits = f"\\d{{{width}}}" if width >= 2 else "\\d+"
-        return f"(?P<{letter}{width}>[-+]?{digits})"
+        return f"(?P<{letter}{width}_{place}>[-+]?{digits})"
 
     def format(self, moment: datetime) -> str:
         """The moment as this pattern prints it."""
@@ -100,7 +104,7 @@ class DatePattern:
         if match is None:
             raise ValueError(f"{text!r} does not match {self.pattern!r}")
         fields = {name[0]: value for name, value in match.groupdict().items()}
-        widths = {name[0]: int(name[1:]) for name in match.groupdict()}
+        widths = {name[0]: int(name[1:].partition("_")[0]) for name in match.groupdict()}
         year = self._year(fields.get("y") or fields.get("Y") or fields.get("x"), widths)
         if "M" in fields:
             value = fields["M"]
@@ -186,7 +190,7 @@ class DateFormatOp(Op):
                     moment = _EPOCH + timedelta(milliseconds=int(text))
                 else:
                     moment = self.source.parse(text)
-            except ValueError as exc:
+            except (ValueError, OverflowError) as exc:  # OverflowError: past year 9999
                 raise self.args.error(
                     0, f"cannot read the date {text!r} ({exc})", hint="Check FROM's pattern."
                 ) from None

@@ -7,7 +7,7 @@ import math
 import random
 from collections.abc import Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, to_long
 from query.ops.row_ops import column_number, whole_number
 
 __all__ = ["DistributionOp", "FrequencyTable", "FrequencyTableOp", "HistogramOp"]
@@ -15,7 +15,7 @@ __all__ = ["DistributionOp", "FrequencyTable", "FrequencyTableOp", "HistogramOp"
 
 def _whole(value: Value) -> int:
     number = as_number(value)
-    return 0 if number is None else int(number)
+    return 0 if number is None else to_long(number)
 
 
 def _java_round(value: float) -> int:
@@ -77,7 +77,7 @@ class FrequencyTableOp(Op):
         self.outputs: list[float | None] = []
         for word in parts[2].split(","):
             number = as_number(word) if word != "total" else None
-            if word != "total" and number is None:
+            if word != "total" and (number is None or not math.isfinite(number)):
                 raise args.error(starts[2], f"{word!r} is neither a fraction nor 'total'")
             self.outputs.append(None if word == "total" else float(number or 0))
         self.outputs.sort(key=lambda p: p is not None)  # the total comes first, as in Hydra
@@ -148,9 +148,9 @@ class HistogramOp(Op):
         values = []
         for word in bounds.split(","):
             number = as_number(word)
-            if number is None:
-                raise args.error(len(columns) + 1, f"{word!r} is not a number")
-            values.append(float(number) if self.real else int(number))
+            if number is None or not math.isfinite(number):
+                raise args.error(len(columns) + 1, f"{word!r} is not a finite number")
+            values.append(float(number) if self.real else to_long(number))
         if len(values) < 2:
             raise args.error(len(columns) + 1, "at least two boundaries are needed")
         lowest: int | float = -math.inf if self.real else -(2**31)
@@ -163,7 +163,7 @@ class HistogramOp(Op):
             number = as_number(cell(row, self.column))
             if number is None:
                 continue
-            target = float(number) if self.real else int(number)
+            target = float(number) if self.real else to_long(number)
             step = 1 if self.frequency is None else _whole(cell(row, self.frequency))
             counts[max(0, bisect.bisect_right(self.bounds, target) - 1)] += step
         for bound, count in zip(self.bounds, counts, strict=True):

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Iterator
 
 from query.ops.analysis.settings import colon_settings
-from query.ops.base import Op, OpArgs, Row, as_number, cell
+from query.ops.base import Op, OpArgs, Row, as_number, cell, to_long
 
 __all__ = ["HoltWintersOp", "holt_winters_forecast"]
 
@@ -106,7 +106,7 @@ class HoltWintersOp(Op):
                 f"needs at least 2 * PERIOD = {2 * self.period} rows, got {len(table)}",
                 hint="Use a smaller PERIOD or more rows.",
             )
-        values = [int(as_number(cell(row, self.value_column)) or 0) for row in table]
+        values = [to_long(as_number(cell(row, self.value_column)) or 0) for row in table]
         forecast = holt_winters_forecast(
             values, self.alpha, self.beta, self.gamma, self.period, self.ahead
         )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
-from query.ops.base import OpArgs, as_number
+from query.ops.base import LARGEST_WHOLE, OpArgs, as_number, whole_argument
 
 __all__ = ["colon_settings"]
 
@@ -25,10 +26,16 @@ def colon_settings(
     settings = list(defaults)
     start = 0
     for position, word in enumerate(words):
-        number = as_number(word)
         is_whole = position in whole
+        number = (
+            whole_argument(args, word, start, "a setting", smallest=-LARGEST_WHOLE)
+            if is_whole and word.strip().lstrip("-").isdigit()
+            else as_number(word)
+        )
         if number is None or (is_whole and not isinstance(number, int)):
             raise args.error(start, f"{word!r} is not a {'whole ' if is_whole else ''}number")
+        if not math.isfinite(number):
+            raise args.error(start, f"{word!r} is not a finite number")
         refused = check(position, number) if check is not None else None
         if refused:
             raise args.error(start, f"{word!r}: {refused}")

@@ -122,7 +122,7 @@ def test_new_mapping_files_load_incrementally(spark: object, demo_dir: Path) -> 
     assert report["sources"]["mapping"]["files"] == 1
     assert report["sources"]["attributes"]["files"] == 0
     inputs = handle.store.manifest.inputs
-    assert inputs[str((demo_dir / "mapping" / "mapping-0002.tsv").resolve())]["records"] == 2
+    assert inputs["mapping/mapping-0002.tsv"]["records"] == 2  # source / path under its root
     # the previous version is still readable, unchanged
     old = handle.store.manifest.trees
     assert treestore.open(store).store.manifest.trees == old
@@ -254,7 +254,7 @@ def test_damaged_tree_is_reported_by_query_and_load(spark: object, demo_dir: Pat
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(
         "TIME\tUID\tPUID\n1\t12345\tnew\n1\t67890\tnew\n"
     )
-    with pytest.raises(treestore.LoadError, match="CorruptPageError"):
+    with pytest.raises(treestore.LoadError, match=r"page 0 of .*fails its checksum"):
         _load(spark, demo_dir, store)
     assert treestore.open(store).version == 1
 

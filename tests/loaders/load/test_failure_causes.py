@@ -1,0 +1,118 @@
+"""A failed Spark job says its cause in one line, with the input file when there is one:
+loads with bytes that are not text, a Java failure (a file grown past its size limit)
+and a sweep input that is not what it says, on the shared SparkSession."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loaders import load_job, run_load
+from loaders.sweep.inputs import read_table
+from treestore.errors import LoadError
+
+pytestmark = pytest.mark.spark
+
+RANDOM = random.Random(22).randbytes(2000)
+
+
+def _job(folder: Path) -> Path:
+    doc = {
+        "shards": 2,
+        "source": [{"name": "s", "path": "in/", "format": "tsv", "shard_by": "K"}],
+        "tree": {"root": [{"type": "value", "key": "K"}, {"type": "value", "key": "V"}]},
+    }
+    (folder / "in").mkdir(exist_ok=True)
+    (folder / "job.json").write_text(json.dumps(doc))
+    return folder / "job.json"
+
+
+def test_bytes_that_are_not_text_are_set_aside_and_a_header_of_them_names_the_file(
+    spark: Any, tmp_path: Path
+) -> None:
+    job = _job(tmp_path)
+    good = tmp_path / "in" / "a.tsv"
+    good.write_bytes(b"K\tV\nk1\tv1\n" + RANDOM + b"\nk2\tv2\n")
+    store = tmp_path / "store"
+    report = run_load(spark, load_job(job), store).report
+    lines = good.read_bytes().count(b"\n")
+    assert report["sources"]["s"]["applied"] == 2
+    assert report["sources"]["s"]["rejected"] == lines - 3
+    rejected = [
+        json.loads(line)
+        for name in report["rejected"]["files"]
+        for line in (store / name).read_text().splitlines()
+    ]
+    assert sorted((r["file"], r["line"]) for r in rejected) == [
+        (str(good), line) for line in range(3, lines)
+    ]
+    random_file = tmp_path / "in" / "b.tsv"
+    random_file.write_bytes(RANDOM)
+    with pytest.raises(LoadError) as caught:
+        run_load(spark, load_job(job), store)
+    with pytest.raises(UnicodeDecodeError) as header:
+        RANDOM.split(b"\n")[0].decode()
+    first_bad = header.value.start
+    assert str(caught.value) == (
+        f"The load's Spark job failed: input file {random_file} cannot be read as tsv (its "
+        f"header, line 1, is not UTF-8 text (byte offset {first_bad})); fix or remove it, "
+        "then load again"
+    )
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo += children.get(found[-1], [])
+    return found
+
+
+@contextmanager
+def _file_size_limit(spark: Any, size: int) -> Iterator[None]:
+    """The session's JVM (and what it starts meanwhile) may not grow a file past ``size``
+    bytes: a full disk as the JVM meets it (``java.io.IOException: File too large``)."""
+    jvm = spark.sparkContext._gateway.proc.pid
+    unlimited = resource.prlimit(jvm, resource.RLIMIT_FSIZE)
+    resource.prlimit(jvm, resource.RLIMIT_FSIZE, (size, unlimited[1]))
+    try:
+        yield
+    finally:
+        for pid in _descendants(jvm):  # a Python worker daemon started meanwhile, too
+            with suppress(ProcessLookupError):
+                resource.prlimit(pid, resource.RLIMIT_FSIZE, unlimited)
+
+
+def test_a_java_failure_in_a_load_says_its_root_cause(spark: Any, tmp_path: Path) -> None:
+    job = _job(tmp_path)
+    (tmp_path / "in" / "a.tsv").write_text("K\tV\n" + "".join(f"k{i}\tv{i}\n" for i in range(500)))
+    spark.range(1).mapInArrow(lambda batches: batches, "id long").collect()  # workers up
+    with _file_size_limit(spark, 1), pytest.raises(LoadError) as caught:
+        run_load(spark, load_job(job), tmp_path / "store")
+    assert str(caught.value) == "The load's Spark job failed: java.io.IOException: File too large"
+    assert run_load(spark, load_job(job), tmp_path / "store").version == 1  # the limit is gone
+
+
+def test_the_sweep_names_an_input_that_is_not_parquet(spark: Any, tmp_path: Path) -> None:
+    # found when its fields are sampled, before a Spark job: a traceback until now
+    garbage = tmp_path / "events.parquet"
+    garbage.write_bytes(RANDOM)
+    with pytest.raises(LoadError, match=rf"^input file {garbage} cannot be read as parquet \("):
+        read_table(spark, str(garbage))

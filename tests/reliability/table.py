@@ -1,0 +1,389 @@
+"""The fault matrix, from one run: ``python -m tests.reliability.table`` (``make reliability``).
+
+Runs the randomized kill rounds and the racing loads (:mod:`tests.reliability.kills`),
+the disk-full trials on each filesystem this machine offers
+(:mod:`tests.reliability.diskfull`), the named corruption and bad-input cases (their
+pytest files, counted from pytest's JUnit XML), and the long fuzz round of the parsers
+(``python -m tests.reliability.fuzz``), then prints the matrix as markdown on standard
+output (progress goes to standard error). Every number comes from this run. Exits 1 if
+any trial or case failed. ``docs/reliability.md`` shows one run's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.reliability import diskfull, kills
+from tests.reliability.scenario import Scenario, prepare_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+SECTIONS = ("kills", "races", "disk", "cases", "fuzz")
+
+CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "store damage: check names it, readers refuse or are unaffected",
+        ("tests/treestore/store/test_check_damage.py",),
+    ),
+    (
+        "store damage with real loads, partial files, published versions",
+        (
+            "tests/treestore/store/test_damage_real_loads.py",
+            "tests/treestore/store/test_partial_files.py",
+            "tests/shell/test_info_published.py",
+        ),
+    ),
+    ("manifest and run checksums", ("tests/treestore/store/test_manifest_checksum.py",)),
+    (
+        "lock holder identity (pid reuse, garbage leases)",
+        ("tests/treestore/store/test_lock_identity.py",),
+    ),
+    (
+        "bad input files: bytes that are not text, broken links",
+        ("tests/loaders/load/test_bad_bytes.py", "tests/loaders/load/test_symlinks.py"),
+    ),
+    ("a failed Spark job says its cause", ("tests/loaders/load/test_failure_causes.py",)),
+    (
+        "inputs keep their identity when moved",
+        ("tests/loaders/load/test_input_identity.py", "tests/loaders/follow/test_follow_moved.py"),
+    ),
+    (
+        "parser refusals (the issue's repros, named)",
+        (
+            "tests/query/syntax/test_parser_refusals.py",
+            "tests/query/ops/test_op_refusals.py",
+            "tests/loaders/job/test_job_refusals.py",
+        ),
+    ),
+)
+"""Named cases, by group: the pytest files whose cases are counted (one pytest run)."""
+PER_CASE_GROUPS = frozenset({CASE_GROUPS[0][0], CASE_GROUPS[4][0]})
+"""Groups whose every case gets a row of its own."""
+
+
+@dataclass
+class Section:
+    """A part of the output: its rows in the matrix, its own tables, whether all held."""
+
+    matrix_rows: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    clean: bool = True
+
+
+def say(text: str) -> None:
+    """Progress, on standard error (standard output carries the markdown only)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _yes(count: int, total: int) -> str:
+    return f"{count}/{total}"
+
+
+def kill_section(
+    spark: object, scenario: Scenario | None, workdir: Path, rounds: int, seed: int
+) -> Section:
+    """Kill rounds: the matrix row, and a table of trials by phase."""
+    assert scenario is not None
+
+    def progress(i: int, outcome: kills.KillOutcome) -> None:
+        result = "clean" if outcome.clean else f"FAILED: {_why(outcome)}"
+        say(f"kill {i + 1}/{rounds}: {outcome.point} -> {outcome.phase}: {result}")
+
+    outcomes = kills.run_kill_rounds(spark, scenario, workdir / "kills", rounds, seed, progress)
+    section = Section()
+    held = sum(o.clean for o in outcomes)
+    section.matrix_rows.append(
+        f"| SIGKILL of a load (driver, JVM and workers) | {len(kills.KILL_POINTS)} kill points, "
+        f"random delays (seed {seed}) | {_count(rounds, 'trial')} | {_yes(held, rounds)} |"
+    )
+    section.lines += [
+        f"### Kills by phase ({rounds} trials, seed {seed})",
+        "",
+        "| phase at the kill | trials | store exact after the kill | check clean after the kill "
+        "| re-load exact | check clean after the re-load |",
+        "|---|---|---|---|---|---|",
+    ]
+    for phase in kills.PHASES:
+        got = [o for o in outcomes if o.phase == phase]
+        if not got:
+            continue
+        counts = (
+            sum(o.exact_after_kill for o in got),
+            sum(not o.check_after_kill for o in got),
+            sum(o.reload_exact for o in got),
+            sum(not o.check_after_reload for o in got),
+        )
+        cells = " | ".join(_yes(c, len(got)) for c in counts)
+        section.lines.append(f"| {phase} | {len(got)} | {cells} |")
+    section.lines += ["", "Kill points: " + "; ".join(p.name for p in kills.KILL_POINTS) + "."]
+    failed = [o for o in outcomes if not o.clean]
+    section.lines += [f"- FAILED: {o.point} ({o.phase}): {_why(o)}" for o in failed]
+    section.clean = not failed
+    return section
+
+
+def _why(outcome: kills.KillOutcome) -> str:
+    """What went wrong in a kill trial, in one line."""
+    parts = [outcome.ended_badly, outcome.detail]
+    if outcome.check_after_kill:
+        parts.append(f"check after the kill: {outcome.check_after_kill}")
+    if outcome.check_after_reload:
+        parts.append(f"check after the re-load: {outcome.check_after_reload}")
+    return "; ".join(p for p in parts if p)
+
+
+def race_section(scenario: Scenario | None, workdir: Path, rounds: int) -> Section:
+    """Two CLI loads started together, ``rounds`` times."""
+    assert scenario is not None
+    outcomes = []
+    for i in range(rounds):
+        outcome = kills.race_trial(scenario, workdir / f"race-{i:03d}")
+        say(f"race {i + 1}/{rounds}: {'clean' if outcome.clean else f'FAILED: {outcome}'}")
+        outcomes.append(outcome)
+    refused = sum(o.refusals for o in outcomes)
+    late = sum(o.nothing_new for o in outcomes)
+    section = Section(clean=all(o.clean for o in outcomes))
+    section.matrix_rows.append(
+        "| two loads racing for the lock | two CLI loads started together "
+        f"| {_count(rounds, 'trial')} "
+        f"| {_yes(sum(o.clean for o in outcomes), rounds)} (loser: {refused} refused in one "
+        f"line, {late} found nothing new) |"
+    )
+    section.lines += [f"- FAILED race: {o}" for o in outcomes if not o.clean]
+    return section
+
+
+def disk_section(spark: object, workdir: Path) -> Section:
+    """Disk full on a tmpfs (where it can be mounted) and on the ENOSPC wrapper, via the CLI."""
+    scenario = prepare_scenario(
+        spark, workdir / "disk-scenario", diskfull.SECOND_BATCH_ROWS, seed=2
+    )
+    kinds = ["wrapper"]
+    if diskfull.tmpfs_available(workdir / "tmpfs-probe"):
+        kinds.insert(0, "tmpfs")
+    section = Section()
+    section.lines += [
+        "### Disk full",
+        "",
+        "| filesystem | failed in one line naming the cause and the file | previous version "
+        "exact | no partial files left | next load after freeing space exact |",
+        "|---|---|---|---|---|",
+    ]
+    for kind in kinds:
+        outcome = diskfull.disk_full_trial(spark, scenario, workdir / f"disk-{kind}", kind, True)
+        say(f"disk full on {kind}: {'clean' if outcome.clean else f'FAILED: {outcome}'}")
+        cells = [
+            outcome.one_line_with_cause_and_file,
+            outcome.previous_exact,
+            not outcome.partial_files,
+            outcome.next_load_exact,
+        ]
+        shown = " | ".join("yes" if c else "**no**" for c in cells)
+        section.lines.append(f"| {outcome.filesystem} | {shown} |")
+        section.matrix_rows.append(
+            f"| disk full | {outcome.filesystem}, {diskfull.CAPACITY // 1024} KB | 1 trial "
+            f"| {_yes(int(outcome.clean), 1)} |"
+        )
+        section.clean = section.clean and outcome.clean
+        if outcome.message:
+            section.lines.append(f"|  | said: `{outcome.message[-1][:300]}` | | | |")
+        if not outcome.clean:
+            section.lines.append(f"- FAILED ({kind}): {outcome}")
+    if "tmpfs" not in kinds:
+        section.lines.append("\n(no tmpfs: this run could not mount one, as it needs root)")
+    return section
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One pytest case from the JUnit XML."""
+
+    file: str
+    name: str
+    outcome: str
+    message: str = ""
+    """The first line of a failure's message (from the XML)."""
+
+
+def run_cases(paths: Sequence[str], workdir: Path) -> list[CaseResult]:
+    """Run pytest once on ``paths``; each case's outcome, read from pytest's JUnit XML."""
+    report = workdir / f"junit-{time.monotonic_ns()}.xml"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    command += [f"--junitxml={report}", *paths]
+    subprocess.run(command, cwd=ROOT, capture_output=True, check=False)
+    if not report.exists():
+        return []
+    modules = {p.removesuffix(".py").replace("/", "."): p for p in paths}
+    results = []
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        kinds = {child.tag for child in case}
+        failed = kinds & {"failure", "error"}
+        outcome = "failed" if failed else "skipped" if "skipped" in kinds else "passed"
+        classname = case.get("classname", "")
+        file = next((f for m, f in modules.items() if classname.startswith(m)), classname)
+        failure = next((c for c in case if c.tag in ("failure", "error")), None)
+        said = (failure.get("message") or "") if failure is not None else ""
+        first = said.strip().splitlines()[0][:300] if said.strip() else ""
+        results.append(CaseResult(file, case.get("name", ""), outcome, first))
+    return results
+
+
+def cases_section(workdir: Path) -> Section:
+    """The named cases of :data:`CASE_GROUPS`, counted."""
+    section = Section()
+    every = [p for _, paths in CASE_GROUPS for p in paths if (ROOT / p).exists()]
+    say(f"cases: pytest on {len(every)} files")
+    results = run_cases(every, workdir)
+    for label, paths in CASE_GROUPS:
+        present = [p for p in paths if p in every]
+        missing = [p for p in paths if p not in every]
+        mine = [r for r in results if r.file in present]
+        passed, total = sum(r.outcome == "passed" for r in mine), len(mine)
+        note = f" (not found: {', '.join(missing)})" if missing else ""
+        section.matrix_rows.append(
+            f"| {label} | {', '.join(Path(p).name for p in present)}{note} "
+            f"| {_count(total, 'case')} "
+            f"| {_yes(passed, total)} |"
+        )
+        section.clean = section.clean and passed == total and total > 0
+        say(f"cases {label}: {passed}/{total}")
+        if label in PER_CASE_GROUPS and mine:
+            section.lines += [f"### {label}", "", "| case | held |", "|---|---|"]
+            one_function = len({r.name.partition("[")[0] for r in mine}) == 1
+            section.lines += [
+                f"| {_case_name(r.name, one_function)} | {_held(r.outcome)} |" for r in mine
+            ]
+            section.lines.append("")
+        failed = [r for r in mine if r.outcome != "passed"]
+        section.lines += [f"- {r.outcome.upper()}: {r.file}::{r.name}: {r.message}" for r in failed]
+    return section
+
+
+def _held(outcome: str) -> str:
+    return "yes" if outcome == "passed" else f"**{outcome}**"
+
+
+def _case_name(name: str, id_only: bool) -> str:
+    """A case as a row: its parameter id alone (``id_only``), else its function's name in
+    words with the id after it."""
+    function, _, rest = name.partition("[")
+    case = rest.removesuffix("]")
+    if id_only and case:
+        return case
+    words = function.removeprefix("test_").replace("_", " ")
+    return f"{words} [{case}]" if case else words
+
+
+FUZZ_LINE = re.compile(
+    r"^(?P<parser>\w+)\s+tried\s+(?P<tried>\d+)\s+parsed\s+(?P<parsed>\d+)\s+refused with our "
+    r"error\s+(?P<refused>\d+)\s+crashes\s+(?P<crashes>\d+)"
+)
+
+
+def fuzz_section(examples: int) -> Section:
+    """The parsers' long fuzz round (``python -m tests.reliability.fuzz``), its figures."""
+    section = Section()
+    if not (ROOT / "tests" / "reliability" / "fuzz.py").exists():
+        section.matrix_rows.append("| fuzzing the parsers | TODO-lead: no fuzz round yet | | |")
+        return section
+    command = [sys.executable, "-m", "tests.reliability.fuzz", "--examples", str(examples)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    found = [m for m in map(FUZZ_LINE.match, done.stdout.splitlines()) if m]
+    for match in found:
+        tried, crashes = int(match["tried"]), int(match["crashes"])
+        section.matrix_rows.append(
+            f"| fuzzing the {match['parser']} parser | random text, token soup, mutated "
+            f"vectors (hypothesis) | {tried:,} inputs ({int(match['parsed']):,} parsed, "
+            f"{int(match['refused']):,} refused with a position) | {_yes(tried - crashes, tried)} "
+            "without a crash or hang |"
+        )
+        section.clean = section.clean and crashes == 0
+    say(f"fuzz: {len(found)} parsers, exit {done.returncode}")
+    if not found or done.returncode != 0:
+        section.clean = False
+        section.lines += ["```", done.stdout[-3000:], done.stderr[-2000:], "```"]
+    return section
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the rounds and print the fault matrix as markdown."""
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    env = os.environ.get
+    options.add_argument("--kills", type=int, default=int(env(kills.ROUNDS_VARIABLE, "100")))
+    options.add_argument("--races", type=int, default=int(env("TREESTORE_RACE_ROUNDS", "5")))
+    options.add_argument(
+        "--fuzz-examples",
+        type=int,
+        default=int(env("TREESTORE_FUZZ_EXAMPLES", "34000")),
+        help="inputs per parser (three parsers)",
+    )
+    options.add_argument("--seed", type=int, default=None, help="the kill rounds' seed")
+    options.add_argument("--only", nargs="*", choices=SECTIONS, default=list(SECTIONS))
+    options.add_argument("--workdir", type=Path, default=None, help="kept if given")
+    args = options.parse_args(argv)
+    seed = args.seed if args.seed is not None else kills.seed_from_env()
+    with tempfile.TemporaryDirectory(prefix="treestore-reliability-") as temporary:
+        workdir = args.workdir or Path(temporary)
+        workdir.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        sections = _run_sections(args, seed, workdir)
+        minutes = (time.monotonic() - started) / 60
+    print(
+        f"## Fault matrix\n\nOne run of `python -m tests.reliability.table` on "
+        f"{time.strftime('%Y-%m-%d')}, {minutes:.0f} minutes, {os.cpu_count()} cores.\n"
+    )
+    print("| fault | how it is made | trials / cases | all expectations held |")
+    print("|---|---|---|---|")
+    for section in sections:
+        for row in section.matrix_rows:
+            print(row)
+    for section in sections:
+        if section.lines:
+            print()
+            print("\n".join(section.lines))
+    return 0 if all(s.clean for s in sections) else 1
+
+
+def _run_sections(args: argparse.Namespace, seed: int, workdir: Path) -> list[Section]:
+    sections: list[Section] = []
+    spark: object = None
+    if {"kills", "races", "disk"} & set(args.only):
+        from treestore.spark import get_session
+
+        spark = get_session("local[2]", app_name="treestore-reliability")
+    scenario = None
+    if {"kills", "races"} & set(args.only):
+        scenario = prepare_scenario(spark, workdir / "scenario", kills.SECOND_BATCH_ROWS, 1)
+    steps: dict[str, Callable[[], Section]] = {
+        "kills": lambda: kill_section(spark, scenario, workdir, args.kills, seed),
+        "races": lambda: race_section(scenario, workdir, args.races),
+        "disk": lambda: disk_section(spark, workdir),
+        "cases": lambda: cases_section(workdir),
+        "fuzz": lambda: fuzz_section(args.fuzz_examples),
+    }
+    for name in SECTIONS:
+        if name in args.only:
+            say(f"== {name}")
+            try:
+                sections.append(steps[name]())
+            except Exception as exc:  # one part that breaks still leaves the others' figures
+                row = f"| {name} | the harness failed: {type(exc).__name__}: {exc} | | |"
+                sections.append(Section([row], [], clean=False))
+    return sections
+
+
+if __name__ == "__main__":
+    sys.exit(main())

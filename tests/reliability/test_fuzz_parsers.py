@@ -1,0 +1,42 @@
+"""The three parsers (paths, ops, job files) give a parse or our positioned error for any text.
+
+Property-based: random text, token soup and mutations of the test vectors (see
+:mod:`tests.reliability.parser_fuzz`). ``TREESTORE_FUZZ_EXAMPLES`` sets the examples per
+parser (default 500: about 3 s in all); ``python -m tests.reliability.fuzz`` runs a long round
+and prints the figures.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+
+from tests.reliability.parser_fuzz import inputs, job_folder, job_inputs, try_job, try_ops, try_path
+
+EXAMPLES = int(os.environ.get("TREESTORE_FUZZ_EXAMPLES", "500"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=timedelta(seconds=20),  # a hang guard, not a timing assertion
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+@FUZZ
+@given(inputs("path"))
+def test_any_path_text_parses_or_is_refused_at_a_place(text: str) -> None:
+    assert try_path(text) in ("parsed", "refused")
+
+
+@FUZZ
+@given(inputs("ops"))
+def test_any_op_string_compiles_and_runs_or_is_refused_at_a_place(text: str) -> None:
+    assert try_ops(text) in ("parsed", "refused")
+
+
+@FUZZ
+@given(job_inputs())
+def test_any_job_file_loads_or_is_refused_at_a_place(job: tuple[str, str]) -> None:
+    with job_folder() as folder:
+        assert try_job(*job, folder) in ("parsed", "refused")

@@ -1,0 +1,200 @@
+"""`treestore check` finds every damage, naming the file in one line, and readers never
+give a silent wrong answer: each damage below is either refused by ``info`` and ``query``
+(one line) or does not touch what they read. A small store built without Spark."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from query.driver.runner import open_store
+from shell.info import write_info
+from treestore.errors import StoreError
+from treestore.storage.pagestore import FilePageStore
+from treestore.storage.runs import reset_cache
+from treestore.storage.state import SideFiles
+from treestore.storage.tree import ShardTree
+from treestore.store.dedup_index import (
+    INDEX_NAME,
+    DedupManifest,
+    ShardIndex,
+    publish_dedup_manifest,
+)
+from treestore.store.lock import store_lock
+from treestore.store.maintenance import inspect_store
+from treestore.store.versions import StoreWriter, manifest_name
+
+QUERY = "root/+/+:+hits"
+DEDUP_RUN_KEY = b'["key-00042"]'
+REPORT = {"sources": {}, "started": "2025-01-01 00:00:00", "seconds": 1.0}
+
+
+def _tree(pages: FilePageStore, shard: int, children: int, side: str | None) -> ShardTree:
+    tree = ShardTree(pages, shard=shard, page_bytes=256)
+    for parent in range(10):
+        handle = tree.visit(tree.root_handle, "root")
+        assert handle is not None
+        handle = tree.visit(handle, f"p{parent}")
+        assert handle is not None
+        for child in range(children):
+            tree.visit(handle, f"c{child:03d}", hits=shard + 1)
+    groups = {}
+    if side:
+        pages.write_table(side, pa.table({"record": [f"r{i}" for i in range(50)]}))
+        groups = {"pending": SideFiles((side,), {"records": 50})}
+    tree.commit(side=groups)
+    return tree
+
+
+def _store(folder: Path) -> FilePageStore:
+    """Two versions of a 2-shard store (the second adds to shard 1), a side file in
+    shard 0 and a dedup index of one run."""
+    pages = FilePageStore(folder)
+    with store_lock(pages, "a test"):
+        writer = StoreWriter(pages, shards=2)
+        side = "trees/shard-0000/side-pending.arrow"
+        trees = {s: _tree(pages, s, 30, side if s == 0 else None).state for s in (0, 1)}
+        writer.publish(trees, {}, REPORT)
+        more = ShardTree(pages, trees[1], shard=1, page_bytes=256)
+        more.visit(more.root_handle, "extra")
+        writer.publish({1: more.commit()}, {}, REPORT)
+        index = ShardIndex(pages, "dedup/src/shard-0000", ())
+        keys = [f'["key-{i:05d}"]' for i in range(100)]
+        index.add(np.arange(100, dtype=np.int64), pa.array(keys))
+        runs = index.commit()
+        publish_dedup_manifest(pages, DedupManifest(2).with_source("src", ["K"], {0: runs}))
+    return pages
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def _one_run(store: Path, suffix: str) -> Path:
+    return sorted((store / "trees" / "shard-0000").glob(f"*{suffix}"))[0]
+
+
+def _current_garbage(store: Path) -> None:
+    (store / "CURRENT").write_text("2x\n")
+
+
+def _current_missing_manifest(store: Path) -> None:
+    (store / "CURRENT").write_text("7\n")
+
+
+def _manifest_byte(store: Path) -> None:
+    path = store / manifest_name(2)
+    path.write_bytes(path.read_bytes().replace(b'"nodes": 311', b'"nodes": 399', 1))
+
+
+def _run_removed(store: Path) -> None:
+    path = store / manifest_name(2)
+    doc = json.loads(path.read_bytes())
+    doc["trees"]["0"]["runs"] = doc["trees"]["0"]["runs"][:-1]  # still valid JSON
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True))
+
+
+def _run_truncated(store: Path) -> None:
+    path = _one_run(store, ".pages")
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _run_flipped(store: Path) -> None:
+    path = _one_run(store, ".pages")
+    _flip(path, path.stat().st_size // 2)
+
+
+def _index_damaged(store: Path) -> None:
+    path = _one_run(store, ".index")
+    _flip(path, path.stat().st_size // 2)
+
+
+def _side_damaged(store: Path) -> None:
+    path = store / "trees" / "shard-0000" / "side-pending.arrow"
+    data = path.read_bytes()
+    _flip(path, data.index(b"r42"))
+
+
+def _dedup_run_damaged(store: Path) -> None:
+    path = next((store / "dedup").rglob("*.arrow"))
+    _flip(path, path.read_bytes().index(DEDUP_RUN_KEY) + 3)
+
+
+def _dedup_index_damaged(store: Path) -> None:
+    path = store / INDEX_NAME
+    doc = json.loads(path.read_bytes())
+    doc["sources"]["src"]["shards"] = {}  # still valid JSON: loads would count keys again
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True))
+
+
+def _config_garbage(store: Path) -> None:
+    (store / "store.json").write_bytes(b"\x00garbage")
+
+
+def _current_deleted(store: Path) -> None:
+    (store / "CURRENT").unlink()
+
+
+# damage -> (what check's one line names, what info does, what a query does)
+CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
+    "CURRENT garbage": (_current_garbage, "CURRENT is damaged", "refuses", "refuses"),
+    "CURRENT names a missing manifest": (
+        _current_missing_manifest,
+        "Version 7's manifest",
+        "refuses",
+        "refuses",
+    ),
+    "CURRENT deleted": (_current_deleted, "CURRENT is missing", "refuses", "refuses"),
+    "manifest byte edit": (_manifest_byte, "versions/000002.json", "refuses", "refuses"),
+    "run removed from a manifest": (_run_removed, "versions/000002.json", "refuses", "refuses"),
+    "run truncated": (_run_truncated, ".pages is", "works", "refuses"),
+    "run byte flipped": (_run_flipped, ".pages fails its checksum", "works", "refuses"),
+    "run index damaged": (_index_damaged, ".index is damaged", "works", "refuses"),
+    "side file damaged": (_side_damaged, "side-pending.arrow (pending) fails", "works", "same"),
+    "dedup run damaged": (_dedup_run_damaged, "next load rebuilds", "works", "same"),
+    "dedup INDEX damaged": (_dedup_index_damaged, "INDEX is damaged", "works", "same"),
+    "store.json garbage": (_config_garbage, "store.json is damaged", "refuses", "refuses"),
+}
+
+
+def _query(store: Path) -> list[tuple[object, ...]]:
+    reset_cache()  # pages read before the damage must not answer for it
+    return open_store(str(store), None).query(QUERY).to_list()
+
+
+def _outcome(action: Callable[[], object]) -> str:
+    try:
+        action()
+    except StoreError as exc:
+        assert "\n" not in str(exc), str(exc)
+        return f"refuses: {exc}"
+    return "works"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_check_names_every_damage_and_readers_never_answer_wrong(tmp_path: Path, case: str) -> None:
+    damage, named, info, query = CASES[case]
+    store = tmp_path / "store"
+    _store(store)
+    expected = _query(store)
+    assert len(expected) == 2 * 10 * 30 and inspect_store(store).problems == []
+    damage(store)
+    problems = inspect_store(store).problems
+    assert len(problems) == 1, problems
+    assert named in problems[0] and "\n" not in problems[0], problems[0]
+    info_outcome = _outcome(lambda: write_info(str(store), io.StringIO()))
+    assert info_outcome.startswith(info), info_outcome
+    rows: list[tuple[object, ...]] = []
+    query_outcome = _outcome(lambda: rows.extend(_query(store)))
+    if query == "same":
+        assert query_outcome == "works" and rows == expected
+    else:
+        assert query_outcome.startswith(query), query_outcome
