@@ -135,7 +135,7 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
         said = f" (the JVM said: {jvm_output[0]})" if jvm_output else ""
         raise SparkSetupError(f"Spark could not start with master {chosen!r}: {exc}{said}") from exc
     session.sparkContext.setLogLevel("WARN" if verbose() else "FATAL")
-    if _NOTING:
+    if _NOTING.is_set():
         note_interrupts()  # PySpark put its own Ctrl-C handler in place of the noting one
     # PySpark logs every failed DataFrame call as a JSON line on stderr before
     # raising; treestore turns those errors into its own messages instead.
@@ -144,7 +144,7 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
 
 
 _INTERRUPTED = threading.Event()
-_NOTING: list[bool] = []  # not empty once note_interrupts was called
+_NOTING = threading.Event()  # set once note_interrupts was called
 
 
 def note_interrupts(*, fresh: bool = False) -> None:
@@ -155,7 +155,7 @@ def note_interrupts(*, fresh: bool = False) -> None:
         return
     if fresh:
         _INTERRUPTED.clear()
-    _NOTING.append(True)
+    _NOTING.set()
     previous = signal.getsignal(signal.SIGINT)
     if getattr(previous, "notes_interrupts", False):
         return

@@ -435,4 +435,4 @@ def _source_location(raw: str, base: Path) -> str:
         raw = raw.removeprefix("file://") or "/"
     if is_uri(raw) or Path(raw).is_absolute():
         return raw
-    return os.path.normpath(os.path.abspath(base / raw))
+    return os.path.abspath(base / raw)  # normalised, links kept

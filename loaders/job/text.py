@@ -24,7 +24,15 @@ from typing import Any
 
 from lark import Token, Tree
 
-from query.syntax.lark_support import Failure, first_surrogate, line_column, parse, parser
+from query.syntax.lark_support import (
+    LARGEST_WHOLE,
+    Failure,
+    bounded_whole,
+    first_surrogate,
+    line_column,
+    parse,
+    parser,
+)
 from treestore.errors import JobConfigError
 
 __all__ = ["DEEPEST_NESTING", "JobText", "KeyPath", "read_job_file"]
@@ -33,7 +41,7 @@ KeyPath = tuple[str | int, ...]
 
 DEEPEST_NESTING = 100
 """How deep objects and lists may nest in a job file (a real job nests about 10 deep)."""
-_LONG = 2**63
+_LONG = LARGEST_WHOLE + 1
 
 
 def format_key_path(path: KeyPath) -> str:
@@ -105,9 +113,9 @@ class _Decoder:
         """A number token, refused outside Java's long range (whole) or not finite (real)."""
         text = str(token)
         if re.fullmatch(r"[+-]?[0-9]+", text):
-            digits = text.lstrip("+-").lstrip("0") or "0"
-            whole = int(digits) if len(digits) <= 19 else _LONG
-            number: int | float = -whole if text.startswith("-") else whole
+            whole = bounded_whole(text.lstrip("+-"), _LONG)
+            number: int | float = _LONG + 1 if whole is None else whole  # None: out of range
+            number = -number if text.startswith("-") else number
             if -_LONG <= number < _LONG:
                 return number
         else:

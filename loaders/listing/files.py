@@ -37,7 +37,6 @@ from treestore.filesystems import is_uri, split_location
 
 __all__ = [
     "InputFile",
-    "accepts",
     "broken_link",
     "list_input_files",
     "located",
@@ -327,12 +326,6 @@ def located(source: SourceSpec, path: str) -> InputFile | None:
         return InputFile.at(Path(path), path[len(base) :], root)
     except FileNotFoundError:
         return None
-
-
-def accepts(source: SourceSpec, path: str) -> bool:
-    """Whether :func:`list_input_files` would list the local file ``path`` for ``source``
-    (the same rules, for a file found some other way: by a stream)."""
-    return located(source, path) is not None
 
 
 def list_input_files(source: SourceSpec, on_event: EventSink = ignore_events) -> list[InputFile]:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from loaders.filters.catalogue import FilterCompiler, SymbolicRecord
 from loaders.job.model import JobSpec, SourceSpec
-from loaders.listing.identity import InputScan, loaded_entry, scan_inputs
+from loaders.listing.identity import loaded_entry, scan_inputs
 from loaders.load.dedup_step import DHASH, DKEY, dedup_columns, prepare_index, publish_index
 from loaders.load.inputs import (
     InputFile,
@@ -205,19 +205,6 @@ def _with_markers(
     return mapped.unionByName(markers)
 
 
-def _scan_files(
-    job: JobSpec,
-    listed: list[list[InputFile]],
-    writer: StoreWriter,
-    log: Callable[[str], None],
-    reprocess_changed: bool,
-) -> InputScan:
-    """Which of each source's ``listed`` files are new to the store (or changed): files are
-    known by their source and path relative to its root, size, modification time and
-    content fingerprint (:mod:`loaders.listing.identity`)."""
-    return scan_inputs(job.sources, listed, writer.base.inputs, log, reprocess_changed)
-
-
 def run_load(
     spark: SparkSession,
     job: JobSpec,
@@ -295,7 +282,7 @@ def _load_locked(
     extra_report: dict[str, Any],
 ) -> LoadResult:
     with phases.phase("list files"):
-        scan = _scan_files(job, listed, writer, log, reprocess_changed)
+        scan = scan_inputs(job.sources, listed, writer.base.inputs, log, reprocess_changed)
     if not scan.fresh:
         log("nothing new to load: the store is unchanged")
         return LoadResult(None, {"version": writer.base.version, "changed_files": scan.changed})

@@ -45,7 +45,7 @@ import pyarrow as pa
 from loaders.filters.catalogue import fields_named
 from loaders.job.model import JobSpec, SourceSpec
 from loaders.job.text import JobText, KeyPath, format_key_path, read_job_file
-from loaders.listing.files import InputFile, accepts, list_input_files, split_glob
+from loaders.listing.files import InputFile, list_input_files
 from loaders.listing.identity import fingerprint
 from loaders.load.readers import (
     FILE_COLUMN,
@@ -66,13 +66,11 @@ __all__ = [
     "FILE_COLUMN",
     "InputFile",
     "UnknownField",
-    "accepts",
     "check_job_fields",
     "fingerprint_collector",
     "list_fields",
     "list_input_files",
     "read_source",
-    "split_glob",
     "take_fingerprints",
     "unknown_fields",
 ]

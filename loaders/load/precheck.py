@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loaders.job.model import JobSpec
-from loaders.load.driver import _scan_files
+from loaders.listing.identity import scan_inputs
 from loaders.load.inputs import list_input_files
 from treestore.events import EventSink, Message, as_lines, ignore_events
 from treestore.storage.pagestore import PageStore
@@ -38,7 +38,7 @@ def precheck_load(
     said: list[str] = []  # said only when nothing is new; else the load says it
     listed = [list_input_files(source, as_lines(said.append)) for source in job.sources]
     writer = StoreWriter(store, job.shards, job.hash, create=False)
-    scan = _scan_files(job, listed, writer, said.append, reprocess_changed)
+    scan = scan_inputs(job.sources, listed, writer.base.inputs, said.append, reprocess_changed)
     if scan.fresh:
         return True
     for line in [*said, "nothing new to load: the store is unchanged"]:

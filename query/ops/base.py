@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from query.syntax.lark_support import line_column
+from query.syntax.lark_support import LARGEST_WHOLE, bounded_whole, line_column
 from treestore.errors import OpError
 
 __all__ = [
@@ -29,9 +29,6 @@ __all__ = [
 Value = str | int | float | None
 Row = list[Value]
 
-LARGEST_WHOLE = 2**63 - 1
-"""The largest count an op argument may hold (rows to pass or skip...): Java's
-``Long.MAX_VALUE``, as in Hydra."""
 MOST_COLUMNS = 1_000_000
 """The most columns a row may have: a column number is below it (ops such as ``pad``
 or ``sum=s...`` make a row that wide)."""
@@ -149,8 +146,7 @@ def whole_argument(
     digits = word[1:] if word[:1] == "-" and smallest < 0 else word
     if not (digits.isascii() and digits.isdigit()):
         raise args.error(index, f"expected {what} (a whole number), not {text!r}")
-    digits = digits.lstrip("0") or "0"
-    number = None if len(digits) > len(str(largest)) else int(digits)
+    number = bounded_whole(digits, max(largest, -smallest))
     if number is not None and word[:1] == "-":
         number = -number
     if number is None or not smallest <= number <= largest:

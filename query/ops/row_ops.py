@@ -49,14 +49,6 @@ def column_number(args: OpArgs, text: str, index: int) -> int:
     return whole_argument(args, text, index, "a column number", MOST_COLUMNS - 1)
 
 
-def whole_number(
-    args: OpArgs, text: str, index: int, what: str, largest: int = LARGEST_WHOLE
-) -> int:
-    """``text`` (starting at ``index`` of the arguments) as a whole number up to ``largest``,
-    or an error there."""
-    return whole_argument(args, text, index, what, largest)
-
-
 class LimitOp(Op):
     """limit=[k...]N or limit=[k...]M:N : skip M rows, then pass N rows.
 
@@ -81,7 +73,7 @@ class LimitOp(Op):
             raise args.error(keys, "expected N or M:N (skip M, then pass N)")
         self.keys = keys
         counts = [
-            whole_number(args, number, keys + len(numbers[0]) + 1 if i else keys, "a row count")
+            whole_argument(args, number, keys + len(numbers[0]) + 1 if i else keys, "a row count")
             for i, number in enumerate(numbers)
         ]
         self.skip, self.count = (0, counts[0]) if len(counts) == 1 else (counts[0], counts[1])
@@ -120,7 +112,7 @@ class SkipOp(Op):
         parts = args.split(",")
         if not 1 <= len(parts) <= 3:
             raise args.error(0, "expected N, N,A or N,A,B")
-        numbers = [whole_number(args, text, index, "a row count") for text, index in parts]
+        numbers = [whole_argument(args, text, index, "a row count") for text, index in parts]
         self.first = numbers[0]
         self.take = numbers[1] if len(numbers) > 1 else 0
         self.drop = numbers[2] if len(numbers) > 2 else self.take
@@ -451,9 +443,11 @@ class SleepOp(Op):
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
         pause, comma, spread = args.text.partition(",")
-        self.pause = whole_number(args, pause, 0, "the milliseconds to wait", LONGEST_SLEEP)
+        self.pause = whole_argument(args, pause, 0, "the milliseconds to wait", LONGEST_SLEEP)
         self.spread = (
-            whole_number(args, spread, len(pause) + 1, "the spread", LONGEST_SLEEP) if comma else 0
+            whole_argument(args, spread, len(pause) + 1, "the spread", LONGEST_SLEEP)
+            if comma
+            else 0
         )
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:

@@ -14,6 +14,7 @@ project is :func:`line_column` of an offset, and :func:`line_text` shows its lin
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -32,7 +33,9 @@ from lark.exceptions import (
 from treestore.errors import PositionedError
 
 __all__ = [
+    "LARGEST_WHOLE",
     "Failure",
+    "bounded_whole",
     "first_surrogate",
     "line_column",
     "line_text",
@@ -41,6 +44,21 @@ __all__ = [
     "parser",
     "transform",
 ]
+
+
+LARGEST_WHOLE = 2**63 - 1
+"""The largest whole number the parsers read (a path's limit or bound, an op's count, a
+job's number): Java's ``Long.MAX_VALUE``, as in Hydra."""
+
+
+def bounded_whole(digits: str, largest: int = LARGEST_WHOLE) -> int | None:
+    """ASCII ``digits`` as a number if it is at most ``largest``, else ``None``; a run of
+    digits longer than ``largest`` has is never converted (Python refuses past 4,300)."""
+    digits = digits.lstrip("0") or "0"
+    if len(digits) > len(str(largest)):
+        return None
+    number = int(digits)
+    return number if number <= largest else None
 
 
 @cache
@@ -83,16 +101,17 @@ def line_text(text: str, line: int) -> str:
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def first_surrogate(text: str) -> int | None:
     """The offset of the first lone surrogate (``"\\ud800"``...) in ``text``, or ``None``.
 
     A lone surrogate is no character: it cannot be written as UTF-8, so a name or a value
     holding one would fail later, far from where it was written.
     """
-    for offset, character in enumerate(text):
-        if "\ud800" <= character <= "\udfff":
-            return offset
-    return None
+    found = _SURROGATE.search(text)
+    return found.start() if found else None
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,19 @@ from typing import Any
 from lark import Token, Transformer, v_args
 
 from query.syntax.ast import Bound, Element, Field, Path, Property, regex_problem
-from query.syntax.lark_support import Failure, first_surrogate, parse, parser, transform
+from query.syntax.lark_support import (
+    LARGEST_WHOLE,
+    Failure,
+    bounded_whole,
+    first_surrogate,
+    parse,
+    parser,
+    transform,
+)
 from treestore.errors import QuerySyntaxError
 
 __all__ = ["LARGEST_WHOLE", "parse_path"]
 
-LARGEST_WHOLE = 2**63 - 1
-"""The largest whole number a path may hold (a limit, a bound, a default's hits): Java's
-``Long.MAX_VALUE``, as in Hydra."""
 
 # Terminal names as a user should read them in "expected ..." lists.
 _WORDS = {
@@ -111,8 +116,8 @@ class _ToAst(Transformer[Token, Any]):
 
     def _whole(self, token: Token, what: str) -> int:
         """An INT token as a number, refused past :data:`LARGEST_WHOLE` (at the token)."""
-        digits = str(token).lstrip("0") or "0"
-        if len(digits) > len(str(LARGEST_WHOLE)) or int(digits) > LARGEST_WHOLE:
+        number = bounded_whole(str(token))
+        if number is None:
             raise QuerySyntaxError(
                 f"{what} is too large",
                 self.text,
@@ -120,7 +125,7 @@ class _ToAst(Transformer[Token, Any]):
                 token.column or 1,
                 hint=f"Write at most {LARGEST_WHOLE}.",
             )
-        return int(digits)
+        return number
 
     def up_hidden(self, _up: Token) -> dict[str, Any]:
         return {"kind": "up"}

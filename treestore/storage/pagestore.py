@@ -411,7 +411,11 @@ def require_folder(store: PageStore) -> None:
 
 def is_new_folder(store: PageStore) -> bool:
     """Whether nothing is at the store's location yet (a folder a load would create)."""
-    return isinstance(store, FilePageStore) and not store.folder_exists()
+    return (  # a store.json answers at once, with no listing of an object store's prefix
+        isinstance(store, FilePageStore)
+        and not store.exists("store.json")
+        and not store.folder_exists()
+    )
 
 
 def remove_if_unpublished(store: PageStore) -> None:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import xxhash
 
 from treestore.errors import CorruptPageError, StoreError
 from treestore.storage.pagestore import PageStore, page_store_for
@@ -299,13 +298,13 @@ def _check_side_file(store: PageStore, name: str, use: _Use) -> str | None:
     if not store.exists(name):
         return f"{where} is missing {_used_by(use)}."
     if isinstance(use.sum, FileSum):
-        data = store.read(name)
-        if len(data) != use.sum.size:
+        found = FileSum.of(store.read(name))
+        if found.size != use.sum.size:
             return (
-                f"{where} is {len(data):,} bytes, its manifest says {use.sum.size:,} (the file "
+                f"{where} is {found.size:,} bytes, its manifest says {use.sum.size:,} (the file "
                 f"was cut short or added to) {_used_by(use)}."
             )
-        if xxhash.xxh64_intdigest(data) != use.sum.checksum:
+        if found.checksum != use.sum.checksum:
             return f"{where} fails its checksum (the file was changed) {_used_by(use)}."
         return None
     try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, as_number, as_text, cell, to_long
-from query.ops.row_ops import column_number, whole_number
+from query.ops.base import Op, OpArgs, Row, as_number, as_text, cell, to_long, whole_argument
+from query.ops.row_ops import column_number
 
 __all__ = ["DisorderOp", "PowerHistogramOp", "power_bucket"]
 
@@ -41,7 +41,7 @@ class PowerHistogramOp(Op):
         super().__init__(args)
         column, comma, scale = args.text.partition(",")
         self.column = column_number(args, column, 0)
-        self.scale = whole_number(args, scale, len(column) + 1, "the scale") if comma else 10
+        self.scale = whole_argument(args, scale, len(column) + 1, "the scale") if comma else 10
         if self.scale < 2:
             raise args.error(len(column) + 1, "the scale must be at least 2")
 

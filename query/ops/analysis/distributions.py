@@ -7,8 +7,8 @@ import math
 import random
 from collections.abc import Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, to_long
-from query.ops.row_ops import column_number, whole_number
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, to_long, whole_argument
+from query.ops.row_ops import column_number
 
 __all__ = ["DistributionOp", "FrequencyTable", "FrequencyTableOp", "HistogramOp"]
 
@@ -198,7 +198,9 @@ class DistributionOp(Op):
         super().__init__(args)
         column, comma, size = args.text.partition(",")
         self.column = column_number(args, column, 0)
-        self.size = whole_number(args, size, len(column) + 1, "the sample size") if comma else 1028
+        self.size = (
+            whole_argument(args, size, len(column) + 1, "the sample size") if comma else 1028
+        )
         if self.size < 1:
             raise args.error(len(column) + 1, "the sample size must be at least 1")
 
