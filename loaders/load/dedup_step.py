@@ -35,6 +35,7 @@ from loaders.listing.identity import location_of
 from loaders.load.inputs import InputFile, list_input_files, read_source
 from loaders.load.readers import REJECT
 from loaders.load.shard_frames import SHARD, partition_by_shard, shard_column
+from treestore.arrays import distinct_sorted
 from treestore.errors import LoadError, StoreError
 from treestore.filesystems import is_file
 from treestore.spark import spark_errors
@@ -133,7 +134,7 @@ class ShardDedup:
         """(duplicate within the load, duplicate of an earlier load) per row; adds kept keys."""
         within = np.zeros(len(orders), dtype=bool)
         earlier = np.zeros(len(orders), dtype=bool)
-        for order in np.unique(orders):
+        for order in distinct_sorted(orders):
             if int(order) not in self.sources:
                 continue
             rows = np.flatnonzero(orders == order)
@@ -175,7 +176,7 @@ class BatchDedup:
         if not self.sources or not np.isin(orders, list(self.sources)).any():
             return within, earlier
         shards = batch.column(SHARD).to_numpy(zero_copy_only=False)
-        for shard in np.unique(shards):
+        for shard in distinct_sorted(shards):
             rows = np.flatnonzero(shards == shard)
             picked = pa.array(rows)
             dedup = self.shards.get(int(shard))

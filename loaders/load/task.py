@@ -37,6 +37,7 @@ from loaders.load.shard_frames import SHARD
 from loaders.load.timing import Timer
 from loaders.tree.pending import ORIGIN
 from loaders.tree.shard_load import ShardLoad
+from treestore.arrays import distinct_sorted
 from treestore.failpoints import failpoint
 from treestore.storage.pagestore import PageStore
 
@@ -133,7 +134,7 @@ class _ShardWork:
         counts = self.per_source[self.queued_order]
         table = pa.Table.from_batches(self.queued)
         shards = table.column(SHARD).to_numpy()
-        distinct = np.unique(shards).tolist()
+        distinct = distinct_sorted(shards).tolist()
         for shard in distinct:  # a task may hold several shards (Spark merges small partitions)
             part = table.filter(pa.array(shards == shard)) if len(distinct) > 1 else table
             load = self.load(shard)
@@ -197,7 +198,7 @@ def shard_task(
             if len(orders) and orders[0] == MARKER:  # a shard with pending records gets a task
                 markers = orders == MARKER
                 shards = batch.column(SHARD).to_numpy(zero_copy_only=False)[markers]
-                for shard in np.unique(shards).tolist():
+                for shard in distinct_sorted(shards).tolist():
                     work.load(shard)
                 batch = batch.filter(pa.array(~markers))
                 orders = orders[~markers]

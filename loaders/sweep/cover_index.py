@@ -36,6 +36,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from treestore.arrays import distinct_sorted
+
 __all__ = ["SIDES", "CoverIndex"]
 
 SIDES: dict[str, tuple[str, str]] = {
@@ -62,14 +64,6 @@ def _search(haystack: np.ndarray, needles: np.ndarray, side: str = "left") -> np
     return found
 
 
-def _distinct_sorted(values: np.ndarray) -> np.ndarray:
-    """The distinct values, sorted (``np.unique`` hashes, which is far slower here)."""
-    ordered = np.sort(values)
-    keep = np.ones(len(ordered), dtype=bool)
-    keep[1:] = ordered[1:] != ordered[:-1]
-    return ordered[keep]
-
-
 @dataclass(frozen=True)
 class _TimeCode:
     """Times as small non-negative ints that keep their order against the interval times.
@@ -93,7 +87,7 @@ class _TimeCode:
             top = high - low + 2
             if top.bit_length() + id_bits <= 62:
                 return cls(top.bit_length(), low - 1, top)
-        times = _distinct_sorted(np.concatenate([starts, ends]))
+        times = distinct_sorted(np.concatenate([starts, ends]))
         return cls(max(1, (2 * len(times) + 2).bit_length()), times=times)
 
     def of_intervals(self, at: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import pyarrow as pa
 
 from query.ops import Value
+from query.ops.columns import ARROW_TYPES, Chunk, ColumnType, rows_of
 from query.ops.compiler import OpsPipeline
 from treestore.errors import OpError
 
@@ -58,6 +59,21 @@ def _batch_of(rows: Sequence[tuple[Value, ...]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, [f"c{i}" for i in range(width)])
 
 
+def _chunk_of(piece: Piece, types: list[ColumnType]) -> Chunk:
+    """A piece as a column chunk typed ``types`` (rows from a driver-side walk are typed as
+    the columns the shards would have sent; a value that does not fit makes a text column)."""
+    if isinstance(piece, pa.RecordBatch):
+        return piece.num_rows, list(piece.columns)
+    columns = []
+    for i, kind in enumerate(types):
+        values = [row[i] if i < len(row) else None for row in piece]
+        try:
+            columns.append(pa.array(values, ARROW_TYPES[kind]))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            columns.append(_column_of(values))
+    return len(piece), columns
+
+
 def _unified(parts: list[pa.Array]) -> pa.ChunkedArray:
     """One column from the batches' pieces of it, typed as :func:`_column_of` would."""
     types = {part.type for part in parts if part.null_count < len(part)}
@@ -95,6 +111,9 @@ class Rows:
         self.types = types or {}
         """Arrow type names of the path's columns, by column name (an empty result's schema)."""
         self._rops = rops or OpsPipeline()
+        self.piece_types: list[ColumnType] | None = None
+        """The column types of every piece when the shards send typed columns: the driver
+        ops' leading column ops (``gather``, ``merge``, ``sort``...) then run on Arrow."""
         self._source: Iterator[Piece] | None = None
         self._iterator: Iterator[tuple[Value, ...]] | None = None
 
@@ -103,10 +122,29 @@ class Rows:
             self._source = self._produce()
         return self._source
 
+    def _column_stage(self) -> tuple[Iterator[Chunk] | None, OpsPipeline]:
+        """The chunks the driver ops' leading column ops give (``None`` when none can run
+        on columns), and the ops left to run on rows."""
+        if self.piece_types is None or not self._driver:
+            return None, self._driver
+        column_ops, rest = self._driver.column_prefix(self.piece_types)
+        if not column_ops:
+            return None, self._driver
+        types = self.piece_types
+        chunks: Iterator[Chunk] = (_chunk_of(piece, types) for piece in self._pieces())
+        for op in column_ops:
+            chunks = op.run_columns(chunks)
+        return chunks, rest
+
     def _rows(self) -> Iterator[tuple[Value, ...]]:
         if self._iterator is None:
-            rows = _rows_of(self._pieces())
-            self._iterator = self._stopping(self._driver.run(rows) if self._driver else rows)
+            chunks, rest = self._column_stage()
+            if chunks is not None:
+                rows: Iterator[tuple[Value, ...]] = rest.run(rows_of(chunks))
+            else:
+                rows = _rows_of(self._pieces())
+                rows = self._driver.run(rows) if self._driver else rows
+            self._iterator = self._stopping(rows)
         return self._iterator
 
     def _stopping(self, rows: Iterator[tuple[Value, ...]]) -> Iterator[tuple[Value, ...]]:
@@ -146,12 +184,32 @@ class Rows:
         driver ops are typed per batch as :meth:`to_arrow` describes. A batch
         may be narrower than the widest row: short rows.
         """
+        if self._driver and self._iterator is None:
+            chunks, rest = self._column_stage()
+            if chunks is not None and not rest:
+                yield from self._stopping_batches(chunks)
+                return
+            if chunks is not None:
+                self._iterator = self._stopping(rest.run(rows_of(chunks)))
         if self._driver or self._iterator is not None:
             while rows := list(itertools.islice(self, ARROW_BATCH_ROWS)):
                 yield _batch_of(rows)
             return
         for piece in self._pieces():
             yield piece if isinstance(piece, pa.RecordBatch) else _batch_of(piece)
+
+    def _stopping_batches(self, chunks: Iterator[Chunk]) -> Iterator[pa.RecordBatch]:
+        """The chunks as record batches; the shards' pieces closed once they end."""
+        self._iterator = iter(())  # read once: the rows are these batches
+        try:
+            for count, columns in chunks:
+                if count:
+                    names = [f"c{i}" for i in range(len(columns))]
+                    yield pa.RecordBatch.from_arrays(columns, names)
+        finally:
+            close = getattr(self._source, "close", None)
+            if close is not None:
+                close()
 
     def warnings(self) -> list[OpError]:
         """The ops' warnings so far, each once with its column (an :class:`OpError`): an

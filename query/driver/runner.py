@@ -29,7 +29,7 @@ from query.driver.channel import RowChannel, TaskSender
 from query.driver.result import Piece, Rows
 from query.driver.transport import ERROR, encode_error, encode_piece
 from query.ops import Value
-from query.ops.columns import Chunk, rows_of
+from query.ops.columns import Chunk, ColumnType, rows_of
 from query.ops.compiler import OpsPipeline, compile_ops
 from query.syntax.ast import Path
 from query.syntax.path_parser import parse_path
@@ -85,6 +85,20 @@ def shard_output(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[Chu
     while chunk := list(itertools.islice(iterator, size)):
         yield chunk
         size = min(size * 4, PIECE_ROWS)
+
+
+def _piece_types(path: Path, rops: OpsPipeline) -> list[ColumnType] | None:
+    """The column types of every piece when the shards send columns (the path and all the
+    rops run on columns), so the driver's ops can run on columns too; else ``None``."""
+    if not supports(path):
+        return None
+    types = column_types(path)
+    for op in rops.ops:
+        out = op.column_types(types)
+        if out is None:
+            return None
+        types = out
+    return types
 
 
 def _shard_task(
@@ -248,7 +262,9 @@ class QueryStore:
         path_names = parsed.labels()
         labels = ops_pipeline.column_names(rops_pipeline.column_names(path_names))
         types = {n: t for n, t in zip(path_names, parsed.column_types(), strict=True) if t}
-        return Rows(produce, ops_pipeline, labels, types, rops_pipeline)
+        rows = Rows(produce, ops_pipeline, labels, types, rops_pipeline)
+        rows.piece_types = _piece_types(parsed, rops_pipeline)
+        return rows
 
     def _tree(self, shard: int) -> ShardTree:
         tree = self._trees.get(shard)

@@ -21,6 +21,7 @@ from query.ops.analysis import (
     PowerHistogramOp,
 )
 from query.ops.base import Op, OpArgs, Row, Value
+from query.ops.cross import CrossOp
 from query.ops.gather import GatherOp
 from query.ops.merge import MergeOp
 from query.ops.num import NumOp
@@ -59,6 +60,7 @@ __all__ = [
     "ChangePointsOp",
     "CompareOp",
     "ContainsOp",
+    "CrossOp",
     "DateFormatOp",
     "DeltaOp",
     "DepivotOp",
@@ -108,6 +110,7 @@ ALL_OPS: tuple[type[Op], ...] = (
     NumOp,
     MergeOp,
     GatherOp,
+    CrossOp,
     SortOp,
     LimitOp,
     SkipOp,

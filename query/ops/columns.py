@@ -11,16 +11,24 @@ after the first one that cannot run on rows.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from treestore.arrays import distinct_sorted
+
 __all__ = [
     "ARROW_TYPES",
     "Chunk",
     "ColumnType",
+    "Items",
     "as_text_column",
+    "distinct_items",
+    "distinct_items_of",
+    "encode_key",
+    "first_seen_groups",
     "group_starts",
     "join_groups",
     "rows_of",
@@ -64,6 +72,8 @@ def group_starts(keys: list[pa.Array], rows: int) -> np.ndarray:
     if rows < 2:
         return np.flatnonzero(differs)
     for key in keys:
+        if key.type == pa.null():
+            continue  # every value null: one run
         before, after = key.slice(0, rows - 1), key.slice(1)
         changed = pc.fill_null(pc.not_equal(after, before), False).to_numpy(zero_copy_only=False)
         nulls = pc.is_null(after).to_numpy(zero_copy_only=False) != pc.is_null(before).to_numpy(
@@ -81,4 +91,118 @@ def join_groups(values: pa.Array, starts: np.ndarray) -> pa.Array:
     counts = np.add.reduceat(present.astype(np.int64), starts) if len(starts) else starts
     offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
     joined = pc.binary_join(pa.ListArray.from_arrays(offsets, text.filter(pa.array(present))), ",")
+    return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string()))
+
+
+DENSE_FACTOR = 16
+""":func:`distinct_items` marks (group, item) pairs in a table of flags while it has at
+most this many cells per pair (plus a million, and at most :data:`DENSE_CELLS`), and
+sorts the pairs beyond."""
+DENSE_CELLS = 1 << 29
+"""The most cells (bytes) that table of flags takes."""
+
+
+def encode_key(key: pa.Array) -> pa.DictionaryArray:
+    """One chunk of a key column as dictionary codes in the order values first appear
+    (nulls stay null): what :func:`first_seen_groups` takes, computed as chunks arrive."""
+    if key.type == pa.null():
+        return pa.DictionaryArray.from_arrays(
+            pa.nulls(len(key), pa.int32()), pa.array([], pa.string())
+        )
+    return pc.dictionary_encode(key)
+
+
+def first_seen_groups(
+    keys: list[list[pa.DictionaryArray]], rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each of ``rows`` rows' group (rows with equal keys; all rows when there is no key),
+    numbered in the order groups first appear, and the first row of each group; ``keys``
+    holds each key column's chunks as :func:`encode_key` gave them."""
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    combined = np.zeros(rows, dtype=np.int64)
+    for chunks in keys:
+        unified = pa.chunked_array(chunks).unify_dictionaries()
+        size = len(unified.chunk(0).dictionary) if unified.num_chunks else 0
+        codes = np.concatenate(
+            [pc.fill_null(c.indices, size).to_numpy(zero_copy_only=False) for c in unified.chunks]
+        ).astype(np.int64)  # a null key is one more value, coded past the others
+        combined = combined * (size + 1) + codes
+    if len(keys) <= 1:  # codes below the dictionary's size + 1: no sort needed
+        first = np.full(int(combined.max()) + 1, rows, dtype=np.int64)
+        np.minimum.at(first, combined, np.arange(rows))
+        seen = np.flatnonzero(first < rows)
+        order = seen[np.argsort(first[seen], kind="stable")]
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        return rank[combined], first[order]
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse], first[order]
+
+
+@dataclass(frozen=True)
+class Items:
+    """One chunk of a column as ``J`` reads it: its non-empty comma-separated items as
+    dictionary codes, and the row (in the chunk) each item came from."""
+
+    codes: pa.DictionaryArray
+    rows: np.ndarray
+    count: int
+    """The chunk's rows."""
+
+    @classmethod
+    def of(cls, values: pa.Array) -> Items:
+        """Split ``values`` at commas, drop empty items, encode the rest."""
+        text = values.cast(pa.string())
+        if len(text) and pc.any(pc.match_substring(text, ",")).as_py():
+            lists = pc.split_pattern(text, ",")
+            rows = pc.list_parent_indices(lists).to_numpy()
+            text = pc.list_flatten(lists)
+        else:
+            rows = np.arange(len(text))
+        present = pc.fill_null(pc.not_equal(text, ""), False).to_numpy(zero_copy_only=False)
+        if not present.all():
+            text, rows = text.filter(pa.array(present)), rows[present]
+        return cls(pc.dictionary_encode(text), rows, len(values))
+
+
+def distinct_items(values: pa.Array, group: np.ndarray, groups: int) -> pa.Array:
+    """Per group, the distinct non-empty comma-separated items of its values, sorted as
+    text and joined by ``,``; null for a group without any (merge's and gather's ``J``)."""
+    return distinct_items_of([Items.of(values)], group, groups)
+
+
+def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.Array:
+    """:func:`distinct_items` of a column whose consecutive chunks gave ``parts``
+    (``group`` numbers the rows of all the chunks)."""
+    unified = pa.chunked_array([p.codes for p in parts], parts[0].codes.type)
+    unified = unified.unify_dictionaries()
+    dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], pa.string())
+    codes = np.concatenate(
+        [c.indices.to_numpy(zero_copy_only=False) for c in unified.chunks] or [np.zeros(0)]
+    ).astype(np.int64)
+    starts = np.cumsum([0] + [p.count for p in parts])
+    owner = np.concatenate(
+        [np.zeros(0, dtype=np.int64)]
+        + [p.rows + start for p, start in zip(parts, starts, strict=False)]
+    )
+    ordered = pc.array_sort_indices(dictionary)
+    rank = np.empty(len(ordered), dtype=np.int64)
+    rank[ordered.to_numpy()] = np.arange(len(ordered))
+    width = max(1, len(ordered))
+    pairs = group[owner].astype(np.int64) * width + rank[codes]
+    cells = groups * width
+    if cells <= min(DENSE_FACTOR * len(pairs) + 1_000_000, DENSE_CELLS):
+        marks = np.zeros(cells, dtype=bool)
+        marks[pairs] = True
+        pairs = np.flatnonzero(marks)
+    else:
+        pairs = distinct_sorted(pairs)
+    counts = np.bincount(pairs // width, minlength=groups)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+    items = dictionary.take(ordered).take(pa.array(pairs % width))
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, items), ",")
     return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string()))

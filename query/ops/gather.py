@@ -4,8 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from query.ops.base import OpArgs, Row, Value, as_number, cell
+from query.ops.columns import (
+    Chunk,
+    Items,
+    distinct_items_of,
+    encode_key,
+    first_seen_groups,
+    join_groups,
+)
 from query.ops.merge import MergeOp, _Run
+
+_ARROW_FOLDS = {"s": "sum", "m": "min", "M": "max", "c": "count_distinct"}
+"""gather's letters that Arrow's grouped aggregation computes as the rows do."""
 
 __all__ = ["GatherOp"]
 
@@ -47,8 +62,80 @@ class GatherOp(MergeOp):
         return as_number(value) or 0
 
     def column_types(self, types: list[str]) -> list[str] | None:
-        """Rows only (gather holds one row per key over the whole input)."""
-        return None
+        """Columns unless ``t`` ranks the keys, or a number letter (``s``, ``m``, ``M``) or
+        ``j`` meets a column that is not whole numbers, or ``a``, ``p`` or ``d``."""
+        if self.top_column is not None:
+            return None
+        out = []
+        for i, column in enumerate(self.columns):
+            kind = types[i] if i < len(types) else "null"
+            letter = column.letter
+            if letter in "apd" or (letter in "smM" and kind != "int"):
+                return None
+            if letter == "j" and kind == "int":
+                return None
+            if letter == "c":
+                kind = "int"
+            elif letter in "jJ":
+                kind = "str"
+            if letter != "i":
+                out.append(kind)
+        return [*out, "int"] if self.count_rows else out
+
+    def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+        """Read every chunk (encoding its keys and ``J`` items as it arrives), then fold
+        each key's rows with vectorized kernels: one chunk of keys in the order they
+        first appeared."""
+        parts: list[Chunk] = []
+        keys: list[list[pa.DictionaryArray]] = [[] for _ in self.keys]
+        items: dict[int, list[Items]] = {
+            i: [] for i, c in enumerate(self.columns) if c.letter == "J"
+        }
+        for count, chunk_columns in chunks:
+            if not count:
+                continue
+            parts.append((count, chunk_columns))
+            for key, column in zip(keys, self.keys, strict=True):
+                key.append(encode_key(_column(chunk_columns, column, count)))
+            for column, found in items.items():
+                found.append(Items.of(_column(chunk_columns, column, count)))
+        rows = sum(count for count, _ in parts)
+        if not rows:
+            return
+        width = max(len(columns) for _, columns in parts)
+        columns = [
+            pa.concat_arrays([_column(cs, i, count) for count, cs in parts]) for i in range(width)
+        ]
+        group, first = first_seen_groups(keys, rows)
+        groups = len(first)
+        order: np.ndarray | None = None
+        out: list[pa.Array] = []
+        for i, column in enumerate(self.columns):
+            values = columns[i] if i < len(columns) else pa.nulls(rows)
+            letter = column.letter
+            if letter == "k":
+                out.append(values.take(pa.array(first)))
+            elif letter == "J":
+                out.append(distinct_items_of(items[i], group, groups))
+            elif letter == "c" and values.type == pa.null():
+                out.append(pa.array(np.zeros(groups, dtype=np.int64)))
+            elif letter in _ARROW_FOLDS:
+                out.append(_arrow_fold(values, group, groups, _ARROW_FOLDS[letter]))
+            elif letter == "l":
+                marked = np.where(
+                    pc.is_valid(values).to_numpy(zero_copy_only=False), np.arange(rows), -1
+                )
+                last = np.full(groups, -1, dtype=np.int64)
+                np.maximum.at(last, group, marked)
+                out.append(values.take(pa.array(last, mask=last < 0)))
+            elif letter == "j":
+                if order is None:
+                    order = np.argsort(group, kind="stable")
+                starts = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=groups))[:-1]])
+                out.append(join_groups(values.take(pa.array(order)), starts))
+        if self.count_rows:
+            out.append(pa.array(np.bincount(group, minlength=groups), pa.int64()))
+        yield groups, out
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Fold every row into its key's row; emit them at the end."""
@@ -73,3 +160,16 @@ class GatherOp(MergeOp):
             del groups[lowest]
         else:
             del groups[key]
+
+
+def _arrow_fold(values: pa.Array, group: np.ndarray, groups: int, fold: str) -> pa.Array:
+    """Arrow's grouped ``fold`` of ``values`` by ``group`` (0 to ``groups`` - 1), nulls skipped."""
+    table = pa.table({"g": pa.array(group), "v": values})
+    folded = table.group_by("g", use_threads=False).aggregate([("v", fold)])
+    result = np.full(groups, -1, dtype=np.int64)
+    result[folded.column("g").to_numpy()] = np.arange(folded.num_rows)
+    return folded.column(f"v_{fold}").combine_chunks().take(pa.array(result))
+
+
+def _column(columns: list[pa.Array], index: int, rows: int) -> pa.Array:
+    return columns[index] if index < len(columns) else pa.nulls(rows)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, whole_argument
-from query.ops.columns import Chunk, group_starts, join_groups
+from query.ops.columns import Chunk, distinct_items, group_starts, join_groups
 from query.syntax.ast import unique_names
 
 __all__ = ["MergeOp"]
@@ -28,6 +28,7 @@ _LETTERS = {
     "p": "product",
     "d": "diff",
     "c": "count distinct",
+    "J": "join distinct items, sorted (ours)",
 }
 
 
@@ -75,10 +76,12 @@ class MergeOp(Op):
     One letter per column: ``k`` key, ``i`` ignore (dropped from the output),
     ``s`` sum, ``a`` average, ``m`` min, ``M`` max, ``l`` last value, ``j`` join
     with commas, ``p`` product, ``d`` diff (first minus the others), ``c`` count
-    of distinct values; ``u`` anywhere appends the number of merged rows;
-    digits emit a merged row every N rows even if the key goes on; commas
-    between letters are ignored. Columns past the letters are dropped. The key
-    is the tuple of the ``k`` columns. Nulls are skipped by every fold.
+    of distinct values, ``J`` the distinct comma-separated items of the values,
+    sorted as text and joined by commas (ours, not Hydra's); ``u`` anywhere
+    appends the number of merged rows; digits emit a merged row every N rows
+    even if the key goes on; commas between letters are ignored. Columns past
+    the letters are dropped. The key is the tuple of the ``k`` columns. Nulls
+    are skipped by every fold.
 
     Example: ``merge=kij`` turns ``1 A A=1`` / ``1 A A=3`` / ``2 M M=x`` into
     ``1 A=1,A=3`` / ``2 M=x``.
@@ -148,6 +151,9 @@ class MergeOp(Op):
             if letter == "c":
                 run.distinct[i].add(value)
                 continue
+            if letter == "J":
+                run.distinct[i].update(item for item in as_text(value).split(",") if item)
+                continue
             if letter in _NUMERIC:
                 value = self.number(value, column)
             old = run.values[i]
@@ -162,6 +168,8 @@ class MergeOp(Op):
             value = run.values[i]
             if column.letter == "c":
                 value = len(run.distinct[i])
+            elif column.letter == "J":
+                value = ",".join(sorted(run.distinct[i])) or None
             elif column.letter == "a" and value is not None:
                 value = _average(value, run.count)  # type: ignore[arg-type]
             out.append(value)
@@ -194,8 +202,10 @@ class MergeOp(Op):
         out = []
         for i, column in enumerate(self.columns):
             kind = types[i] if i < len(types) else "null"
-            if column.letter not in "kijl":
+            if column.letter not in "kijlJ":
                 return None
+            if column.letter == "J":
+                kind = "str"
             if column.letter == "j":
                 if kind == "int":
                     return None  # one int stays an int, several join as text: no one type
@@ -233,6 +243,9 @@ class MergeOp(Op):
                 out.append(values.take(starts))
             elif column.letter == "j":
                 out.append(join_groups(values, starts))
+            elif column.letter == "J":
+                group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows)))
+                out.append(distinct_items(values, group, len(starts)))
             elif column.letter == "l":
                 valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
                 lasts = np.maximum.reduceat(np.where(valid, np.arange(rows), -1), starts)

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from query.ops.columns import ColumnType, join_groups
 from query.syntax.ast import Bound, Element, Path
 from query.walk.row_walker import STAND_IN_ID, prefix_range
+from treestore.arrays import distinct_sorted
 from treestore.settings import env_number
 from treestore.storage.entries import ChildColumns, expand_ranges
 from treestore.storage.tree import ShardTree
@@ -126,7 +127,7 @@ class _ChildSource:
             lengths = np.where(has_children, self.child_count[ids], 0)
             found = self.whole
         else:
-            parents = np.unique(frontier.ids[has_children])
+            parents = distinct_sorted(frontier.ids[has_children])
             found = self.tree.children_columns(parents) if len(parents) else ChildColumns.empty()
             starts = np.searchsorted(found.parents, frontier.ids, "left")
             lengths = np.searchsorted(found.parents, frontier.ids, "right") - starts

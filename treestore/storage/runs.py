@@ -46,6 +46,7 @@ import xxhash
 from cachetools import LRUCache
 from rbloom import Bloom
 
+from treestore.arrays import distinct_sorted
 from treestore.errors import CorruptPageError
 from treestore.settings import env_number
 from treestore.storage.entries import ChildColumns, Key, expand_ranges, find_ids
@@ -480,7 +481,7 @@ class RunReader:
         When the keys' parents span fewer pages than there are keys, those pages are read
         and searched as columns; otherwise each key is looked up on its own (Bloom
         filter first)."""
-        unique = np.unique(parents)
+        unique = distinct_sorted(parents)
         if len(self._pages_for(unique)) > len(names):
             return np.array(
                 [

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from treestore.arrays import distinct_sorted
 from treestore.storage.entries import Key
 from treestore.storage.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
 from treestore.storage.memtable import Memtable
@@ -224,7 +225,7 @@ class TreeWriter(TreeReader):
         ids[fresh] = self.next_id + np.arange(len(fresh))
         weights = counted_hits(weights, once)
         bumped = np.flatnonzero(accepted & in_memtable)
-        if len(np.unique(slots[bumped])) < len(bumped):
+        if len(distinct_sorted(slots[bumped])) < len(bumped):
             raise ValueError("visit_many takes distinct (parent, name) keys")
         added = np.flatnonzero(accepted & ~in_memtable)
         try:  # first: it changes nothing when a key repeats

@@ -36,7 +36,16 @@ def _chunks(types: list[str], rows: list[list], cuts: list[int]):  # type: ignor
 _STR_WORD = st.sampled_from(
     ["c0", "c1", "c2", "c3", "vA", "v=", "v", "v1", "v3", "cat", "set", "eq", "neq"]
 )
-_MERGE = st.text(alphabet="kijlu", min_size=1, max_size=4)
+_MERGE = st.text(alphabet="kijluJ", min_size=1, max_size=4)
+_GATHER = st.text(alphabet="kijluJcsmM", min_size=1, max_size=4)
+_SORT = st.tuples(
+    st.lists(st.integers(0, 3), min_size=1, max_size=3),
+    st.sampled_from(["s", "n", "i", "l", "sn", "ns"]),
+    st.sampled_from(["a", "d", "ad"]),
+).map(lambda t: f"sort={','.join(map(str, t[0]))}:{t[1]}:{t[2]}")
+_CROSS = st.tuples(
+    st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.sampled_from(["a", "", "x,y", "-1"])
+).map(lambda t: f"cross={t[0]},{t[1]},{t[2]},{t[3]},b")
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -45,6 +54,9 @@ _MERGE = st.text(alphabet="kijlu", min_size=1, max_size=4)
     st.one_of(
         st.lists(_STR_WORD, min_size=1, max_size=7).map(lambda w: "str=" + ",".join(w)),
         _MERGE.map(lambda letters: "merge=" + letters),
+        _GATHER.map(lambda letters: "gather=" + letters),
+        _SORT,
+        _CROSS,
     ),
 )
 def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyped-def]
@@ -67,12 +79,16 @@ def test_ops_that_need_rows_say_so() -> None:
     assert compile_ops("merge=kj").ops[0].column_types(["str", "int"]) is None
     assert compile_ops("merge=ks").ops[0].column_types(["str", "int"]) is None
     assert compile_ops("merge=kj2").ops[0].column_types(["str", "str"]) is None
-    assert compile_ops("gather=kj").ops[0].column_types(["str", "str"]) is None
+    assert compile_ops("gather=kj").ops[0].column_types(["str", "int"]) is None
+    assert compile_ops("gather=ks").ops[0].column_types(["str", "str"]) is None
+    assert compile_ops("gather=ka").ops[0].column_types(["str", "int"]) is None
+    assert compile_ops("top=2,kts").ops[0].column_types(["str", "int"]) is None
+    assert compile_ops("sort=0:n").ops[0].column_types(["str"]) is None
+    assert compile_ops("sort=0,1:sd").ops[0].column_types(["str", "int"]) is None
     assert compile_ops("str=c0,v0,v2,range").ops[0].column_types(["str"]) is None
     assert compile_ops("str=c0,c1,set").ops[0].column_types(["str", "str"]) is None
-    assert compile_ops("sort=0").ops[0].column_types(["str"]) is None
-    prefix, rest = compile_ops("str=c1,v=,cat,c2,cat,v2,set;merge=kij;sort").column_prefix(
+    prefix, rest = compile_ops("str=c1,v=,cat,c2,cat,v2,set;merge=kij;sort;reverse").column_prefix(
         ["str", "str", "str"]
     )
-    assert [op.name for op in prefix] == ["str", "merge"]
-    assert [op.name for op in rest.ops] == ["sort"]
+    assert [op.name for op in prefix] == ["str", "merge", "sort"]
+    assert [op.name for op in rest.ops] == ["reverse"]
