@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from treestore.arrays import distinct_sorted
 
 __all__ = [
+    "ARROW_FOLDS",
     "ARROW_TYPES",
     "Chunk",
     "ColumnType",
@@ -29,6 +30,7 @@ __all__ = [
     "distinct_items_of",
     "encode_key",
     "first_seen_groups",
+    "fold_groups",
     "group_starts",
     "join_groups",
     "rows_of",
@@ -206,3 +208,22 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
     items = dictionary.take(ordered).take(pa.array(pairs % width))
     joined = pc.binary_join(pa.ListArray.from_arrays(offsets, items), ",")
     return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string()))
+
+
+ARROW_FOLDS = {"s": "sum", "m": "min", "M": "max", "c": "count_distinct"}
+"""merge's and gather's letters that Arrow's grouped aggregation computes as the rows do
+(``s``, ``m``, ``M`` on whole numbers only)."""
+
+
+def fold_groups(values: pa.Array, group: np.ndarray, groups: int, fold: str) -> pa.Array:
+    """Arrow's grouped ``fold`` of ``values`` by ``group`` (0 to ``groups`` - 1), nulls
+    skipped: null where a group has no value (``count_distinct``: 0)."""
+    if values.type == pa.null():
+        if fold == "count_distinct":
+            return pa.array(np.zeros(groups, dtype=np.int64))
+        return pa.nulls(groups, pa.int64())
+    table = pa.table({"g": pa.array(group), "v": values})
+    folded = table.group_by("g", use_threads=False).aggregate([("v", fold)])
+    position = np.full(groups, -1, dtype=np.int64)
+    position[folded.column("g").to_numpy()] = np.arange(folded.num_rows)
+    return folded.column(f"v_{fold}").combine_chunks().take(pa.array(position))

@@ -10,17 +10,16 @@ import pyarrow.compute as pc
 
 from query.ops.base import OpArgs, Row, Value, as_number, cell
 from query.ops.columns import (
+    ARROW_FOLDS,
     Chunk,
     Items,
     distinct_items_of,
     encode_key,
     first_seen_groups,
+    fold_groups,
     join_groups,
 )
 from query.ops.merge import MergeOp, _Run
-
-_ARROW_FOLDS = {"s": "sum", "m": "min", "M": "max", "c": "count_distinct"}
-"""gather's letters that Arrow's grouped aggregation computes as the rows do."""
 
 __all__ = ["GatherOp"]
 
@@ -117,10 +116,8 @@ class GatherOp(MergeOp):
                 out.append(values.take(pa.array(first)))
             elif letter == "J":
                 out.append(distinct_items_of(items[i], group, groups))
-            elif letter == "c" and values.type == pa.null():
-                out.append(pa.array(np.zeros(groups, dtype=np.int64)))
-            elif letter in _ARROW_FOLDS:
-                out.append(_arrow_fold(values, group, groups, _ARROW_FOLDS[letter]))
+            elif letter in ARROW_FOLDS:
+                out.append(fold_groups(values, group, groups, ARROW_FOLDS[letter]))
             elif letter == "l":
                 marked = np.where(
                     pc.is_valid(values).to_numpy(zero_copy_only=False), np.arange(rows), -1
@@ -160,15 +157,6 @@ class GatherOp(MergeOp):
             del groups[lowest]
         else:
             del groups[key]
-
-
-def _arrow_fold(values: pa.Array, group: np.ndarray, groups: int, fold: str) -> pa.Array:
-    """Arrow's grouped ``fold`` of ``values`` by ``group`` (0 to ``groups`` - 1), nulls skipped."""
-    table = pa.table({"g": pa.array(group), "v": values})
-    folded = table.group_by("g", use_threads=False).aggregate([("v", fold)])
-    result = np.full(groups, -1, dtype=np.int64)
-    result[folded.column("g").to_numpy()] = np.arange(folded.num_rows)
-    return folded.column(f"v_{fold}").combine_chunks().take(pa.array(result))
 
 
 def _column(columns: list[pa.Array], index: int, rows: int) -> pa.Array:

@@ -11,7 +11,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, whole_argument
-from query.ops.columns import Chunk, distinct_items, group_starts, join_groups
+from query.ops.columns import (
+    ARROW_FOLDS,
+    Chunk,
+    distinct_items,
+    fold_groups,
+    group_starts,
+    join_groups,
+)
 from query.syntax.ast import unique_names
 
 __all__ = ["MergeOp"]
@@ -196,16 +203,17 @@ class MergeOp(Op):
             yield self._emit(run)
 
     def column_types(self, types: list[str]) -> list[str] | None:
-        """Chunks when every letter is k, i, j (of text) or l, with no emit-every count."""
+        """Chunks when every letter is k, i, j (of text), l, J, c, or s, m, M (of whole
+        numbers), with no emit-every count."""
         if self.every:
             return None
         out = []
         for i, column in enumerate(self.columns):
             kind = types[i] if i < len(types) else "null"
-            if column.letter not in "kijlJ":
+            if column.letter not in "kijlJcsmM" or (column.letter in "smM" and kind != "int"):
                 return None
-            if column.letter == "J":
-                kind = "str"
+            if column.letter in "Jc":
+                kind = "str" if column.letter == "J" else "int"
             if column.letter == "j":
                 if kind == "int":
                     return None  # one int stays an int, several join as text: no one type
@@ -243,9 +251,13 @@ class MergeOp(Op):
                 out.append(values.take(starts))
             elif column.letter == "j":
                 out.append(join_groups(values, starts))
-            elif column.letter == "J":
+            elif column.letter in "JcsmM":
                 group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows)))
-                out.append(distinct_items(values, group, len(starts)))
+                if column.letter == "J":
+                    out.append(distinct_items(values, group, len(starts)))
+                else:
+                    fold = ARROW_FOLDS[column.letter]
+                    out.append(fold_groups(values, group, len(starts), fold))
             elif column.letter == "l":
                 valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
                 lasts = np.maximum.reduceat(np.where(valid, np.arange(rows), -1), starts)

@@ -142,8 +142,39 @@ class IndexRun:
 def sorted_run(hashes: np.ndarray, keys: pa.Array) -> pa.Table:
     """A run's table: the pairs sorted by hash (and by key among equal hashes)."""
     table = pa.table({"hash": pa.array(hashes, pa.int64()), "key": keys.cast(pa.large_binary())})
-    order = pc.sort_indices(table, [("hash", "ascending"), ("key", "ascending")])
-    return table.take(order).cast(RUN_SCHEMA)
+    return table.take(pa.array(hash_order(np.asarray(hashes, np.int64), table.column("key")))).cast(
+        RUN_SCHEMA
+    )
+
+
+def hash_order(hashes: np.ndarray, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The order that sorts pairs by hash, then key, then position: numpy's quicksort of
+    the hashes (4x its stable sort); stretches of equal hashes (repeats) put back in
+    position order; and only the rare stretches whose keys differ (collisions) sorted
+    by key."""
+    order = np.argsort(hashes)
+    ordered = hashes[order]
+    ties = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if not len(ties):
+        return order
+    tied = np.zeros(len(order), dtype=bool)
+    tied[ties] = tied[ties + 1] = True
+    members = np.flatnonzero(tied)
+    order[members] = order[members][np.lexsort((order[members], ordered[members]))]
+    differ = pc.fill_null(
+        pc.not_equal(keys.take(pa.array(order[ties + 1])), keys.take(pa.array(order[ties]))),
+        True,
+    ).to_numpy(zero_copy_only=False)
+    for tie in ties[differ].tolist():  # a collision: sort its stretch of equal hashes
+        start, end = tie, tie + 2
+        while start > 0 and ordered[start - 1] == ordered[tie]:
+            start -= 1
+        while end < len(ordered) and ordered[end] == ordered[tie]:
+            end += 1
+        rows = order[start:end]
+        texts = keys.take(pa.array(rows)).to_pylist()
+        order[start:end] = [row for _, row in sorted(zip(texts, rows.tolist(), strict=True))]
+    return order
 
 
 def _run_checksum(hashes: np.ndarray, keys: pa.Array) -> int:
@@ -222,25 +253,16 @@ class ShardIndex:
     @staticmethod
     def first_of_batch(hashes: np.ndarray, keys: pa.Array) -> np.ndarray:
         """True for the first occurrence of each key within the batch, False for repeats."""
-        table = pa.table(
-            {
-                "hash": pa.array(hashes, pa.int64()),
-                "key": keys.cast(pa.large_binary()),
-                "row": np.arange(len(keys)),
-            }
-        )
-        order = pc.sort_indices(
-            table, [("hash", "ascending"), ("key", "ascending"), ("row", "ascending")]
-        )
-        ordered = table.take(order)
-        repeat = np.zeros(len(keys), dtype=bool)
-        if len(keys) > 1:
-            h = ordered.column("hash").to_numpy()
-            k = ordered.column("key").combine_chunks()
-            same_key = pc.fill_null(pc.equal(k.slice(1), k.slice(0, len(k) - 1)), False)
-            repeat[1:] = (h[1:] == h[:-1]) & same_key.to_numpy(zero_copy_only=False)
         first = np.ones(len(keys), dtype=bool)
-        first[order.to_numpy()] = ~repeat
+        if len(keys) < 2:
+            return first
+        order = hash_order(hashes, keys)  # equal keys end up adjacent, earliest row first
+        candidates = np.flatnonzero(hashes[order][1:] == hashes[order][:-1]) + 1
+        if len(candidates):
+            later = keys.take(pa.array(order[candidates]))
+            earlier = keys.take(pa.array(order[candidates - 1]))
+            same = pc.fill_null(pc.equal(later, earlier), False).to_numpy(zero_copy_only=False)
+            first[order[candidates[same]]] = False
         return first
 
     def add(self, hashes: np.ndarray, keys: pa.Array) -> None:
@@ -275,7 +297,7 @@ class ShardIndex:
 def _prepared(hashes: np.ndarray, keys: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """Hashes as int64, keys as the runs store them, and the order that sorts the hashes."""
     hashes = np.asarray(hashes, dtype=np.int64)
-    return hashes, keys.cast(pa.large_binary()), np.argsort(hashes, kind="stable")
+    return hashes, keys.cast(pa.large_binary()), np.argsort(hashes)
 
 
 def _columns(table: pa.Table) -> tuple[np.ndarray, pa.Array]:

@@ -36,7 +36,7 @@ def _chunks(types: list[str], rows: list[list], cuts: list[int]):  # type: ignor
 _STR_WORD = st.sampled_from(
     ["c0", "c1", "c2", "c3", "vA", "v=", "v", "v1", "v3", "cat", "set", "eq", "neq"]
 )
-_MERGE = st.text(alphabet="kijluJ", min_size=1, max_size=4)
+_MERGE = st.text(alphabet="kijluJcsmM", min_size=1, max_size=4)
 _GATHER = st.text(alphabet="kijluJcsmM", min_size=1, max_size=4)
 _SORT = st.tuples(
     st.lists(st.integers(0, 3), min_size=1, max_size=3),
@@ -77,7 +77,8 @@ def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyp
 
 def test_ops_that_need_rows_say_so() -> None:
     assert compile_ops("merge=kj").ops[0].column_types(["str", "int"]) is None
-    assert compile_ops("merge=ks").ops[0].column_types(["str", "int"]) is None
+    assert compile_ops("merge=ks").ops[0].column_types(["str", "str"]) is None
+    assert compile_ops("merge=ka").ops[0].column_types(["str", "int"]) is None
     assert compile_ops("merge=kj2").ops[0].column_types(["str", "str"]) is None
     assert compile_ops("gather=kj").ops[0].column_types(["str", "int"]) is None
     assert compile_ops("gather=ks").ops[0].column_types(["str", "str"]) is None
