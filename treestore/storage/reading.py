@@ -69,7 +69,7 @@ class TreeReader:
         self.store = store
         self.shard = shard
         sums = sums or {}
-        self.readers = [RunReader(store, name, shard, sums.get(name)) for name in runs]
+        self.readers = [RunReader.opened(store, name, shard, sums.get(name)) for name in runs]
 
     def entry(self, key: Key) -> Entry | None:
         """The stored entry of ``key``, merged across runs, or ``None``."""

@@ -1,4 +1,4 @@
-"""The dedup index's ordering of (hash, key) pairs: numpy's hash sort, keys only where hashes tie."""
+"""The dedup index orders (hash, key) pairs by a numpy hash sort, by key only where hashes tie."""
 
 from __future__ import annotations
 
