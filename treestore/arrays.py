@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["distinct_sorted"]
+__all__ = ["distinct_sorted", "unique_first_inverse"]
 
 
 def distinct_sorted(values: np.ndarray) -> np.ndarray:
@@ -21,3 +21,21 @@ def distinct_sorted(values: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
+
+
+def unique_first_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(values, return_index=True, return_inverse=True)``: the distinct values
+    sorted, the first position of each, and each value's place among them, by numpy's
+    quicksort (np.unique's stable sort is about 4x slower on int64)."""
+    if not len(values):
+        empty = np.zeros(0, dtype=np.int64)
+        return values[:0], empty, empty
+    order = np.argsort(values)
+    ordered = values[order]
+    starts = np.empty(len(ordered), dtype=bool)
+    starts[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    begins = np.flatnonzero(starts)
+    inverse = np.empty(len(values), dtype=np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    return ordered[begins], np.minimum.reduceat(order, begins), inverse

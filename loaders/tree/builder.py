@@ -44,6 +44,7 @@ import xxhash
 
 from loaders.job.model import AttachmentSpec, ElementSpec
 from loaders.tree import pending
+from treestore.arrays import unique_first_inverse
 from treestore.attachments import NotANumber, update_attachment
 from treestore.storage.entries import Key
 from treestore.storage.tree import ANY_AGE, Handles, ShardTree
@@ -106,7 +107,7 @@ def _concat(parts: list[_Frontier]) -> _Frontier:
     keys = [key for part in parts for key in part.handles.keys]
     offsets = np.cumsum([0, *(len(p.handles) for p in parts)])
     nodes = np.concatenate([p.nodes + offset for p, offset in zip(parts, offsets, strict=False)])
-    distinct, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    distinct, first, inverse = unique_first_inverse(ids)
     if len(distinct) < len(ids):  # branches that reach the same node
         keys = [keys[i] for i in first.tolist()]
         ids, nodes = distinct, inverse[nodes]
@@ -345,7 +346,7 @@ class TreeBuilder:
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         words = encoded.dictionary.to_pylist()
         pairs = frontier.nodes * len(words) + codes
-        groups, first, inverse = np.unique(pairs, return_index=True, return_inverse=True)
+        groups, first, inverse = unique_first_inverse(pairs)
         once = element.once and not label
         parent_of, word_of = np.divmod(groups, len(words))
         group_names = [words[w] for w in word_of.tolist()]
@@ -496,7 +497,7 @@ class TreeBuilder:
             element, rest = resume
             batch = _Batch(tree, part, stats, created_before, _Retry(element.place, costs_load))
             parents = part.column(pending.PARENT).to_numpy()
-            ids, first, nodes = np.unique(parents, return_index=True, return_inverse=True)
+            ids, first, nodes = unique_first_inverse(parents)
             keys = list(
                 zip(
                     part.column(pending.PARENT_OF).to_numpy()[first].tolist(),
