@@ -96,14 +96,6 @@ def join_groups(values: pa.Array, starts: np.ndarray) -> pa.Array:
     return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string()))
 
 
-DENSE_FACTOR = 16
-""":func:`distinct_items` marks (group, item) pairs in a table of flags while it has at
-most this many cells per pair (plus a million, and at most :data:`DENSE_CELLS`), and
-sorts the pairs beyond."""
-DENSE_CELLS = 1 << 29
-"""The most cells (bytes) that table of flags takes."""
-
-
 def encode_key(key: pa.Array) -> pa.DictionaryArray:
     """One chunk of a key column as dictionary codes in the order values first appear
     (nulls stay null): what :func:`first_seen_groups` takes, computed as chunks arrive."""
@@ -179,34 +171,35 @@ def distinct_items(values: pa.Array, group: np.ndarray, groups: int) -> pa.Array
 
 def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.Array:
     """:func:`distinct_items` of a column whose consecutive chunks gave ``parts``
-    (``group`` numbers the rows of all the chunks)."""
+    (``group`` numbers the rows of all the chunks).
+
+    Each (group, item) pair is one number, ``group * width + the item's rank in text
+    order``, in int32 when that fits (half the memory traffic); one numpy sort drops the
+    repeats and orders every group's items, and each group's stretch is found by binary
+    search, with no division per pair."""
     unified = pa.chunked_array([p.codes for p in parts], parts[0].codes.type)
     unified = unified.unify_dictionaries()
     dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], pa.string())
-    codes = np.concatenate(
-        [c.indices.to_numpy(zero_copy_only=False) for c in unified.chunks] or [np.zeros(0)]
-    ).astype(np.int64)
-    starts = np.cumsum([0] + [p.count for p in parts])
-    owner = np.concatenate(
-        [np.zeros(0, dtype=np.int64)]
-        + [p.rows + start for p, start in zip(parts, starts, strict=False)]
-    )
-    ordered = pc.array_sort_indices(dictionary)
-    rank = np.empty(len(ordered), dtype=np.int64)
-    rank[ordered.to_numpy()] = np.arange(len(ordered))
+    ordered = pc.array_sort_indices(dictionary).to_numpy()
     width = max(1, len(ordered))
-    pairs = group[owner].astype(np.int64) * width + rank[codes]
-    cells = groups * width
-    if cells <= min(DENSE_FACTOR * len(pairs) + 1_000_000, DENSE_CELLS):
-        marks = np.zeros(cells, dtype=bool)
-        marks[pairs] = True
-        pairs = np.flatnonzero(marks)
-    else:
-        pairs = distinct_sorted(pairs)
-    counts = np.bincount(pairs // width, minlength=groups)
-    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
-    items = dictionary.take(ordered).take(pa.array(pairs % width))
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, items), ",")
+    kind = np.int32 if groups * width < 1 << 31 else np.int64
+    rank = np.empty(width, dtype=kind)
+    rank[ordered] = np.arange(len(ordered), dtype=kind)
+    group = group.astype(kind, copy=False)
+    pieces = []
+    start = 0
+    for part, chunk in zip(parts, unified.chunks, strict=True):
+        owners = group[part.rows + start] if len(part.rows) else group[:0]
+        codes = chunk.indices.to_numpy(zero_copy_only=False)
+        pieces.append(owners * kind(width) + rank[codes])
+        start += part.count
+    pairs = distinct_sorted(np.concatenate(pieces) if pieces else np.zeros(0, kind))
+    bounds = np.searchsorted(pairs, np.arange(groups + 1, dtype=np.int64) * width)
+    counts = np.diff(bounds)
+    items = pairs - np.repeat(np.arange(groups, dtype=kind) * kind(width), counts)
+    offsets = pa.array(bounds.astype(np.int32))
+    texts = dictionary.take(pa.array(ordered)).take(pa.array(items))
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, texts), ",")
     return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string()))
 
 
