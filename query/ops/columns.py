@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -45,7 +46,7 @@ ARROW_TYPES: dict[ColumnType, pa.DataType] = {
 }
 
 
-def rows_of(chunks: Iterator[Chunk]) -> Iterator[list[object]]:
+def rows_of(chunks: Iterator[Chunk]) -> Iterator[list[Any]]:
     """The chunks' rows, as lists (what row ops take)."""
     for count, columns in chunks:
         if not columns:
@@ -191,12 +192,12 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
     for part, chunk in zip(parts, unified.chunks, strict=True):
         owners = group[part.rows + start] if len(part.rows) else group[:0]
         codes = chunk.indices.to_numpy(zero_copy_only=False)
-        pieces.append(owners * kind(width) + rank[codes])
+        pieces.append(owners * width + rank[codes])
         start += part.count
     pairs = distinct_sorted(np.concatenate(pieces) if pieces else np.zeros(0, kind))
     bounds = np.searchsorted(pairs, np.arange(groups + 1, dtype=np.int64) * width)
     counts = np.diff(bounds)
-    items = pairs - np.repeat(np.arange(groups, dtype=kind) * kind(width), counts)
+    items = pairs - np.repeat(np.arange(groups, dtype=kind) * width, counts)
     offsets = pa.array(bounds.astype(np.int32))
     texts = dictionary.take(pa.array(ordered)).take(pa.array(items))
     joined = pc.binary_join(pa.ListArray.from_arrays(offsets, texts), ",")

@@ -94,10 +94,10 @@ class GatherOp(MergeOp):
             if not count:
                 continue
             parts.append((count, chunk_columns))
-            for key, column in zip(keys, self.keys, strict=True):
-                key.append(encode_key(_column(chunk_columns, column, count)))
-            for column, found in items.items():
-                found.append(Items.of(_column(chunk_columns, column, count)))
+            for key, place in zip(keys, self.keys, strict=True):
+                key.append(encode_key(_column(chunk_columns, place, count)))
+            for index, found in items.items():
+                found.append(Items.of(_column(chunk_columns, index, count)))
         rows = sum(count for count, _ in parts)
         if not rows:
             return

@@ -176,7 +176,7 @@ class MergeOp(Op):
             if column.letter == "c":
                 value = len(run.distinct[i])
             elif column.letter == "J":
-                value = ",".join(sorted(run.distinct[i])) or None
+                value = ",".join(sorted(map(str, run.distinct[i]))) or None
             elif column.letter == "a" and value is not None:
                 value = _average(value, run.count)  # type: ignore[arg-type]
             out.append(value)

@@ -302,27 +302,6 @@ def _write_pages(
     return pages, total, offset
 
 
-_OPENED: LRUCache[tuple[Any, ...], RunReader] = LRUCache(maxsize=128)
-"""Readers of runs opened in this process, by run and file identity (see
-:meth:`RunReader.opened`): a warm query does not parse the same run indexes again."""
-_OPENED_LOCK = threading.Lock()
-
-
-def _run_identity(store: PageStore, name: str, expected: RunSum | None) -> tuple[Any, ...] | None:
-    """What tells this run's files apart from any other files of that name (see
-    :meth:`RunReader.opened`), or ``None`` when nothing does."""
-    index = store.local_path(f"{name}.index")
-    if index is not None:
-        try:
-            stats = [os.stat(index), os.stat(store.local_path(f"{name}.pages") or index)]
-        except OSError:
-            return None  # missing: opening it says so
-        return tuple((s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)
-    if expected is None or store.location.startswith("memory:"):
-        return None
-    return ("recorded",)
-
-
 class RunReader:
     """Reads one run: its index eagerly (small), its pages through the page cache.
 
@@ -367,27 +346,6 @@ class RunReader:
         self._cache_prefix = (store.location, name)
         self._handle: Any = None
         self._local: tuple[Any] | None = None  # the pages file's local path, once looked up
-
-    @classmethod
-    def opened(
-        cls, store: PageStore, name: str, shard: int | str = "?", expected: RunSum | None = None
-    ) -> RunReader:
-        """A reader of run ``name``, reused from an earlier open in this process when the run
-        is the same: on a local filesystem, the same index and pages files (device, inode,
-        size, modification time); elsewhere, the same location, name and recorded sums
-        (runs are never rewritten under their name). Stores without either identity (in
-        memory, or a run no manifest records) are opened afresh."""
-        identity = _run_identity(store, name, expected)
-        if identity is None:
-            return cls(store, name, shard, expected)
-        key = (store.location, name, shard, expected, identity)
-        with _OPENED_LOCK:
-            found = _OPENED.get(key)
-        if found is None:
-            found = cls(store, name, shard, expected)
-            with _OPENED_LOCK:
-                _OPENED[key] = found
-        return found
 
     @property
     def size_bytes(self) -> int:
