@@ -17,18 +17,18 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
 from treestore.errors import TreestoreError
 
 __all__ = [
+    "DEMO_ANSWER_OPS",
+    "DEMO_ANSWER_ROPS",
     "DEMO_JOB",
     "DEMO_MARKER",
     "DEMO_OPS",
     "DEMO_PATH",
-    "final_join",
     "prepare_demo_folder",
     "run_demo",
     "write_demo_inputs",
@@ -126,6 +126,11 @@ DEMO_JOB = {
 
 DEMO_PATH = "root/+:nodes>1/+/+"
 DEMO_OPS = "str=c1,v=,cat,c2,cat,v2,set;merge=kij"
+DEMO_ANSWER_ROPS = "cross=0,1,2,M,A;gather=kJ"
+"""The seed's answer, PUID -> attribute ids: each shard pairs its UIDs' PUIDs with their
+attribute ids and folds them per PUID..."""
+DEMO_ANSWER_OPS = "gather=kJ;sort"
+"""...and the driver folds the shards' rows per PUID."""
 
 
 def _demo_files() -> dict[str, str]:
@@ -212,22 +217,6 @@ def _mark(workdir: Path) -> None:
     (workdir / DEMO_MARKER).write_text(json.dumps(text) + "\n")
 
 
-def final_join(rows: Iterable[tuple[object, ...]]) -> list[tuple[str, str]]:
-    """Turn the query's rows (UID, "A=1,...,M=abc") into (PUID, attribute ids) pairs.
-
-    >>> final_join([("12345", "A=1,A=3,M=abc"), ("67890", "A=1,A=2,M=xyz,M=zzz")])
-    [('abc', '1,3'), ('xyz', '1,2'), ('zzz', '1,2')]
-    """
-    joined: list[tuple[str, str]] = []
-    for row in rows:
-        items = str(row[-1]).split(",")
-        attributes = [item[2:] for item in items if item.startswith("A=")]
-        for item in items:
-            if item.startswith("M="):
-                joined.append((item[2:], ",".join(attributes)))
-    return sorted(joined)
-
-
 def run_demo(
     workdir: Path, master: str | None, out: TextIO, force: bool = False
 ) -> list[tuple[str, str]]:
@@ -253,9 +242,14 @@ def run_demo(
     )
     handle = open_store(str(store), session_factory=lambda: get_session(master))
     result = handle.query(DEMO_PATH, rops=DEMO_OPS)
-    rows = result.to_list()
-    write_rows(rows, out, "tsv", columns=result.column_names())
-    print("\n# the join, one PUID per line with its attribute ids:", file=out)
-    joined = final_join(rows)
-    write_rows(joined, out, "tsv", header=False)
+    write_rows(result.to_list(), out, "tsv", columns=result.column_names())
+    print(
+        "\n# the join, one PUID per line with its attribute ids, answered by the store:\n"
+        f"$ treestore query {shlex.quote(str(store))} {shlex.quote(DEMO_PATH)}"
+        f" --rops {shlex.quote(DEMO_ANSWER_ROPS)} --ops {shlex.quote(DEMO_ANSWER_OPS)}",
+        file=out,
+    )
+    answer = handle.query(DEMO_PATH, rops=DEMO_ANSWER_ROPS, ops=DEMO_ANSWER_OPS)
+    joined = [(str(puid), str(ids)) for puid, ids in answer.to_list()]
+    write_rows(joined, out, "tsv", columns=answer.column_names())
     return joined

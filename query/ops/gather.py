@@ -101,21 +101,24 @@ class GatherOp(MergeOp):
         rows = sum(count for count, _ in parts)
         if not rows:
             return
-        width = max(len(columns) for _, columns in parts)
-        columns = [
-            pa.concat_arrays([_column(cs, i, count) for count, cs in parts]) for i in range(width)
-        ]
+        columns = {  # the columns a fold reads whole (J's items are encoded already)
+            i: pa.concat_arrays([_column(cs, i, count) for count, cs in parts])
+            for i, column in enumerate(self.columns)
+            if column.letter not in "iJ"
+        }
         group, first = first_seen_groups(keys, rows)
         groups = len(first)
         order: np.ndarray | None = None
         out: list[pa.Array] = []
         for i, column in enumerate(self.columns):
-            values = columns[i] if i < len(columns) else pa.nulls(rows)
             letter = column.letter
-            if letter == "k":
-                out.append(values.take(pa.array(first)))
-            elif letter == "J":
+            values = columns.get(i)
+            if letter == "J":
                 out.append(distinct_items_of(items[i], group, groups))
+            elif values is None:
+                continue  # i: dropped
+            elif letter == "k":
+                out.append(values.take(pa.array(first)))
             elif letter in ARROW_FOLDS:
                 out.append(fold_groups(values, group, groups, ARROW_FOLDS[letter]))
             elif letter == "l":

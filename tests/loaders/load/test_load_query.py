@@ -11,8 +11,9 @@ import pytest
 
 import treestore
 from loaders import load_job, run_load
+from query.driver.runner import QueryStore
 from shell.cli import main
-from shell.demo import DEMO_OPS, DEMO_PATH, final_join
+from shell.demo import DEMO_ANSWER_OPS, DEMO_ANSWER_ROPS, DEMO_OPS, DEMO_PATH
 from treestore.events import as_lines
 
 pytestmark = pytest.mark.spark
@@ -42,13 +43,18 @@ def _with_shards(demo_dir: Path, shards: int) -> None:
     job_file.write_text(json.dumps(job))
 
 
+def _answer(handle: QueryStore) -> list[tuple[object, ...]]:
+    """The store's own PUID -> attribute ids (the demo's last query)."""
+    return handle.query(DEMO_PATH, rops=DEMO_ANSWER_ROPS, ops=DEMO_ANSWER_OPS).to_list()
+
+
 def test_demo_join_through_the_python_api(spark: object, demo_dir: Path) -> None:
     store = demo_dir / "store"
     assert _load(spark, demo_dir, store) == 1
     handle = treestore.open(store, spark=spark)  # type: ignore[arg-type]
     rows = handle.query(DEMO_PATH, rops=DEMO_OPS).to_list()
     assert rows == [("12345", "A=1,A=3,A=4,A=5,M=abc"), ("67890", "A=1,A=2,M=xyz,M=zzz")]
-    assert final_join(rows) == EXPECTED_JOIN
+    assert _answer(handle) == EXPECTED_JOIN
     assert set(handle.query(DEMO_PATH).to_list()) == SEED_ROWS
     hits = dict(handle.query("root/+:+hits").to_list())  # type: ignore[arg-type]
     assert hits == {"12345": 3, "67890": 3, "11111": 1, "22222": 1}
@@ -66,8 +72,10 @@ def test_demo_command_prints_the_join_and_its_commands(
     assert main(["demo", "--workdir", str(tmp_path / "work")]) == 0
     out = capsys.readouterr().out
     assert "$ treestore load" in out and "$ treestore query" in out
-    joined = out.split("the join, one PUID per line with its attribute ids:")[1].split()
-    assert joined == ["abc", "1,3,4,5", "xyz", "1,2", "zzz", "1,2"]
+    answer = out.split("the join, one PUID per line with its attribute ids, answered by the store:")
+    command, *lines = answer[1].strip().splitlines()
+    assert f"--rops '{DEMO_ANSWER_ROPS}' --ops '{DEMO_ANSWER_OPS}'" in command
+    assert lines == ["M\tA", "abc\t1,3,4,5", "xyz\t1,2", "zzz\t1,2"]
 
 
 def test_query_command_formats(
@@ -114,7 +122,7 @@ def test_new_mapping_files_load_incrementally(spark: object, demo_dir: Path) -> 
     )
     assert _load(spark, demo_dir, store) == 2
     handle = treestore.open(store, spark=spark)  # type: ignore[arg-type]
-    joined = final_join(handle.query(DEMO_PATH, rops=DEMO_OPS))
+    joined = _answer(handle)
     assert joined == [*EXPECTED_JOIN[:1], ("qqq", "1,2"), *EXPECTED_JOIN[1:]]
     assert "55555" not in {row[0] for row in handle.query("root/+")}
     report = handle.store.manifest.loads[-1]
@@ -137,7 +145,7 @@ def test_eight_shards_answer_like_one(spark: object, demo_dir: Path, tmp_path: P
         handle = treestore.open(store, spark=spark)  # type: ignore[arg-type]
         assert handle.shards == shards
         answers[shards] = (
-            final_join(handle.query(DEMO_PATH, rops=DEMO_OPS)),
+            _answer(handle),
             sorted(handle.query("root/+/+/+:+hits")),
         )
     assert answers[1] == answers[8]
