@@ -9,67 +9,22 @@ U+FFFF).
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from cachetools import LRUCache
 
 from treestore.storage.entries import ChildColumns, Key, merge_columns
 from treestore.storage.pagestore import PageStore
 from treestore.storage.runs import Entry, RunReader, RunSum, key_hash, merge_entries
 
-__all__ = ["ROOT_ID", "ROOT_KEY", "Node", "TreeReader", "opened_run"]
+__all__ = ["ROOT_ID", "ROOT_KEY", "Node", "TreeReader"]
 
 ROOT_KEY: Key = (-1, "")
 """The key of a tree's internal root (node id 0)."""
 ROOT_ID = 0
 """The node id of a tree's internal root."""
-
-
-_OPENED: LRUCache[tuple[Any, ...], RunReader] = LRUCache(maxsize=128)
-"""Readers of runs opened in this process, by run and file identity (see
-:func:`opened_run`): a warm query does not parse the same run indexes again."""
-_OPENED_LOCK = threading.Lock()
-
-
-def opened_run(
-    store: PageStore, name: str, shard: int | str = "?", expected: RunSum | None = None
-) -> RunReader:
-    """A reader of run ``name``, reused from an earlier open in this process when the run is
-    the same: on a local filesystem, the same index and pages files (device, inode, size,
-    modification time); elsewhere, the same location, name and recorded sums (runs are
-    never rewritten under their name). Stores without either identity (in memory, or a run
-    no manifest records) are opened afresh."""
-    identity = _run_identity(store, name, expected)
-    if identity is None:
-        return RunReader(store, name, shard, expected)
-    key = (store.location, name, shard, expected, identity)
-    with _OPENED_LOCK:
-        found = _OPENED.get(key)
-    if found is None:
-        found = RunReader(store, name, shard, expected)
-        with _OPENED_LOCK:
-            _OPENED[key] = found
-    return found
-
-
-def _run_identity(store: PageStore, name: str, expected: RunSum | None) -> tuple[Any, ...] | None:
-    """What tells this run's files apart from any other files of that name (see
-    :func:`opened_run`), or ``None`` when nothing does."""
-    index = store.local_path(f"{name}.index")
-    if index is not None:
-        try:
-            stats = [os.stat(index), os.stat(store.local_path(f"{name}.pages") or index)]
-        except OSError:
-            return None  # missing: opening it says so
-        return tuple((s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)
-    if expected is None or store.location.startswith("memory:"):
-        return None
-    return ("recorded",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +69,7 @@ class TreeReader:
         self.store = store
         self.shard = shard
         sums = sums or {}
-        self.readers = [opened_run(store, name, shard, sums.get(name)) for name in runs]
+        self.readers = [RunReader(store, name, shard, sums.get(name)) for name in runs]
 
     def entry(self, key: Key) -> Entry | None:
         """The stored entry of ``key``, merged across runs, or ``None``."""

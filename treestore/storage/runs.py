@@ -411,8 +411,13 @@ class RunReader:
             return self.store.read_range(f"{self.name}.pages", offset, length)
         try:
             if self._handle is None:
-                self._handle = open(path, "rb")  # noqa: SIM115 - kept open for the reader's life
-                self._check_size(os.fstat(self._handle.fileno()).st_size)
+                handle = open(path, "rb")  # noqa: SIM115 - kept open for the reader's life
+                try:
+                    self._check_size(os.fstat(handle.fileno()).st_size)
+                except CorruptPageError:
+                    handle.close()
+                    raise  # kept closed: the next read checks the size again
+                self._handle = handle
             return os.pread(self._handle.fileno(), length, offset)
         except OSError as exc:
             raise CorruptPageError(f"Shard {self.shard}: {path} cannot be read ({exc}).") from exc

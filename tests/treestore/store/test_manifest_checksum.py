@@ -131,3 +131,18 @@ def test_a_side_file_read_through_the_tree_is_compared_with_its_sum(pages: PageS
     pages.write(name, pages.read(name).replace(b"ab", b"ac", 1))  # still an Arrow stream
     with pytest.raises(CorruptPageError, match=r"x-pending\.arrow is not what the version's"):
         ShardTree(pages, state).read_side_table(name)
+
+
+def test_a_pages_file_of_the_wrong_size_is_refused_on_every_read(tmp_path: Path) -> None:
+    """The size check happens when the reader opens the pages file; a refused file is not
+    kept open, so the same reader refuses again (it does not answer from it later)."""
+    pages = FilePageStore(tmp_path / "store")
+    _publish(pages, [["a", str(i)] for i in range(200)])
+    state = open_version(pages).shard_state(0)
+    run = state.runs[0]
+    with (tmp_path / "store" / f"{run}.pages").open("ab") as out:
+        out.write(b"extra bytes")
+    reader = RunReader(pages, run, 0, state.run_sums[run])
+    for _ in range(2):
+        with pytest.raises(CorruptPageError, match="the version's manifest says"):
+            reader.page(0)
