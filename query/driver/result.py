@@ -60,17 +60,22 @@ def _batch_of(rows: Sequence[tuple[Value, ...]]) -> pa.RecordBatch:
 
 
 def _chunk_of(piece: Piece, types: list[ColumnType]) -> Chunk:
-    """A piece as a column chunk typed ``types`` (rows from a driver-side walk are typed as
-    the columns the shards would have sent; a value that does not fit makes a text column)."""
+    """A piece as a column chunk typed ``types``: rows from a driver-side walk are typed
+    as the columns the shards would have sent (a text column's values as text; a value
+    a whole-number column cannot hold refuses the query, as it would be a bug)."""
     if isinstance(piece, pa.RecordBatch):
         return piece.num_rows, list(piece.columns)
     columns = []
     for i, kind in enumerate(types):
         values = [row[i] if i < len(row) else None for row in piece]
+        if kind == "str":
+            values = [None if v is None else str(v) for v in values]
         try:
             columns.append(pa.array(values, ARROW_TYPES[kind]))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
-            columns.append(_column_of(values))
+        except (pa.ArrowException, TypeError, OverflowError) as exc:
+            raise OpError(
+                f"column {i} is typed {kind} but holds a value that is not ({exc})"
+            ) from exc
     return len(piece), columns
 
 
@@ -181,8 +186,9 @@ class Rows:
 
         Columns the shards computed as columns keep their types (names are
         ``string``, hits and node counts ``int64``); rows from row ops or
-        driver ops are typed per batch as :meth:`to_arrow` describes. A batch
-        may be narrower than the widest row: short rows.
+        driver ops are typed per batch as :meth:`to_arrow` describes, except when the
+        driver's ops all ran on columns: their batches keep the columns' types (a column
+        of nulls is typed null). A batch may be narrower than the widest row: short rows.
         """
         if self._driver and self._iterator is None:
             chunks, rest = self._column_stage()

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treestore.arrays import distinct_sorted
+from treestore.arrays import distinct_sorted, unique_first_inverse
 
 __all__ = [
     "ARROW_FOLDS",
@@ -122,6 +122,8 @@ def first_seen_groups(
         codes = np.concatenate(
             [pc.fill_null(c.indices, size).to_numpy(zero_copy_only=False) for c in unified.chunks]
         ).astype(np.int64)  # a null key is one more value, coded past the others
+        if int(combined.max()) * (size + 1) + size >= 1 << 62:  # would overflow: renumber
+            combined = unique_first_inverse(combined)[2]
         combined = combined * (size + 1) + codes
     if len(keys) <= 1:  # codes below the dictionary's size + 1: no sort needed
         first = np.full(int(combined.max()) + 1, rows, dtype=np.int64)

@@ -29,11 +29,13 @@ class GatherOp(MergeOp):
 
     The letters are merge's (``k`` key, ``i`` ignore, ``s`` sum, ``a`` average,
     ``m``/``M`` min/max, ``l`` last, ``j`` join, ``p`` product, ``d`` diff,
-    ``c`` count distinct, ``u`` row count) but rows need not be adjacent: it
-    holds one row per key and emits them at the end, in the order keys first
-    appeared. ``t`` before a column's letter makes that column rank the keys,
-    and the digits N keep only the N keys with the largest values (a key
-    pushed out is forgotten; if it comes back it starts again).
+    ``c`` count distinct, ``J`` distinct items sorted (ours), ``u`` row count)
+    but rows need not be adjacent: it emits one row per key at the end, in the
+    order keys first appeared. On rows it holds one row per key; on columns it
+    holds its input as Arrow columns (a few bytes per value) until the end.
+    ``t`` before a column's letter makes that column rank the keys, and the
+    digits N keep only the N keys with the largest values (a key pushed out
+    is forgotten; if it comes back it starts again).
 
     Example: ``gather=iks`` on ``0 A 3`` / ``1 A 1`` / ``1 B 2`` / ``0 A 5``
     gives ``A 9`` / ``B 2``; ``top=2,ktsu`` keeps the two keys with the
@@ -61,8 +63,9 @@ class GatherOp(MergeOp):
         return as_number(value) or 0
 
     def column_types(self, types: list[str]) -> list[str] | None:
-        """Columns unless ``t`` ranks the keys, or a number letter (``s``, ``m``, ``M``) or
-        ``j`` meets a column that is not whole numbers, or ``a``, ``p`` or ``d``."""
+        """Columns unless ``t`` ranks the keys, a number letter (``s``, ``m``, ``M``) meets a
+        column that is not whole numbers, ``j`` meets whole numbers (one stays a number,
+        several join as text), or a letter is ``a``, ``p`` or ``d``."""
         if self.top_column is not None:
             return None
         out = []
@@ -85,7 +88,9 @@ class GatherOp(MergeOp):
         """Read every chunk (encoding its keys and ``J`` items as it arrives), then fold
         each key's rows with vectorized kernels: one chunk of keys in the order they
         first appeared."""
-        parts: list[Chunk] = []
+        whole = [i for i, column in enumerate(self.columns) if column.letter not in "iJ"]
+        kept: dict[int, list[pa.Array]] = {i: [] for i in whole}  # what a fold reads whole
+        rows = 0
         keys: list[list[pa.DictionaryArray]] = [[] for _ in self.keys]
         items: dict[int, list[Items]] = {
             i: [] for i, c in enumerate(self.columns) if c.letter == "J"
@@ -93,19 +98,16 @@ class GatherOp(MergeOp):
         for count, chunk_columns in chunks:
             if not count:
                 continue
-            parts.append((count, chunk_columns))
+            rows += count
+            for i, found in kept.items():
+                found.append(_column(chunk_columns, i, count))
             for key, place in zip(keys, self.keys, strict=True):
                 key.append(encode_key(_column(chunk_columns, place, count)))
             for index, found in items.items():
                 found.append(Items.of(_column(chunk_columns, index, count)))
-        rows = sum(count for count, _ in parts)
         if not rows:
             return
-        columns = {  # the columns a fold reads whole (J's items are encoded already)
-            i: pa.concat_arrays([_column(cs, i, count) for count, cs in parts])
-            for i, column in enumerate(self.columns)
-            if column.letter not in "iJ"
-        }
+        columns = {i: pa.concat_arrays(found) for i, found in kept.items()}
         group, first = first_seen_groups(keys, rows)
         groups = len(first)
         order: np.ndarray | None = None

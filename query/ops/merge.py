@@ -47,14 +47,22 @@ class _Column:
 
 _NUMERIC = frozenset("sapdmM")
 
+
+def _long(number: int | float) -> int | float:
+    """Whole numbers wrap at 64 bits, as Hydra's Java longs do (and Arrow's sums)."""
+    if isinstance(number, int):
+        return ((number + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+    return number
+
+
 _FOLDS: dict[str, Callable[[Value, Value], Value]] = {
     "k": lambda old, new: new,
     "l": lambda old, new: new,
     "j": lambda old, new: f"{as_text(old)},{as_text(new)}",
-    "s": lambda old, new: old + new,  # type: ignore[operator]
-    "a": lambda old, new: old + new,  # type: ignore[operator]
-    "p": lambda old, new: old * new,  # type: ignore[operator]
-    "d": lambda old, new: old - new,  # type: ignore[operator]
+    "s": lambda old, new: _long(old + new),  # type: ignore[operator, arg-type]
+    "a": lambda old, new: _long(old + new),  # type: ignore[operator, arg-type]
+    "p": lambda old, new: _long(old * new),  # type: ignore[operator, arg-type]
+    "d": lambda old, new: _long(old - new),  # type: ignore[operator, arg-type]
     "m": lambda old, new: min(old, new),  # type: ignore[type-var]
     "M": lambda old, new: max(old, new),  # type: ignore[type-var]
 }
@@ -88,7 +96,8 @@ class MergeOp(Op):
     appends the number of merged rows; digits emit a merged row every N rows
     even if the key goes on; commas between letters are ignored. Columns past
     the letters are dropped. The key is the tuple of the ``k`` columns. Nulls
-    are skipped by every fold.
+    are skipped by every fold; sums, products and differences of whole numbers
+    wrap at 64 bits, as Hydra's Java longs do.
 
     Example: ``merge=kij`` turns ``1 A A=1`` / ``1 A A=3`` / ``2 M M=x`` into
     ``1 A=1,A=3`` / ``2 M=x``.

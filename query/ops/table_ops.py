@@ -2,8 +2,8 @@
 
 ``sort`` on rows holds at most :data:`SORT_BUDGET_ROWS` rows in memory: past that it
 writes sorted runs to temporary files and merges them. On column chunks (text columns
-sorted as text, whole-number columns as numbers, one direction) it sorts the Arrow
-columns in memory, which hold a row in a few bytes per value.
+sorted as text, whole-number columns as numbers) it sorts the Arrow columns in memory,
+which hold a row in a few bytes per value, with no budget.
 """
 
 from __future__ import annotations

@@ -12,15 +12,16 @@ from query.ops.columns import ARROW_TYPES, rows_of
 from query.ops.compiler import compile_ops
 from treestore.errors import OpError
 
-_TEXT = st.none() | st.sampled_from(["a", "b", "", "x,y", "\u00e9"])
+_TEXT = st.none() | st.sampled_from(["a", "b", "", "x,y", "\u00e9", ",", ",a,,a", "10", "9"])
 _INT = st.none() | st.integers(-3, 3)
 
 
 @st.composite
 def _table(draw):  # type: ignore[no-untyped-def]
-    types = draw(st.lists(st.sampled_from(["str", "int"]), min_size=1, max_size=3))
+    types = draw(st.lists(st.sampled_from(["str", "int", "null"]), min_size=1, max_size=3))
     size = draw(st.integers(0, 12))
-    rows = [[draw(_TEXT if t == "str" else _INT) for t in types] for _ in range(size)]
+    kinds = {"str": _TEXT, "int": _INT, "null": st.none()}
+    rows = [[draw(kinds[t]) for t in types] for _ in range(size)]
     cuts = sorted(draw(st.lists(st.integers(0, size), max_size=3)))
     return types, rows, cuts
 
@@ -48,17 +49,17 @@ _CROSS = st.tuples(
 ).map(lambda t: f"cross={t[0]},{t[1]},{t[2]},{t[3]},b")
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    _table(),
-    st.one_of(
-        st.lists(_STR_WORD, min_size=1, max_size=7).map(lambda w: "str=" + ",".join(w)),
-        _MERGE.map(lambda letters: "merge=" + letters),
-        _GATHER.map(lambda letters: "gather=" + letters),
-        _SORT,
-        _CROSS,
-    ),
+_OP = st.one_of(
+    st.lists(_STR_WORD, min_size=1, max_size=7).map(lambda w: "str=" + ",".join(w)),
+    _MERGE.map(lambda letters: "merge=" + letters),
+    _GATHER.map(lambda letters: "gather=" + letters),
+    _SORT,
+    _CROSS,
 )
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_table(), _OP)
 def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyped-def]
     types, rows, cuts = table
     try:
@@ -73,6 +74,46 @@ def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyp
     assert [tuple(r) for r in rows_of(iter(chunks))] == expected
     for count, columns in chunks:
         assert [c.type for c in columns] == [ARROW_TYPES[t] for t in out_types] or not count
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_table(), st.lists(_OP, min_size=2, max_size=3).map(";".join))
+def test_chains_of_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyped-def]
+    types, rows, cuts = table
+    try:
+        pipeline = compile_ops(text)
+    except OpError:
+        assume(False)
+    prefix, rest = pipeline.column_prefix(list(types))
+    assume(not rest)
+    expected = list(pipeline.run([list(r) for r in rows]))
+    chunks = _chunks(types, rows, cuts)
+    for op in prefix:
+        chunks = op.run_columns(chunks)
+    assert [tuple(r) for r in rows_of(chunks)] == expected
+
+
+def test_gather_over_many_keys_keeps_them_apart() -> None:
+    """Many key columns whose value counts multiply past 64 bits: no two keys merge."""
+    width = 70
+    rows = [["a"] * width + [1], [None] + ["a"] * (width - 1) + [1], ["a"] * width + [1]]
+    pipeline = compile_ops("gather=" + "k" * width + "s")
+    expected = list(pipeline.run([list(r) for r in rows]))
+    assert [row[-1] for row in expected] == [2, 1]
+    types = ["str"] * width + ["int"]
+    (op,) = pipeline.ops
+    chunks = list(op.run_columns(_chunks(types, rows, [1])))
+    assert [tuple(r) for r in rows_of(iter(chunks))] == expected
+
+
+def test_cross_says_what_its_arguments_must_be() -> None:
+    for text in ("cross=0,1,2,M", "cross=0,1,x,M,A", "cross=0,1,2,M,A,B"):
+        try:
+            compile_ops(text)
+        except OpError as exc:
+            assert exc.column > 1 and "cross" in str(exc)
+        else:
+            raise AssertionError(f"{text} was accepted")
 
 
 def test_ops_that_need_rows_say_so() -> None:
