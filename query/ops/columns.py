@@ -10,7 +10,7 @@ after the first one that cannot run on rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "group_starts",
     "join_groups",
     "rows_of",
+    "whole_runs",
 ]
 
 Chunk = tuple[int, list[pa.Array]]
@@ -84,6 +85,50 @@ def group_starts(keys: list[pa.Array], rows: int) -> np.ndarray:
         )
         differs[1:] |= changed | nulls
     return np.flatnonzero(differs)
+
+
+def whole_runs(
+    chunks: Iterator[Chunk], keys_of: Callable[[list[pa.Array], int], list[pa.Array]]
+) -> Iterator[tuple[int, list[pa.Array], np.ndarray]]:
+    """The chunks regrouped so that no run of rows with equal keys (``keys_of(columns,
+    rows)``) is split: ``(rows, columns, starts)`` blocks, ``starts`` where each run
+    begins. A chunk's last run waits for the next chunk; a run that spans many chunks
+    is put together once, when it ends (not copied again for every chunk)."""
+    held: list[Chunk] = []  # the pieces of the open run
+    held_rows = 0
+    for rows, columns in chunks:
+        if not rows:
+            continue
+        starts = group_starts(keys_of(columns, rows), rows)
+        if held and not _continues(held[-1], (rows, columns), keys_of):
+            new_runs = starts  # the chunk's first row closes the held run
+        else:
+            new_runs = starts[1:]
+        if not len(new_runs):  # the whole chunk goes on with the open run
+            held.append((rows, columns))
+            held_rows += rows
+            continue
+        last = int(new_runs[-1])
+        pieces = [*held, (last, [c.slice(0, last) for c in columns])]
+        block = [pa.concat_arrays([cs[i] for _, cs in pieces]) for i in range(len(columns))]
+        yield held_rows + last, block, np.concatenate([[0], new_runs[:-1] + held_rows])
+        held, held_rows = [(rows - last, [c.slice(last) for c in columns])], rows - last
+    if held_rows:
+        width = len(held[0][1])
+        block = [pa.concat_arrays([cs[i] for _, cs in held]) for i in range(width)]
+        yield held_rows, block, np.zeros(1, dtype=np.int64)
+
+
+def _continues(
+    before: Chunk, after: Chunk, keys_of: Callable[[list[pa.Array], int], list[pa.Array]]
+) -> bool:
+    """Whether ``after``'s first row has the keys of ``before``'s last row."""
+    rows, columns = before
+    pair = [
+        pa.concat_arrays([a.slice(rows - 1, 1), b.slice(0, 1)])
+        for a, b in zip(columns, after[1], strict=True)
+    ]
+    return len(group_starts(keys_of(pair, 2), 2)) == 1
 
 
 def join_groups(values: pa.Array, starts: np.ndarray) -> pa.Array:

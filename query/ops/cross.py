@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from query.ops.base import Op, OpArgs, Row, Value, as_text, cell
-from query.ops.columns import Chunk, as_text_column, group_starts
+from query.ops.columns import Chunk, as_text_column, whole_runs
 from query.ops.row_ops import column_number
 from query.syntax.ast import unique_names
 
@@ -83,23 +83,11 @@ class CrossOp(Op):
 
     def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         """Pair chunk by chunk; the last key of a chunk waits for the next chunk."""
-        held: Chunk | None = None
-        for chunk in chunks:
-            if held is not None:
-                chunk = (
-                    held[0] + chunk[0],
-                    [pa.concat_arrays([a, b]) for a, b in zip(held[1], chunk[1], strict=True)],
-                )
-            rows, columns = chunk
-            if not rows:
-                continue
-            starts = group_starts([self._column(columns, self.key, rows)], rows)
-            last = int(starts[-1])
-            if last:
-                yield self._pairs(last, [c.slice(0, last) for c in columns], starts[:-1])
-            held = (rows - last, [c.slice(last) for c in columns])
-        if held is not None and held[0]:
-            yield self._pairs(held[0], held[1], np.zeros(1, dtype=np.int64))
+        for rows, columns, starts in whole_runs(chunks, self._key_of):
+            yield self._pairs(rows, columns, starts)
+
+    def _key_of(self, columns: list[pa.Array], rows: int) -> list[pa.Array]:
+        return [self._column(columns, self.key, rows)]
 
     @staticmethod
     def _column(columns: list[pa.Array], index: int, rows: int) -> pa.Array:

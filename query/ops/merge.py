@@ -16,8 +16,8 @@ from query.ops.columns import (
     Chunk,
     distinct_items,
     fold_groups,
-    group_starts,
     join_groups,
+    whole_runs,
 )
 from query.syntax.ast import unique_names
 
@@ -233,24 +233,11 @@ class MergeOp(Op):
 
     def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         """Merge runs of equal keys chunk by chunk; the last run of a chunk waits for the next."""
-        held: Chunk | None = None
-        for chunk in chunks:
-            if held is not None:
-                chunk = (
-                    held[0] + chunk[0],
-                    [pa.concat_arrays([a, b]) for a, b in zip(held[1], chunk[1], strict=True)],
-                )
-            rows, columns = chunk
-            if not rows:
-                continue
-            keys = [columns[i] for i in self.keys if i < len(columns)]
-            starts = group_starts(keys, rows)
-            last = int(starts[-1])
-            if last:
-                yield self._emit_groups(last, [c.slice(0, last) for c in columns], starts[:-1])
-            held = (rows - last, [c.slice(last) for c in columns])
-        if held is not None and held[0]:
-            yield self._emit_groups(held[0], held[1], np.zeros(1, dtype=np.int64))
+        for rows, columns, starts in whole_runs(chunks, self._keys_of):
+            yield self._emit_groups(rows, columns, starts)
+
+    def _keys_of(self, columns: list[pa.Array], rows: int) -> list[pa.Array]:
+        return [columns[i] for i in self.keys if i < len(columns)]
 
     def _emit_groups(self, rows: int, columns: list[pa.Array], starts: np.ndarray) -> Chunk:
         out = []

@@ -134,3 +134,22 @@ def test_ops_that_need_rows_say_so() -> None:
     )
     assert [op.name for op in prefix] == ["str", "merge", "sort"]
     assert [op.name for op in rest.ops] == ["reverse"]
+
+
+def test_a_run_over_many_chunks_is_put_together_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """merge and cross copy a long run's rows once, not again for every chunk."""
+    copied = []
+    concat = pa.concat_arrays
+
+    def counting(arrays):  # type: ignore[no-untyped-def]
+        copied.append(sum(len(a) for a in arrays))
+        return concat(arrays)
+
+    monkeypatch.setattr(pa, "concat_arrays", counting)
+    rows = [["k", "A" if i % 2 else "M", str(i)] for i in range(1000)]
+    for text in ("merge=kij", "cross=0,1,2,M,A"):
+        copied.clear()
+        (op,) = compile_ops(text).ops
+        out = list(op.run_columns(_chunks(["str"] * 3, rows, list(range(10, 1000, 10)))))
+        assert [tuple(r) for r in rows_of(iter(out))] == list(compile_ops(text).run(rows))
+        assert sum(copied) <= 4 * len(rows)  # each row once per column, and 2 per boundary
