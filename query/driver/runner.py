@@ -90,15 +90,7 @@ def shard_output(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[Chu
 def _piece_types(path: Path, rops: OpsPipeline) -> list[ColumnType] | None:
     """The column types of every piece when the shards send columns (the path and all the
     rops run on columns), so the driver's ops can run on columns too; else ``None``."""
-    if not supports(path):
-        return None
-    types = column_types(path)
-    for op in rops.ops:
-        out = op.column_types(types)
-        if out is None:
-            return None
-        types = out
-    return types
+    return rops.output_types(column_types(path)) if supports(path) else None
 
 
 def _shard_task(

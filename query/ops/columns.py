@@ -27,6 +27,7 @@ __all__ = [
     "ColumnType",
     "Items",
     "as_text_column",
+    "column_at",
     "distinct_items",
     "distinct_items_of",
     "encode_key",
@@ -55,6 +56,11 @@ def rows_of(chunks: Iterator[Chunk]) -> Iterator[list[Any]]:
                 yield []
             continue
         yield from map(list, zip(*(c.to_pylist() for c in columns), strict=True))
+
+
+def column_at(columns: list[pa.Array], index: int, rows: int) -> pa.Array:
+    """Column ``index`` of a chunk, or nulls when the chunk's rows are narrower."""
+    return columns[index] if index < len(columns) else pa.nulls(rows)
 
 
 def as_text_column(value: pa.Array | str | None, rows: int) -> pa.Array | str:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from query.ops.base import Op, OpArgs, Row, Value, as_text, cell
-from query.ops.columns import Chunk, as_text_column, whole_runs
+from query.ops.columns import Chunk, as_text_column, column_at, whole_runs
 from query.ops.row_ops import column_number
 from query.syntax.ast import unique_names
 
@@ -87,16 +87,12 @@ class CrossOp(Op):
             yield self._pairs(rows, columns, starts)
 
     def _key_of(self, columns: list[pa.Array], rows: int) -> list[pa.Array]:
-        return [self._column(columns, self.key, rows)]
-
-    @staticmethod
-    def _column(columns: list[pa.Array], index: int, rows: int) -> pa.Array:
-        return columns[index] if index < len(columns) else pa.nulls(rows)
+        return [column_at(columns, self.key, rows)]
 
     def _pairs(self, rows: int, columns: list[pa.Array], starts: np.ndarray) -> Chunk:
         """Every (left, right) pair of each key whose rows start at ``starts``."""
-        side = as_text_column(self._column(columns, self.side, rows), rows)
-        values = self._column(columns, self.value, rows)
+        side = as_text_column(column_at(columns, self.side, rows), rows)
+        values = column_at(columns, self.value, rows)
         group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows)))
         left = _rows_where(side, self.left, rows)
         right = _rows_where(side, self.right, rows)

@@ -13,6 +13,7 @@ from query.ops.columns import (
     ARROW_FOLDS,
     Chunk,
     Items,
+    column_at,
     distinct_items_of,
     encode_key,
     first_seen_groups,
@@ -100,11 +101,11 @@ class GatherOp(MergeOp):
                 continue
             rows += count
             for i, found in kept.items():
-                found.append(_column(chunk_columns, i, count))
+                found.append(column_at(chunk_columns, i, count))
             for key, place in zip(keys, self.keys, strict=True):
-                key.append(encode_key(_column(chunk_columns, place, count)))
+                key.append(encode_key(column_at(chunk_columns, place, count)))
             for index, found in items.items():
-                found.append(Items.of(_column(chunk_columns, index, count)))
+                found.append(Items.of(column_at(chunk_columns, index, count)))
         if not rows:
             return
         columns = {i: pa.concat_arrays(found) for i, found in kept.items()}
@@ -162,7 +163,3 @@ class GatherOp(MergeOp):
             del groups[lowest]
         else:
             del groups[key]
-
-
-def _column(columns: list[pa.Array], index: int, rows: int) -> pa.Array:
-    return columns[index] if index < len(columns) else pa.nulls(rows)

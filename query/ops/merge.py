@@ -14,6 +14,7 @@ from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, whole_arg
 from query.ops.columns import (
     ARROW_FOLDS,
     Chunk,
+    column_at,
     distinct_items,
     fold_groups,
     join_groups,
@@ -241,14 +242,15 @@ class MergeOp(Op):
 
     def _emit_groups(self, rows: int, columns: list[pa.Array], starts: np.ndarray) -> Chunk:
         out = []
+        sizes = np.diff(np.append(starts, rows))
+        group = np.repeat(np.arange(len(starts)), sizes)  # each row's run
         for i, column in enumerate(self.columns):
-            values = columns[i] if i < len(columns) else pa.nulls(rows)
+            values = column_at(columns, i, rows)
             if column.letter == "k":
                 out.append(values.take(starts))
             elif column.letter == "j":
                 out.append(join_groups(values, starts))
             elif column.letter in "JcsmM":
-                group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows)))
                 if column.letter == "J":
                     out.append(distinct_items(values, group, len(starts)))
                 else:
@@ -259,5 +261,5 @@ class MergeOp(Op):
                 lasts = np.maximum.reduceat(np.where(valid, np.arange(rows), -1), starts)
                 out.append(values.take(pa.array(lasts, mask=lasts < 0)))
         if self.count_rows:
-            out.append(pa.array(np.diff(np.append(starts, rows)), pa.int64()))
+            out.append(pa.array(sizes, pa.int64()))
         return len(starts), out

@@ -165,12 +165,16 @@ def hash_order(hashes: np.ndarray, keys: pa.Array | pa.ChunkedArray) -> np.ndarr
         pc.not_equal(keys.take(pa.array(order[ties + 1])), keys.take(pa.array(order[ties]))),
         True,
     ).to_numpy(zero_copy_only=False)
+    done = 0  # the end of the last stretch sorted: a stretch is sorted once
     for tie in ties[differ].tolist():  # a collision: sort its stretch of equal hashes
+        if tie < done:
+            continue
         start, end = tie, tie + 2
         while start > 0 and ordered[start - 1] == ordered[tie]:
             start -= 1
         while end < len(ordered) and ordered[end] == ordered[tie]:
             end += 1
+        done = end
         rows = order[start:end]
         texts = keys.take(pa.array(rows)).to_pylist()
         order[start:end] = [row for _, row in sorted(zip(texts, rows.tolist(), strict=True))]
