@@ -2,8 +2,9 @@
 
 Three moments decide (:class:`~treestore.storage.tree.ShardTree` does the merging):
 
-- after a flush, a big load that spilled many runs merges them, to keep its lookups to
-  a few runs (:func:`after_flush`);
+- after a flush, a load that spilled runs merges them size-tiered, :data:`FAN_IN` of
+  a size at a time, to keep its lookups to a few runs and its rewrites to a few per
+  entry (:func:`after_flush`);
 - at commit, the runs one writer spilled become one, when they fit in memory
   (:func:`own_runs_at_commit`);
 - then, with more than :data:`MAX_RUNS` runs, compaction is size-tiered: the longest
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 from treestore.storage.runs import cache
 
 __all__ = [
+    "FAN_IN",
     "MAX_RUNS",
     "after_flush",
     "columnar_merge_limit",
@@ -35,6 +37,8 @@ __all__ = [
 
 MAX_RUNS = 6
 """More runs than this after a load trigger a compaction (of the newest, smaller runs)."""
+FAN_IN = 4
+"""Runs a load merges at a time as it spills (:func:`after_flush`)."""
 _MERGE_ENTRY_BYTES = 128  # measured: columns, sort indices and copies while merging
 
 
@@ -45,17 +49,30 @@ def columnar_merge_limit() -> int:
     return max(100_000, cache().budget // _MERGE_ENTRY_BYTES)
 
 
-def after_flush(runs: int, has_base: bool, max_runs: int = MAX_RUNS) -> int:
-    """How many newest runs to merge after a flush left ``runs`` runs: all but the base run
-    (the oldest, when the tree had runs before this writer: ``has_base``) once there are
-    more than twice ``max_runs``.
+def after_flush(entries: Sequence[int], fan_in: int = FAN_IN) -> int:
+    """How many of a writer's newest runs to merge after a flush, given the entries of the
+    runs it wrote (oldest first): the longest group of two or more newest runs whose
+    oldest holds at most ``1 / (fan_in - 1)`` of the others together.
 
-    >>> after_flush(13, has_base=True), after_flush(13, has_base=False), after_flush(12, True)
-    (12, 13, 0)
+    Runs of one size are merged ``fan_in`` at a time, and the merged runs ``fan_in`` at a
+    time again, so a load writes each entry about ``log(flushes) / log(fan_in)`` times and
+    keeps a few runs of each size, whatever its size. Each run left holds more than a
+    third of the newer ones together, so their number grows with the log of the load's
+    size too.
+
+    >>> after_flush([1, 1, 1]), after_flush([1, 1, 1, 1]), after_flush([16, 4, 4, 4, 4])
+    (0, 4, 4)
+    >>> after_flush([16, 4, 4, 4, 1, 1, 1, 1])  # the small ones and those they match
+    7
     """
-    if runs <= 2 * max_runs:
-        return 0
-    return runs - 1 if has_base else runs
+    return max(
+        (
+            n
+            for n in range(2, len(entries) + 1)
+            if (fan_in - 1) * entries[-n] <= sum(entries[-n + 1 :])
+        ),
+        default=0,
+    )
 
 
 def own_runs_at_commit(entries: Sequence[int], merge_limit: int) -> int:

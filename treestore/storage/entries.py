@@ -58,6 +58,30 @@ class ChildColumns:
         none = np.zeros(0, dtype=np.int64)
         return cls(none, pa.array([], pa.string()), none, none, none)
 
+    def slice(self, start: int, stop: int) -> ChildColumns:
+        """The entries ``start`` to ``stop - 1`` (views, no copy)."""
+        return ChildColumns(
+            self.parents[start:stop],
+            self.names.slice(start, max(0, stop - start)),
+            self.ids[start:stop],
+            self.hits[start:stop],
+            self.counts[start:stop],
+            None if self.data is None else self.data[start:stop],
+        )
+
+    def count_up_to(self, key: Key) -> int:
+        """How many entries have a key at most ``key`` (entries are in key order)."""
+        low = int(np.searchsorted(self.parents, key[0], "left"))
+        high = int(np.searchsorted(self.parents, key[0], "right"))
+        if low == high:
+            return low
+        names = self.names.slice(low, high - low)
+        return low + int(pc.sum(pc.less_equal(names, pa.scalar(key[1], pa.string()))).as_py() or 0)
+
+    def last_key(self) -> Key:
+        """The key of the last entry (there must be one)."""
+        return (int(self.parents[-1]), self.names[len(self) - 1].as_py())
+
     def take(self, rows: np.ndarray) -> ChildColumns:
         """The entries at ``rows``."""
         return ChildColumns(
@@ -131,10 +155,7 @@ def _newest_data(data: list[Any], order: np.ndarray, firsts: np.ndarray) -> list
 
 def _merge_into(base: ChildColumns, later: ChildColumns) -> ChildColumns:
     """``later`` (key order, keys distinct) merged into the much bigger ``base``."""
-    size = int(max(base.ids.max(), later.ids.max())) + 1
-    where = np.full(size, -1, dtype=np.int64)
-    where[base.ids] = np.arange(len(base))
-    found = where[later.ids]
+    found = _positions(base.ids, later.ids)
     known = found >= 0
     hits, counts = base.hits.copy(), base.counts.copy()
     hits[found[known]] += later.hits[known]
@@ -165,6 +186,20 @@ def _merge_into(base: ChildColumns, later: ChildColumns) -> ChildColumns:
         np.concatenate([counts, added.counts])[order],
         data,
     )
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Where each of ``wanted`` is in ``ids`` (distinct), -1 where absent: through a table
+    indexed by id when the ids are dense, else by binary search in the sorted ids (a
+    block of a big tree must not allocate a table as long as the tree)."""
+    size = int(max(ids.max(), wanted.max())) + 1
+    if size <= 4 * (len(ids) + len(wanted)):
+        where = np.full(size, -1, dtype=np.int64)
+        where[ids] = np.arange(len(ids))
+        return where[wanted]
+    order = np.argsort(ids, kind="stable")
+    at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
+    return np.where(ids[order][at] == wanted, order[at], -1)
 
 
 def insertion_points(base: ChildColumns, parents: np.ndarray, names: pa.Array) -> np.ndarray:

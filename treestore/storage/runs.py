@@ -59,7 +59,6 @@ __all__ = [
     "RunReader",
     "RunSum",
     "cache",
-    "column_chunks",
     "key_hash",
     "merge_entries",
     "write_run",
@@ -216,8 +215,7 @@ def write_run(
 ) -> RunStats:
     """Write sorted entries, given as :data:`Columns` chunks, as run ``name``.
 
-    A run is ``name.pages`` + ``name.index``; :func:`column_chunks` turns entry
-    tuples into chunks. ``expected`` (an upper bound of the entry count) sizes
+    A run is ``name.pages`` + ``name.index``. ``expected`` (an upper bound of the entry count) sizes
     the Bloom filter.
     """
     bloom = _new_bloom(expected)
@@ -231,21 +229,6 @@ def write_run(
     store.write(f"{name}.index", index_file)
     run_sum = RunSum(size, len(index_file), checksum)
     return RunStats(name, total, len(pages), size + len(index_body), run_sum)
-
-
-_CHUNK_ENTRIES = 65536
-
-
-def column_chunks(entries: Iterable[Entry]) -> Iterator[Columns]:
-    """Entry tuples regrouped into :data:`Columns` chunks (for :func:`write_run`)."""
-    iterator = iter(entries)
-    while True:
-        chunk = list(itertools.islice(iterator, _CHUNK_ENTRIES))
-        if not chunk:
-            return
-        keys, ids, hits, counts, datas = (list(column) for column in zip(*chunk, strict=True))
-        parents, names = (list(column) for column in zip(*keys, strict=True))
-        yield parents, names, ids, hits, counts, datas
 
 
 def _write_pages(
@@ -366,17 +349,38 @@ class RunReader:
     def all_columns(self, with_data: bool = False) -> ChildColumns:
         """Every entry of the run as columns (with their data when ``with_data``), read in
         one go; the page cache is left alone."""
-        if not self.pages:
+        return self.pages_columns(0, len(self.pages), with_data)
+
+    def pages_columns(self, start: int, stop: int, with_data: bool = False) -> ChildColumns:
+        """The entries of pages ``start`` to ``stop - 1`` as columns (with their data when
+        ``with_data``), read in one go and checked; the page cache is left alone."""
+        if start >= stop:
             return ChildColumns.empty()
-        end = self.pages[-1].offset + self.pages[-1].length
-        raw = self._read(0, end)
-        encoded = [raw[info.offset : info.offset + info.length] for info in self.pages]
-        for number, page in enumerate(encoded):
+        begin = self.pages[start].offset
+        raw = self._read(begin, self.pages[stop - 1].offset + self.pages[stop - 1].length - begin)
+        infos = self.pages[start:stop]
+        encoded = [raw[i.offset - begin : i.offset - begin + i.length] for i in infos]
+        for number, page in enumerate(encoded, start):
             self._check(number, page)
         if not with_data and (found := columns_of_pages(encoded)) is not None:
             return ChildColumns(found[0][0], found[1], *found[0][1:])
-        pages = [self._decode(n, page) for n, page in enumerate(encoded)]
+        pages = [self._decode(n, page) for n, page in enumerate(encoded, start)]
         return _concatenated(pages, [d for p in pages for d in p.data()] if with_data else None)
+
+    def column_blocks(
+        self, with_data: bool = False, block_bytes: int = 1 << 21
+    ) -> Iterator[ChildColumns]:
+        """The run's entries in key order as blocks of consecutive pages of about
+        ``block_bytes`` encoded bytes each (what a streaming merge reads); the page cache
+        is left alone."""
+        start = 0
+        while start < len(self.pages):
+            stop, size = start, 0
+            while stop < len(self.pages) and (stop == start or size < block_bytes):
+                size += self.pages[stop].length
+                stop += 1
+            yield self.pages_columns(start, stop, with_data)
+            start = stop
 
     def _check(self, number: int, encoded: bytes) -> None:
         """Raise :class:`CorruptPageError` unless page ``number``'s bytes match its checksum."""

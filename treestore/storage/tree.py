@@ -31,6 +31,7 @@ from treestore.storage.compaction import (
     size_tiered,
 )
 from treestore.storage.entries import ChildColumns, merge_columns
+from treestore.storage.merging import merge_blocks
 from treestore.storage.pagestore import PageStore
 from treestore.storage.reading import ROOT_KEY, Node
 from treestore.storage.runs import (
@@ -38,8 +39,6 @@ from treestore.storage.runs import (
     Columns,
     RunReader,
     RunSum,
-    column_chunks,
-    merge_entries,
     write_run,
 )
 from treestore.storage.state import FileSum, ShardState, SideFiles, WriteStats
@@ -117,7 +116,16 @@ class ShardTree(TreeWriter):
         name = self._write(_slices(columns), len(columns))
         self.memtable.clear()
         self.readers.append(RunReader(self.store, name, self.shard))
-        self.compact(newest=after_flush(len(self.readers), has_base=bool(self.state.runs)))
+        while newest := after_flush(self._own_entries()):
+            self.compact(newest=newest)
+
+    def _own_entries(self) -> list[int]:
+        """The entries of the newest runs, those this tree wrote (oldest first)."""
+        written = set(self.stats.runs_written)
+        own = len(self.readers)
+        while own and self.readers[own - 1].name in written:
+            own -= 1
+        return [reader.entries for reader in self.readers[own:]]
 
     def compact(self, deltas_only: bool = False, newest: int | None = None) -> None:
         """Merge runs into one: every run, every run but the base (``deltas_only``), or the
@@ -133,9 +141,9 @@ class ShardTree(TreeWriter):
         if expected <= columnar_merge_limit():
             columns = merge_columns([r.all_columns(with_data=True) for r in merging])
             name = self._write(_slices(columns), expected)
-        else:
-            merged = merge_entries([r.scan(ROOT_KEY) for r in merging])
-            name = self._write(column_chunks(merged), expected)
+        else:  # block by block, in bounded memory
+            blocks = merge_blocks([r.column_blocks(with_data=True) for r in merging])
+            name = self._write((c for block in blocks for c in _slices(block)), expected)
         self.readers = [*keep, RunReader(self.store, name, self.shard)]
         self.stats.compacted = True
 
@@ -147,9 +155,7 @@ class ShardTree(TreeWriter):
         ``side`` replaces groups by name (``None`` drops a group).
         """
         self.flush()
-        written = set(self.stats.runs_written)
-        own = [reader.entries for reader in self.readers if reader.name in written]
-        self.compact(newest=own_runs_at_commit(own, columnar_merge_limit()))
+        self.compact(newest=own_runs_at_commit(self._own_entries(), columnar_merge_limit()))
         self.compact(newest=size_tiered([r.size_bytes for r in self.readers]))
         groups = {**self.state.side, **(side or {})}
         kept = {name: group for name, group in groups.items() if group is not None}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+
 import msgpack
 import numpy as np
 import pyarrow as pa
@@ -9,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from treestore.storage.entries import ChildColumns, merge_columns
+from treestore.storage.merging import merge_blocks
 from treestore.storage.pages import Page, encode_page, int_dtypes
 from treestore.storage.runs import merge_entries
 
@@ -63,38 +67,20 @@ _KEYS = st.lists(
 )
 
 
-@settings(deadline=None, max_examples=200)
-@given(st.lists(_KEYS, min_size=1, max_size=4), st.booleans())
-def test_merged_columns_equal_the_entry_merge(
-    runs: list[list[tuple[int, str]]], big_base: bool
-) -> None:
-    """Both merges (sorting, and merging small runs into a big base) give merge_entries' result."""
-    if big_base:
-        runs[0] = runs[0] + [(9, f"n{i:03d}") for i in range(40 * sum(map(len, runs)))]
-    ids: dict[tuple[int, str], int] = {}
-    entries = []
-    for number, keys in enumerate(runs):
-        run = []
-        for key in sorted(set(keys)):
-            node = ids.setdefault(key, len(ids) + 1)
-            run.append((key, node, number + 1, node % 3, {"run": number} if node % 2 else None))
-        entries.append(run)
-    expected = list(merge_entries([iter(run) for run in entries]))
-    parts = []
-    for run in entries:
-        keys = [e[0] for e in run]
-        parts.append(
-            ChildColumns(
-                np.array([k[0] for k in keys], dtype=np.int64),
-                pa.array([k[1] for k in keys], pa.string()),
-                np.array([e[1] for e in run], dtype=np.int64),
-                np.array([e[2] for e in run], dtype=np.int64),
-                np.array([e[3] for e in run], dtype=np.int64),
-                [e[4] for e in run],
-            )
-        )
-    merged = merge_columns(parts)
-    got = list(
+def _columns(run: list[tuple]) -> ChildColumns:  # type: ignore[type-arg]
+    keys = [e[0] for e in run]
+    return ChildColumns(
+        np.array([k[0] for k in keys], dtype=np.int64),
+        pa.array([k[1] for k in keys], pa.string()),
+        np.array([e[1] for e in run], dtype=np.int64),
+        np.array([e[2] for e in run], dtype=np.int64),
+        np.array([e[3] for e in run], dtype=np.int64),
+        [e[4] for e in run],
+    )
+
+
+def _entries_of(merged: ChildColumns) -> list[tuple]:  # type: ignore[type-arg]
+    return list(
         zip(
             zip(merged.parents.tolist(), merged.names.to_pylist(), strict=True),
             merged.ids.tolist(),
@@ -104,4 +90,43 @@ def test_merged_columns_equal_the_entry_merge(
             strict=True,
         )
     )
-    assert got == expected
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.lists(_KEYS, min_size=1, max_size=4),
+    st.booleans(),
+    st.booleans(),
+    st.lists(st.integers(1, 12), min_size=1, max_size=8),
+)
+def test_merged_columns_equal_the_entry_merge(
+    runs: list[list[tuple[int, str]]], big_base: bool, sparse_ids: bool, block_sizes: list[int]
+) -> None:
+    """Both merges (sorting, and merging small runs into a big base), whole or block by
+    block, give merge_entries' result."""
+    if big_base:
+        runs[0] = runs[0] + [(9, f"n{i:03d}") for i in range(40 * sum(map(len, runs)))]
+    stride = 1 << 40 if sparse_ids else 1  # ids far apart: no table as long as the ids
+    ids: dict[tuple[int, str], int] = {}
+    entries = []
+    for number, keys in enumerate(runs):
+        run = []
+        for key in sorted(set(keys)):
+            node = ids.setdefault(key, len(ids) + 1)
+            data = {"run": number} if node % 2 else None
+            run.append((key, node * stride, number + 1, node % 3, data))
+        entries.append(run)
+    expected = list(merge_entries([iter(run) for run in entries]))
+    assert _entries_of(merge_columns([_columns(run) for run in entries])) == expected
+
+    def blocks(run: list[tuple]) -> Iterator[ChildColumns]:  # type: ignore[type-arg]
+        start = 0
+        for size in itertools.cycle(block_sizes):
+            if start >= len(run):
+                return
+            yield _columns(run[start : start + size])
+            start += size
+
+    streamed = list(merge_blocks([blocks(run) for run in entries]))
+    assert all(len(block) for block in streamed)
+    assert [e for block in streamed for e in _entries_of(block)] == expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import itertools
+import math
 from types import ModuleType
 
 import numpy as np
@@ -28,11 +29,31 @@ def test_size_tiered_merges_small_new_runs_and_leaves_big_old_ones() -> None:
     assert size_tiered([5, 4, 3], max_runs=2) == 3
 
 
-def test_after_flush_keeps_lookups_to_a_few_runs() -> None:
-    limit = 2 * compaction.MAX_RUNS
-    assert after_flush(limit, has_base=True) == 0
-    assert after_flush(limit + 1, has_base=True) == limit  # all but the base run
-    assert after_flush(limit + 1, has_base=False) == limit + 1
+def _spill(flushes: int, shrink: float = 1.0) -> tuple[list[int], int]:
+    """A load's runs after ``flushes`` flushes of 100 entries, merging as :func:`after_flush`
+    says (a merge keeps ``shrink`` of its entries); returns the runs and the entries written."""
+    runs: list[int] = []
+    written = 0
+    for _ in range(flushes):
+        runs.append(100)
+        written += 100
+        while newest := after_flush(runs):
+            merged = int(sum(runs[-newest:]) * shrink)
+            runs[-newest:] = [merged]
+            written += merged
+    return runs, written
+
+
+@pytest.mark.parametrize("shrink", [1.0, 0.6])
+def test_after_flush_keeps_runs_and_rewrites_logarithmic_in_the_load(shrink: float) -> None:
+    for flushes in (*range(1, 70), 256, 1000):
+        runs, written = _spill(flushes, shrink)
+        levels = math.log(flushes, compaction.FAN_IN) + 1
+        assert len(runs) <= 3 * levels, (flushes, runs)
+        assert written <= 100 * flushes * (levels + 1), (flushes, written)
+    assert _spill(3) == ([100, 100, 100], 300)
+    assert _spill(4) == ([400], 800)  # FAN_IN alike: one run
+    assert _spill(16)[0] == [1600]
 
 
 def test_own_runs_merge_at_commit_only_when_they_fit() -> None:
