@@ -17,7 +17,7 @@ import numpy as np
 
 from treestore.storage.entries import ChildColumns, Key, merge_columns
 from treestore.storage.pagestore import PageStore
-from treestore.storage.runs import Entry, RunReader, RunSum, key_hash, merge_entries
+from treestore.storage.runs import Entry, RunReader, RunSum, key_hash, key_hashes, merge_entries
 
 __all__ = ["ROOT_ID", "ROOT_KEY", "Node", "TreeReader"]
 
@@ -134,11 +134,16 @@ class TreeReader:
         """The node id each key ``(parents[i], names[i])`` has in the runs, -1 where it has
         none (looked up as columns, :meth:`RunReader.find_ids`)."""
         ids = np.full(len(names), -1, dtype=np.int64)
+        if not self.readers:
+            return ids
+        hashes = key_hashes(parents.tolist(), names)  # once for every run
         for reader in self.readers:
-            unfound = np.flatnonzero(ids < 0)
-            if not len(unfound):
+            unfound = np.flatnonzero(ids < 0).tolist()
+            if not unfound:
                 break
-            ids[unfound] = reader.find_ids(parents[unfound], [names[i] for i in unfound.tolist()])
+            ids[unfound] = reader.find_ids(
+                parents[unfound], [names[i] for i in unfound], [hashes[i] for i in unfound]
+            )
         return ids
 
     def check(self) -> int:

@@ -49,7 +49,13 @@ from rbloom import Bloom
 from treestore.arrays import distinct_sorted
 from treestore.errors import CorruptPageError
 from treestore.settings import env_number
-from treestore.storage.entries import ChildColumns, Key, expand_ranges, find_ids
+from treestore.storage.entries import (
+    ChildColumns,
+    Key,
+    expand_ranges,
+    find_ids,
+    insertion_points,
+)
 from treestore.storage.pages import Page, columns_of_pages, encode_page, int_dtypes
 from treestore.storage.pagestore import PageStore
 
@@ -60,6 +66,7 @@ __all__ = [
     "RunSum",
     "cache",
     "key_hash",
+    "key_hashes",
     "merge_entries",
     "write_run",
 ]
@@ -81,7 +88,7 @@ def key_hash(key: Key) -> int:
     return xxhash.xxh3_128_intdigest(b"%d/%s" % (key[0], key[1].encode())) - (1 << 127)
 
 
-def _key_hashes(parents: list[int], names: list[str]) -> list[int]:
+def key_hashes(parents: list[int], names: list[str]) -> list[int]:
     """:func:`key_hash` of many keys (the same values, without a call per key)."""
     digest, shift = xxhash.xxh3_128_intdigest, 1 << 127
     return [digest(b"%d/%s" % (p, n.encode())) - shift for p, n in zip(parents, names, strict=True)]
@@ -259,7 +266,7 @@ def _write_pages(
             name_array = pa.array(names, pa.string())
         parents = parent_array.tolist() if isinstance(parents, np.ndarray) else parents
         last_parent = parents[-1]
-        bloom.update(_key_hashes(parents, names))
+        bloom.update(key_hashes(parents, names))
         dtypes = int_dtypes(ints)  # type: ignore[arg-type]
         name_offsets = np.frombuffer(name_array.buffers()[1], np.int32, size + 1)
         name_bytes = memoryview(name_array.buffers()[2] or b"")
@@ -326,6 +333,7 @@ class RunReader:
         self._lasts = [p.last for p in self.pages]
         self._first_parents = np.array([p.first[0] for p in self.pages], dtype=np.int64)
         self._last_parents = np.array([p.last[0] for p in self.pages], dtype=np.int64)
+        self._lasts_columns: ChildColumns | None = None
         self._cache_prefix = (store.location, name)
         self._handle: Any = None
         self._local: tuple[Any] | None = None  # the pages file's local path, once looked up
@@ -484,22 +492,40 @@ class RunReader:
         np.add.at(marks, high[spans], -1)
         return np.flatnonzero(np.cumsum(marks[:-1]) > 0)
 
-    def find_ids(self, parents: np.ndarray, names: list[str]) -> np.ndarray:
+    def find_ids(
+        self, parents: np.ndarray, names: list[str], hashes: list[int] | None = None
+    ) -> np.ndarray:
         """The node id of each key ``(parents[i], names[i])`` in this run, -1 where absent.
 
-        When the keys' parents span fewer pages than there are keys, those pages are read
-        and searched as columns; otherwise each key is looked up on its own (Bloom
-        filter first)."""
-        unique = distinct_sorted(parents)
-        if len(self._pages_for(unique)) > len(names):
-            return np.array(
-                [
-                    -1 if (e := self.get((p, n))) is None else e[1]
-                    for p, n in zip(parents.tolist(), names, strict=True)
-                ],
-                dtype=np.int64,
-            )
-        return find_ids(self.children_columns(unique), parents, pa.array(names, pa.string()))
+        Keys the Bloom filter rules out read nothing. For the others, the one page that can
+        hold each (the first whose last key is not below it) is read, once for all the
+        keys it may hold, and the pages are searched as columns: the work grows with the
+        keys looked up, not with the run. ``hashes`` are the keys' :func:`key_hash` values
+        when the caller has them."""
+        ids = np.full(len(names), -1, dtype=np.int64)
+        if not self.pages or not names:
+            return ids
+        if hashes is None:
+            hashes = key_hashes(parents.tolist(), names)
+        found = np.fromiter(map(self.bloom.__contains__, hashes), dtype=bool, count=len(hashes))
+        maybe = np.flatnonzero(found)
+        if not len(maybe):
+            return ids
+        wanted = pa.array([names[i] for i in maybe.tolist()], pa.string())
+        numbers = insertion_points(self._page_lasts(), parents[maybe], wanted)
+        numbers = distinct_sorted(numbers[numbers < len(self.pages)])
+        if len(numbers):
+            read = _concatenated([self.page(int(n)) for n in numbers])
+            ids[maybe] = find_ids(read, parents[maybe], wanted)
+        return ids
+
+    def _page_lasts(self) -> ChildColumns:
+        """The pages' last keys as columns (for binary searches of many keys at once)."""
+        if self._lasts_columns is None:
+            none = np.zeros(len(self.pages), dtype=np.int64)
+            names = pa.array([last[1] for last in self._lasts], pa.string())
+            self._lasts_columns = ChildColumns(self._last_parents, names, none, none, none)
+        return self._lasts_columns
 
     def children_columns(self, parents: np.ndarray) -> ChildColumns:
         """The entries whose parent is in ``parents`` (sorted, distinct), as columns in key

@@ -488,3 +488,28 @@ def test_a_first_build_updates_no_node_not_even_the_internal_root(store: PageSto
     tree.visit(tree.root_handle, "d")
     tree.visit_many(root, np.zeros(1, dtype=np.int64), ["e"])
     assert (tree.stats.nodes_created, tree.stats.nodes_updated) == (5, 0)
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    st.sets(
+        st.tuples(st.integers(0, 5), st.sampled_from(["a", "b", "c", "é", "zz", ""])), max_size=30
+    ),
+    st.lists(st.tuples(st.integers(-1, 6), st.sampled_from(["a", "b", "c", "é", "zz", "", "q"]))),
+)
+def test_a_runs_ids_are_found_page_by_page_for_any_keys(
+    stored: set[tuple[int, str]], looked_up: list[tuple[int, str]]
+) -> None:
+    """Each key found in its page, absent ones not found, over runs of tiny pages."""
+    store = MemoryPageStore()
+    ordered = sorted(stored)
+    ids = {key: 100 + number for number, key in enumerate(ordered)}
+    columns = (
+        [k[0] for k in ordered], [k[1] for k in ordered], [ids[k] for k in ordered],
+        [1] * len(ordered), [0] * len(ordered), None,
+    )  # fmt: skip
+    runs.write_run(store, "run", [columns] if ordered else [], page_bytes=40)
+    reader = runs.RunReader(store, "run")
+    parents = np.array([k[0] for k in looked_up], dtype=np.int64)
+    found = reader.find_ids(parents, [k[1] for k in looked_up])
+    assert found.tolist() == [ids.get(k, -1) for k in looked_up]
