@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from treestore.storage.entries import ChildColumns, Key, merge_columns
+from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.pagestore import PageStore
-from treestore.storage.runs import Entry, RunReader, RunSum, key_hash, key_hashes, merge_entries
+from treestore.storage.runs import Entry, RunReader, RunSum, merge_entries
 
 __all__ = ["ROOT_ID", "ROOT_KEY", "Node", "TreeReader"]
 
@@ -75,8 +76,7 @@ class TreeReader:
         """The stored entry of ``key``, merged across runs, or ``None``."""
         if not self.readers:
             return None
-        hashed = key_hash(key)
-        found = [e for reader in self.readers if (e := reader.get(key, hashed)) is not None]
+        found = [e for reader in self.readers if (e := reader.get(key)) is not None]
         if not found:
             return None
         if len(found) == 1:
@@ -136,14 +136,12 @@ class TreeReader:
         ids = np.full(len(names), -1, dtype=np.int64)
         if not self.readers:
             return ids
-        hashes = key_hashes(parents.tolist(), names)  # once for every run
+        hashes = KeyHashes(parents, names)  # hashed once for every run
         for reader in self.readers:
-            unfound = np.flatnonzero(ids < 0).tolist()
-            if not unfound:
+            unfound = np.flatnonzero(ids < 0)
+            if not len(unfound):
                 break
-            ids[unfound] = reader.find_ids(
-                parents[unfound], [names[i] for i in unfound], [hashes[i] for i in unfound]
-            )
+            ids[unfound] = reader.find_ids(hashes.take(unfound))
         return ids
 
     def check(self) -> int:

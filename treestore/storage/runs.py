@@ -11,7 +11,8 @@ bounded size:
 * ``NAME.index``: per page its first and last key, offset, length, entry count
   and XXH64 checksum, so finding one child, a name prefix or a name range reads
   only the pages that can hold it; and a Bloom filter of the run's keys (1%
-  false positives), so looking up a key a run does not hold reads no page. The
+  false positives, :mod:`treestore.storage.keyfilter`), so looking up a key a run
+  does not hold reads no page. The
   index carries its own checksum.
 
 What a version's manifest records of a run (:class:`RunSum`: the pages file's size,
@@ -44,7 +45,6 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 from cachetools import LRUCache
-from rbloom import Bloom
 
 from treestore.arrays import distinct_sorted
 from treestore.errors import CorruptPageError
@@ -56,6 +56,7 @@ from treestore.storage.entries import (
     find_ids,
     insertion_points,
 )
+from treestore.storage.keyfilter import KeyFilter, KeyHashes, load_filter
 from treestore.storage.pages import Page, columns_of_pages, encode_page, int_dtypes
 from treestore.storage.pagestore import PageStore
 
@@ -65,8 +66,6 @@ __all__ = [
     "RunReader",
     "RunSum",
     "cache",
-    "key_hash",
-    "key_hashes",
     "merge_entries",
     "write_run",
 ]
@@ -76,30 +75,12 @@ Entry = tuple[Key, int, int, int, Any]
 
 PAGE_BYTES = 4096
 """The target size of one encoded page (small pages keep random reads cheap)."""
-_INDEX_FORMAT = "treestore-run-index-1"
+_INDEX_FORMAT = "treestore-run-index-2"
+_INDEX_FORMATS = ("treestore-run-index-1", _INDEX_FORMAT)  # 1: a legacy key filter
 
 
 def _checksum(data: bytes) -> int:
     return xxhash.xxh64_intdigest(data)
-
-
-def key_hash(key: Key) -> int:
-    """The 128-bit hash a run's Bloom filter is built from (signed, as rbloom wants it)."""
-    return xxhash.xxh3_128_intdigest(b"%d/%s" % (key[0], key[1].encode())) - (1 << 127)
-
-
-def key_hashes(parents: list[int], names: list[str]) -> list[int]:
-    """:func:`key_hash` of many keys (the same values, without a call per key)."""
-    digest, shift = xxhash.xxh3_128_intdigest, 1 << 127
-    return [digest(b"%d/%s" % (p, n.encode())) - shift for p, n in zip(parents, names, strict=True)]
-
-
-def _identity(value: int) -> int:
-    return value
-
-
-def _new_bloom(expected: int) -> Bloom:
-    return Bloom(max(expected, 16), 0.01, _identity)
 
 
 class PageCache:
@@ -225,11 +206,11 @@ def write_run(
     A run is ``name.pages`` + ``name.index``. ``expected`` (an upper bound of the entry count) sizes
     the Bloom filter.
     """
-    bloom = _new_bloom(expected)
+    keys = KeyFilter.sized(expected)
     with store.writer(f"{name}.pages") as out:
-        pages, total, size = _write_pages(out, chunks, bloom, page_bytes)
+        pages, total, size = _write_pages(out, chunks, keys, page_bytes)
     index_body = msgpack.packb(
-        {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "bloom": bloom.save_bytes()}
+        {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "filter": keys.save()}
     )
     checksum = _checksum(index_body)
     index_file = msgpack.packb([index_body, checksum])
@@ -239,7 +220,7 @@ def write_run(
 
 
 def _write_pages(
-    out: BinaryIO, chunks: Iterable[Columns], bloom: Bloom, page_bytes: int
+    out: BinaryIO, chunks: Iterable[Columns], keys: KeyFilter, page_bytes: int
 ) -> tuple[list[list[Any]], int, int]:
     """Write column chunks as pages on ``out``; return (page index rows, entries, bytes).
 
@@ -266,7 +247,7 @@ def _write_pages(
             name_array = pa.array(names, pa.string())
         parents = parent_array.tolist() if isinstance(parents, np.ndarray) else parents
         last_parent = parents[-1]
-        bloom.update(key_hashes(parents, names))
+        keys.add(KeyHashes(parent_array, name_array))
         dtypes = int_dtypes(ints)  # type: ignore[arg-type]
         name_offsets = np.frombuffer(name_array.buffers()[1], np.int32, size + 1)
         name_bytes = memoryview(name_array.buffers()[2] or b"")
@@ -313,11 +294,11 @@ class RunReader:
             if _checksum(index_body) != checksum:
                 raise ValueError("checksum mismatch")
             index = msgpack.unpackb(index_body)
-            if index.get("format") != _INDEX_FORMAT:
+            if index.get("format") not in _INDEX_FORMATS:
                 raise ValueError("not a run index")
             self.pages = [PageInfo((p[0], p[1]), (p[2], p[3]), *p[4:]) for p in index["pages"]]
             self.entries = int(index["entries"])
-            self.bloom = Bloom.load_bytes(index["bloom"], _identity)
+            self.keys = load_filter(index)
         except (ValueError, TypeError, KeyError, msgpack.UnpackException) as exc:
             raise CorruptPageError(
                 f"Shard {shard}: the run index {where} is damaged ({exc})."
@@ -449,12 +430,9 @@ class RunReader:
         if handle is not None:
             handle.close()
 
-    def get(self, key: Key, hashed: int | None = None) -> Entry | None:
-        """The entry for ``key`` in this run, if any (reads at most one page).
-
-        ``hashed`` is ``key_hash(key)`` when the caller has it already.
-        """
-        if (hashed if hashed is not None else key_hash(key)) not in self.bloom:
+    def get(self, key: Key) -> Entry | None:
+        """The entry for ``key`` in this run, if any (reads at most one page)."""
+        if not self.keys.holds(key):
             return None
         number = bisect.bisect_left(self._lasts, key)
         if number >= len(self.pages) or self.pages[number].first > key:
@@ -492,31 +470,28 @@ class RunReader:
         np.add.at(marks, high[spans], -1)
         return np.flatnonzero(np.cumsum(marks[:-1]) > 0)
 
-    def find_ids(
-        self, parents: np.ndarray, names: list[str], hashes: list[int] | None = None
-    ) -> np.ndarray:
-        """The node id of each key ``(parents[i], names[i])`` in this run, -1 where absent.
+    def find_ids(self, hashes: KeyHashes) -> np.ndarray:
+        """The node id of each of the keys ``hashes`` holds in this run, -1 where absent.
 
-        Keys the Bloom filter rules out read nothing. For the others, the one page that can
-        hold each (the first whose last key is not below it) is read, once for all the
-        keys it may hold, and the pages are searched as columns: the work grows with the
-        keys looked up, not with the run. ``hashes`` are the keys' :func:`key_hash` values
-        when the caller has them."""
-        ids = np.full(len(names), -1, dtype=np.int64)
-        if not self.pages or not names:
+        Keys the run's key filter rules out read nothing. For the others, the one page
+        that can hold each (the first whose last key is not below it) is read, once for all
+        the keys it may hold, and the pages are searched as columns: the work grows with
+        the keys looked up, not with the run."""
+        ids = np.full(len(hashes), -1, dtype=np.int64)
+        if not self.pages or not len(hashes):
             return ids
-        if hashes is None:
-            hashes = key_hashes(parents.tolist(), names)
-        found = np.fromiter(map(self.bloom.__contains__, hashes), dtype=bool, count=len(hashes))
-        maybe = np.flatnonzero(found)
+        maybe = np.flatnonzero(self.keys.may_hold(hashes))
         if not len(maybe):
             return ids
-        wanted = pa.array([names[i] for i in maybe.tolist()], pa.string())
-        numbers = insertion_points(self._page_lasts(), parents[maybe], wanted)
+        wanted = hashes.take(maybe)
+        parents, names = wanted.parents, wanted.names
+        if not isinstance(names, pa.Array):
+            names = pa.array(names, pa.string())
+        numbers = insertion_points(self._page_lasts(), parents, names)
         numbers = distinct_sorted(numbers[numbers < len(self.pages)])
         if len(numbers):
             read = _concatenated([self.page(int(n)) for n in numbers])
-            ids[maybe] = find_ids(read, parents[maybe], wanted)
+            ids[maybe] = find_ids(read, parents, names)
         return ids
 
     def _page_lasts(self) -> ChildColumns:

@@ -11,12 +11,12 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from treestore.storage import compaction, tree, visits
+from treestore.storage import compaction, keyfilter, tree, visits
 from treestore.storage.compaction import after_flush, own_runs_at_commit, size_tiered
 from treestore.storage.visits import ANY_AGE, accepts, counted_hits
 
 
-@pytest.mark.parametrize("module", [compaction, visits, tree], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [compaction, keyfilter, visits, tree], ids=lambda m: m.__name__)
 def test_docstring_examples(module: ModuleType) -> None:
     failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert tried > 0 and failures == 0

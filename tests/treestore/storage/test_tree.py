@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import treestore.storage.tree as tree_module
 from treestore.errors import CorruptPageError
 from treestore.storage import runs
+from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.memtable import Memtable
 from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStore
 from treestore.storage.tree import ANY_AGE, Handle, Handles, ShardTree, build_tree
@@ -511,5 +512,5 @@ def test_a_runs_ids_are_found_page_by_page_for_any_keys(
     runs.write_run(store, "run", [columns] if ordered else [], page_bytes=40)
     reader = runs.RunReader(store, "run")
     parents = np.array([k[0] for k in looked_up], dtype=np.int64)
-    found = reader.find_ids(parents, [k[1] for k in looked_up])
+    found = reader.find_ids(KeyHashes(parents, [k[1] for k in looked_up]))
     assert found.tolist() == [ids.get(k, -1) for k in looked_up]

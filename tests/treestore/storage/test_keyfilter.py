@@ -1,0 +1,99 @@
+"""A run's key filter: the same hash for a key whatever the batch, no false negatives,
+about 1% false positives, and runs of the first index format read as before."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from treestore.storage.keyfilter import KeyFilter, KeyHashes, LegacyFilter
+from treestore.storage.pagestore import FilePageStore
+from treestore.storage.runs import RunReader
+from treestore.storage.state import ShardState
+from treestore.storage.tree import ShardTree
+
+_KEYS = st.lists(
+    st.tuples(
+        st.integers(-(1 << 63), (1 << 63) - 1),
+        st.text(max_size=3) | st.text(min_size=30, max_size=80) | st.sampled_from(["u12", "é"]),
+    ),
+    max_size=30,
+)
+_LEGACY = Path(__file__).parent / "data" / "run-index-1"
+
+
+@settings(deadline=None, max_examples=150)
+@given(_KEYS)
+def test_a_keys_hashes_do_not_depend_on_the_batch_or_the_way(keys: list[tuple[int, str]]) -> None:
+    parents = np.array([k[0] for k in keys], dtype=np.int64)
+    together = KeyHashes(parents, [k[1] for k in keys]).pair()
+    as_arrow = KeyHashes(parents, pa.array([k[1] for k in keys], pa.string())).pair()
+    for i, key in enumerate(keys):
+        alone = KeyHashes(parents[i : i + 1], [key[1]]).pair()
+        assert (alone[0][0], alone[1][0]) == (together[0][i], together[1][i])
+        assert (as_arrow[0][i], as_arrow[1][i]) == (together[0][i], together[1][i])
+    built = KeyFilter.sized(len(keys))
+    built.add(KeyHashes(parents, [k[1] for k in keys]))
+    assert built.may_hold(KeyHashes(parents, [k[1] for k in keys])).all()  # no false negative
+    assert all(built.holds(key) for key in keys)
+
+
+def test_about_one_in_a_hundred_absent_keys_pass() -> None:
+    size = 50_000
+    built = KeyFilter.sized(size)
+    built.add(KeyHashes(np.arange(size), [f"n{i}" for i in range(size)]))
+    absent = KeyHashes(np.arange(size), [f"m{i}" for i in range(size)])
+    passed = built.may_hold(absent)
+    assert 0.002 < passed.mean() < 0.02
+    assert [built.holds((i, f"m{i}")) for i in range(2000)] == passed[:2000].tolist()
+    other = KeyHashes(np.arange(size) + 1, [f"n{i}" for i in range(size)])  # other parents
+    assert built.may_hold(other).mean() < 0.02
+
+
+def test_a_filter_of_the_wrong_size_is_refused() -> None:
+    saved = KeyFilter.sized(10).save()
+    saved["filter"] = saved["filter"][:-1]
+    try:
+        KeyFilter.load(saved)
+    except ValueError as exc:
+        assert "wrong size" in str(exc)
+    else:
+        raise AssertionError("a cut filter was accepted")
+
+
+def test_a_run_of_the_first_index_format_is_read_and_merged(tmp_path: Path) -> None:
+    """The run (written by the first format's writer: 300 UIDs with A/é0..é6 children)
+    is read through its rbloom filter, and a new load's runs merge with it."""
+    store = FilePageStore(tmp_path)
+    name = "trees/shard-0000/legacy-000"
+    (tmp_path / "trees" / "shard-0000").mkdir(parents=True)
+    for suffix in ("pages", "index"):
+        shutil.copy(f"{_LEGACY}.{suffix}", tmp_path / f"{name}.{suffix}")
+    reader = RunReader(store, name)
+    assert isinstance(reader.keys, LegacyFilter)
+    entry = reader.get((0, "u0007"))
+    assert entry is not None and reader.get((0, "nope")) is None
+    ids = reader.find_ids(KeyHashes(np.array([0, 0, 0]), ["u0007", "nope", "u0299"]))
+    assert ids[0] == entry[1] and ids[1] == -1 and ids[2] > 0
+    tree = ShardTree(store, _state_of(store, name, reader))
+    assert [n.name for n in tree.children(tree.root)][:2] == ["u0000", "u0001"]
+    tree.visit(tree.visit(tree.root_handle, "u0007"), "B")  # type: ignore[arg-type]
+    tree.visit(tree.root_handle, "u0300")
+    merged = ShardTree(store, tree.commit())
+    merged.compact()  # the legacy run and the new one become one run of the new format
+    assert len(merged.readers) == 1 and not isinstance(merged.readers[0].keys, LegacyFilter)
+    uid = merged.child(merged.root, "u0007")
+    assert uid is not None and uid.hits == 2
+    assert [n.name for n in merged.children(uid)] == ["A", "B"]
+    assert len(list(merged.children(merged.root))) == 301
+    assert merged.child(merged.root, "u0300") is not None
+
+
+def _state_of(store: FilePageStore, name: str, reader: RunReader) -> ShardState:
+    ids = [e[1] for e in reader.scan((-1, ""))]
+    return ShardState(runs=(name,), next_id=max(ids) + 1, nodes=len(ids) - 1)

@@ -1,0 +1,285 @@
+"""A run's key filter: a Bloom filter of its keys, hashed and filled as arrays.
+
+A run's index holds a filter of the run's ``(parent id, name)`` keys, so looking up a
+key the run does not hold reads none of its pages (about 1% of absent keys pass).
+Keys are hashed many at a time (:class:`KeyHashes`): a name's UTF-8 bytes, zero
+padded to whole 8-byte words, are folded word by word with the parent id and the
+byte length through the MurmurHash3 finalizer, in numpy, whatever the batch; all-ASCII
+names get their padded words from one Arrow kernel (``utf8_rpad``). The filter sets
+7 bits per key in 10 bits per expected key, probing ``a + i * b`` in 32 bits (``a``, ``b``
+from the key's two hashes).
+
+Runs written before (index format 1) hold an ``rbloom`` filter of each key's XXH3
+hash, computed one key at a time; they are read as before (:class:`LegacyFilter`).
+
+>>> hashes = KeyHashes(np.array([0, 0, 5]), ["a", "ab", "é"])
+>>> built = KeyFilter.sized(2)
+>>> built.add(hashes.take(np.array([0, 2])))
+>>> KeyFilter.load(built.save()).may_hold(hashes).tolist()
+[True, False, True]
+>>> [KeyFilter.load(built.save()).holds(k) for k in [(0, "a"), (0, "ab")]]
+[True, False]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+from rbloom import Bloom
+
+from treestore.storage.entries import Key
+
+__all__ = ["FILTER_FORMAT", "KeyFilter", "KeyHashes", "LegacyFilter", "load_filter"]
+
+FILTER_FORMAT = "treestore-key-filter-1"
+"""What a run index of format 2 records as its filter's kind (this module's hashing)."""
+_BITS_PER_KEY = 10
+_PROBES = 7
+_MAX_BITS = (1 << 32) - 1  # probe positions are 32-bit
+_WORD_COLUMNS = 4  # names of up to 32 bytes are folded from one matrix of words
+_U64 = (1 << 64) - 1
+_M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
+_GOLDEN = 0x9E3779B97F4A7C15
+_SALT1, _SALT2 = 0x243F6A8885A308D3, 0x13198A2E03707344
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """The MurmurHash3 64-bit finalizer, elementwise (uint64, wrapping)."""
+    x = x ^ (x >> np.uint64(33))
+    x = x * np.uint64(_M1)
+    x = x ^ (x >> np.uint64(33))
+    x = x * np.uint64(_M2)
+    return x ^ (x >> np.uint64(33))
+
+
+def _mix_one(x: int) -> int:
+    """:func:`_mix` of one Python int."""
+    x ^= x >> 33
+    x = (x * _M1) & _U64
+    x ^= x >> 33
+    x = (x * _M2) & _U64
+    return x ^ (x >> 33)
+
+
+def _word_matrix(names: pa.Array, lengths: np.ndarray, width: int) -> np.ndarray:
+    """The names' UTF-8 bytes zero padded to ``width`` bytes each, as an (n, width / 8)
+    matrix of little-endian words."""
+    size = len(names)
+    if size and pc.all(pc.string_is_ascii(names)).as_py():
+        padded = pc.utf8_rpad(names, width=width, padding="\x00")
+        offsets = np.frombuffer(padded.buffers()[1], np.int32, size + 1, padded.offset * 4)
+        if int(offsets[-1] - offsets[0]) == size * width:  # no name longer than width
+            raw = np.frombuffer(padded.buffers()[2], np.uint8, size * width, int(offsets[0]))
+            return raw.view("<u8").reshape(size, width // 8)
+    matrix = np.zeros((size, width), np.uint8)
+    names = pa.concat_arrays([names]) if names.offset else names
+    offsets = np.frombuffer(names.buffers()[1], np.int32, size + 1).astype(np.int64)
+    total = int(offsets[-1] - offsets[0])
+    data = np.frombuffer(names.buffers()[2] or b"", np.uint8, total, int(offsets[0]))
+    rows = np.repeat(np.arange(size, dtype=np.int64), lengths)
+    places = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1] - offsets[0], lengths)
+    matrix.reshape(-1)[rows * width + places] = data
+    return matrix.view("<u8").reshape(size, width // 8)
+
+
+def _folded(parents: np.ndarray, names: pa.Array) -> np.ndarray:
+    """Each key's 64-bit hash, before it is split in two (see the module's docstring)."""
+    lengths = pc.binary_length(names).to_numpy(zero_copy_only=False).astype(np.int64)
+    words = (lengths + 7) // 8
+    hashes = parents.astype(np.int64).view(np.uint64) ^ _mix(
+        lengths.astype(np.uint64) * np.uint64(_GOLDEN)
+    )
+    long_rows = np.flatnonzero(words > _WORD_COLUMNS)  # a few: in parts, for memory
+    parts = [
+        np.flatnonzero(words <= _WORD_COLUMNS),
+        *np.array_split(long_rows, len(long_rows) // 4096 + 1),
+    ]
+    for part in parts:
+        if not len(part):
+            continue
+        width = 8 * max(1, int(words[part].max()))
+        matrix = _word_matrix(names.take(pa.array(part)), lengths[part], width)
+        folded, counts = hashes[part], words[part]
+        for column in range(matrix.shape[1]):
+            folded = np.where(column < counts, _mix(folded ^ matrix[:, column]), folded)
+        hashes[part] = folded
+    return hashes
+
+
+def _folded_one(key: Key) -> int:
+    """:func:`_folded` of one key, in Python ints (the same value)."""
+    data = key[1].encode()
+    value = (key[0] & _U64) ^ _mix_one((len(data) * _GOLDEN) & _U64)
+    for start in range(0, len(data), 8):
+        word = int.from_bytes(data[start : start + 8].ljust(8, b"\0"), "little")
+        value = _mix_one(value ^ word)
+    return value
+
+
+class KeyHashes:
+    """Keys ``(parents[i], names[i])`` and their hashes, each kind computed once, on first
+    use: the pair this module's filter probes, and the legacy XXH3 values."""
+
+    def __init__(
+        self,
+        parents: np.ndarray,
+        names: Sequence[str] | pa.Array,
+        pair: tuple[np.ndarray, np.ndarray] | None = None,
+        legacy: list[int] | None = None,
+    ) -> None:
+        self.parents = np.asarray(parents, dtype=np.int64)
+        self.names = names
+        self._pair = pair
+        self._legacy = legacy
+
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    def pair(self) -> tuple[np.ndarray, np.ndarray]:
+        """Two 64-bit hashes per key (uint64 arrays)."""
+        if self._pair is None:
+            names = self.names
+            if not isinstance(names, pa.Array):
+                names = pa.array(names, pa.string())
+            folded = _folded(self.parents, names)
+            self._pair = (
+                _mix(folded ^ np.uint64(_SALT1)),
+                _mix(folded ^ np.uint64(_SALT2)) | np.uint64(1),
+            )
+        return self._pair
+
+    def legacy(self) -> list[int]:
+        """Each key's XXH3 hash as format-1 filters hold it (signed 128-bit)."""
+        if self._legacy is None:
+            names = self.names
+            if isinstance(names, pa.Array):
+                names = names.to_pylist()
+            self._legacy = _legacy_hashes(self.parents.tolist(), names)
+        return self._legacy
+
+    def take(self, rows: np.ndarray) -> KeyHashes:
+        """The keys at ``rows``, with the hashes computed so far."""
+        names = self.names
+        if isinstance(names, pa.Array):
+            names = names.take(pa.array(rows))
+        else:
+            names = [names[i] for i in rows.tolist()]
+        pair = None if self._pair is None else (self._pair[0][rows], self._pair[1][rows])
+        legacy = None if self._legacy is None else [self._legacy[i] for i in rows.tolist()]
+        return KeyHashes(self.parents[rows], names, pair, legacy)
+
+
+def _legacy_hashes(parents: list[int], names: list[str]) -> list[int]:
+    digest, shift = xxhash.xxh3_128_intdigest, 1 << 127
+    return [digest(b"%d/%s" % (p, n.encode())) - shift for p, n in zip(parents, names, strict=True)]
+
+
+class KeyFilter:
+    """A Bloom filter of :class:`KeyHashes` pairs over ``size`` bits (``bits``: packed,
+    little-endian bit order)."""
+
+    def __init__(self, bits: np.ndarray, size: int) -> None:
+        self.bits = bits
+        self.size = size
+        self._open: np.ndarray | None = None  # one byte per bit while keys are added
+
+    def _pack(self) -> None:
+        if self._open is not None:
+            self.bits = np.packbits(self._open, bitorder="little")
+            self._open = None
+
+    @classmethod
+    def sized(cls, expected: int) -> KeyFilter:
+        """An empty filter for about ``expected`` keys."""
+        size = min(_MAX_BITS, max(64, _BITS_PER_KEY * expected))
+        return cls(np.zeros((size + 7) // 8, np.uint8), size)
+
+    def _probes(self, hashes: KeyHashes) -> tuple[np.ndarray, np.ndarray]:
+        """Each key's first probe and its stride: probe ``i`` is ``low + i * stride`` in 32
+        bits, scaled to the filter's size by :meth:`_scaled`."""
+        first, step = hashes.pair()
+        return (first >> np.uint64(32)).astype(np.uint32), step.astype(np.uint32) | np.uint32(1)
+
+    def _scaled(self, probes: np.ndarray) -> np.ndarray:
+        return ((probes.astype(np.uint64) * np.uint64(self.size)) >> np.uint64(32)).astype(np.int64)
+
+    def add(self, hashes: KeyHashes) -> None:
+        """Add the keys (into an unpacked copy of the bits, packed again by :meth:`save`)."""
+        if self._open is None:
+            self._open = np.unpackbits(self.bits, count=self.size, bitorder="little").view(bool)
+        low, stride = self._probes(hashes)
+        for i in range(_PROBES):
+            self._open[self._scaled(low + np.uint32(i) * stride)] = True
+
+    def may_hold(self, hashes: KeyHashes) -> np.ndarray:
+        """Whether each key may be in the filter (``False``: it is not). Each probe reads
+        the bits of the keys still in, so absent keys cost about two probes."""
+        self._pack()
+        low, stride = self._probes(hashes)
+        alive = np.arange(len(hashes))
+        for i in range(_PROBES):
+            places = self._scaled(low[alive] + np.uint32(i) * stride[alive])
+            alive = alive[(self.bits[places >> 3] >> (places & 7).astype(np.uint8)) & 1 == 1]
+        held = np.zeros(len(hashes), dtype=bool)
+        held[alive] = True
+        return held
+
+    def holds(self, key: Key) -> bool:
+        """Whether ``key`` may be in the filter (one key, in Python ints)."""
+        self._pack()
+        folded = _folded_one(key)
+        low = _mix_one(folded ^ _SALT1) >> 32
+        stride = (_mix_one(folded ^ _SALT2) | 1) & 0xFFFFFFFF
+        for i in range(_PROBES):
+            place = (((low + i * stride) & 0xFFFFFFFF) * self.size) >> 32
+            if not (int(self.bits[place >> 3]) >> (place & 7)) & 1:
+                return False
+        return True
+
+    def save(self) -> dict[str, Any]:
+        """What a run index records of the filter."""
+        self._pack()
+        return {"kind": FILTER_FORMAT, "bits": self.size, "filter": self.bits.tobytes()}
+
+    @classmethod
+    def load(cls, saved: dict[str, Any]) -> KeyFilter:
+        """The filter :meth:`save` recorded (``ValueError`` if it is not one)."""
+        if saved.get("kind") != FILTER_FORMAT:
+            raise ValueError(f"an unknown key filter {saved.get('kind')!r}")
+        size = int(saved["bits"])
+        bits = np.frombuffer(saved["filter"], np.uint8)
+        if len(bits) != (size + 7) // 8:
+            raise ValueError("a key filter of the wrong size")
+        return cls(bits, size)
+
+
+def _identity(value: int) -> int:
+    return value
+
+
+class LegacyFilter:
+    """The filter of a run of index format 1: ``rbloom`` over per-key XXH3 hashes."""
+
+    def __init__(self, saved: bytes) -> None:
+        self.bloom = Bloom.load_bytes(saved, _identity)
+
+    def may_hold(self, hashes: KeyHashes) -> np.ndarray:
+        """Whether each key may be in the filter."""
+        values = hashes.legacy()
+        return np.fromiter(map(self.bloom.__contains__, values), dtype=bool, count=len(values))
+
+    def holds(self, key: Key) -> bool:
+        """Whether ``key`` may be in the filter."""
+        return _legacy_hashes([key[0]], [key[1]])[0] in self.bloom
+
+
+def load_filter(index: dict[str, Any]) -> KeyFilter | LegacyFilter:
+    """The key filter a run index (decoded) holds, of either format."""
+    if "bloom" in index:
+        return LegacyFilter(index["bloom"])
+    return KeyFilter.load(index["filter"])
