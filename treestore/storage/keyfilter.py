@@ -157,9 +157,8 @@ class KeyHashes:
         """Each key's XXH3 hash as format-1 filters hold it (signed 128-bit)."""
         if self._legacy is None:
             names = self.names
-            if isinstance(names, pa.Array):
-                names = names.to_pylist()
-            self._legacy = _legacy_hashes(self.parents.tolist(), names)
+            listed = names.to_pylist() if isinstance(names, pa.Array) else list(names)
+            self._legacy = _legacy_hashes(self.parents.tolist(), listed)
         return self._legacy
 
     def take(self, rows: np.ndarray) -> KeyHashes:
@@ -174,7 +173,7 @@ class KeyHashes:
         return KeyHashes(self.parents[rows], names, pair, legacy)
 
 
-def _legacy_hashes(parents: list[int], names: list[str]) -> list[int]:
+def _legacy_hashes(parents: list[int], names: Sequence[str]) -> list[int]:
     digest, shift = xxhash.xxh3_128_intdigest, 1 << 127
     return [digest(b"%d/%s" % (p, n.encode())) - shift for p, n in zip(parents, names, strict=True)]
 
