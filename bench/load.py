@@ -173,6 +173,17 @@ def _task_time(report: dict) -> str:  # type: ignore[type-arg]
     return ", ".join(f"{k} {v:.1f} s" for k, v in totals.items()) + " (summed over shards)"
 
 
+def _written(report: dict) -> str:  # type: ignore[type-arg]
+    """The bytes the shards' tasks wrote against the bytes their trees keep (spills and
+    compactions rewrite entries)."""
+    shards = report["shards"].values()
+    written = sum(s["bytes_written"] for s in shards)
+    kept = sum(s["bytes"] for s in shards)
+    return (
+        f"trees: {kept / 1e6:,.0f} MB kept, {written / 1e6:,.0f} MB written ({written / kept:.1f}x)"
+    )
+
+
 def _timed(action):  # type: ignore[no-untyped-def]
     began = time.perf_counter()
     result = action()
@@ -195,8 +206,10 @@ def scaled_load(spark, attributes: int, mappings: int, scale: int, first: float)
     folder = Path(tempfile.mkdtemp(prefix="treestore-bench-load-scaled-"))
     try:
         job_file, _ = generate(folder, attributes * scale, mappings * scale)
-        _, seconds = _timed(lambda: run_load(spark, load_job(job_file), folder / "store"))
+        result, seconds = _timed(lambda: run_load(spark, load_job(job_file), folder / "store"))
         ratio = seconds / first
+        print(f"  {_written(result.report)}")
+        print(f"  shard tasks: {_task_time(result.report)}")
         print(
             f"full load of {scale}x the rows: {seconds:.1f} s = {ratio:.2f}x the first load's "
             f"time (goal <= {1.1 * scale:.1f}x): {_verdict(ratio <= 1.1 * scale)}"
@@ -223,6 +236,7 @@ def main() -> None:
         job = load_job(job_file)
         result, full = _timed(lambda: run_load(spark, job, store))
         print(f"full load: {full:.1f} s  phases {result.report['phases']}")
+        print(f"  {_written(result.report)}")
         print(f"  shard tasks: {_task_time(result.report)}")
         shutil.copy(extra, folder / "mapping" / "part-extra.tsv")
         result, incremental = _timed(lambda: run_load(spark, job, store))

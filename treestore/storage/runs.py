@@ -242,11 +242,9 @@ def _write_pages(
             raise ValueError(f"run entries out of order near parent {parent_array[0]}")
         if isinstance(names, pa.Array):
             name_array = pa.concat_arrays([names]) if names.offset else names
-            names = names.to_pylist()
         else:
             name_array = pa.array(names, pa.string())
-        parents = parent_array.tolist() if isinstance(parents, np.ndarray) else parents
-        last_parent = parents[-1]
+        last_parent = int(parent_array[-1])
         keys.add(KeyHashes(parent_array, name_array))
         dtypes = int_dtypes(ints)  # type: ignore[arg-type]
         name_offsets = np.frombuffer(name_array.buffers()[1], np.int32, size + 1)
@@ -256,7 +254,13 @@ def _write_pages(
         ends = name_offsets[1:].astype(np.int64) + width * np.arange(1, size + 1)
         cuts = np.flatnonzero(np.diff(ends // page_bytes, prepend=0)) + 1
         bounds = [0, *[int(c) for c in cuts if c < size], size]
-        for a, b in itertools.pairwise(bounds):
+        starts_at = np.array(bounds[:-1], dtype=np.int64)
+        ends_at = np.array(bounds[1:], dtype=np.int64) - 1
+        firsts, lasts = (
+            zip(parent_array[at].tolist(), name_array.take(at).to_pylist(), strict=True)
+            for at in (starts_at, ends_at)
+        )
+        for (a, b), first, last in zip(itertools.pairwise(bounds), firsts, lasts, strict=True):
             start, stop = int(name_offsets[a]), int(name_offsets[b])
             encoded = encode_page(
                 tuple(c[a:b] for c in ints),  # type: ignore[arg-type]
@@ -265,8 +269,7 @@ def _write_pages(
                 name_bytes[start:stop],
                 datas[a:b] if has_data else None,  # type: ignore[index]
             )
-            first_last = [parents[a], names[a], parents[b - 1], names[b - 1]]
-            pages.append([*first_last, offset, len(encoded), b - a, _checksum(encoded)])
+            pages.append([*first, *last, offset, len(encoded), b - a, _checksum(encoded)])
             out.write(encoded)
             offset += len(encoded)
         total += size
