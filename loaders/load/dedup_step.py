@@ -34,7 +34,7 @@ from loaders.job.model import JobSpec, SourceSpec
 from loaders.listing.identity import location_of
 from loaders.load.inputs import InputFile, list_input_files, read_source
 from loaders.load.readers import REJECT
-from loaders.load.shard_frames import SHARD, partition_by_shard, shard_column
+from loaders.load.shard_frames import SHARD, load_partitions, partition_by_shard, shard_column
 from treestore.arrays import distinct_sorted
 from treestore.errors import LoadError, StoreError
 from treestore.filesystems import is_file
@@ -259,7 +259,10 @@ def index_files(
     fields = [*source.dedup_keys, *([source.shard_by] if source.shard_by else [])]
     frame = read_source(spark, source, files, fields).where(F.col(REJECT).isNull())
     frame = dedup_columns(frame.withColumn(SHARD, shard_column(frame, source, job.shards)), source)
-    arranged = partition_by_shard(spark, frame.select(SHARD, DKEY, DHASH), job.shards)
+    # as many tasks as a load of these files runs (each serves several shards when the
+    # files are small: a Python task costs tens of milliseconds to start)
+    tasks = load_partitions(spark, job.shards, sum(f.size for f in files))
+    arranged = partition_by_shard(spark, frame.select(SHARD, DKEY, DHASH), job.shards, tasks)
     task = _index_task(pages, source.name, base)
     schema = "shard int, runs array<string>, rows long, within long, earlier long"
     with spark_errors(LoadError, f"Indexing the records of source {source.name!r}"):

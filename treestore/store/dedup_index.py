@@ -106,8 +106,8 @@ class IndexRun:
             table = reader.read_all()
             if table.schema != RUN_SCHEMA:
                 raise ValueError(f"unexpected columns {table.schema.names}")
-            hashes = table.column("hash").combine_chunks().to_numpy(zero_copy_only=False)
-            keys = table.column("key").combine_chunks()
+            hashes = _one_array(table.column("hash")).to_numpy(zero_copy_only=False)
+            keys = _one_array(table.column("key"))
             recorded = (reader.schema.metadata or {}).get(_CHECKSUM_KEY)
             if recorded is not None and int(recorded, 16) != _run_checksum(hashes, keys):
                 raise ValueError("its columns fail their checksum")
@@ -307,7 +307,14 @@ def _prepared(hashes: np.ndarray, keys: pa.Array) -> tuple[np.ndarray, pa.Array,
 
 
 def _columns(table: pa.Table) -> tuple[np.ndarray, pa.Array]:
-    return table.column("hash").to_numpy(), table.column("key").combine_chunks()
+    return table.column("hash").to_numpy(), _one_array(table.column("key"))
+
+
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    """``column`` as one array: its only chunk as it is (a run is written as one record
+    batch, so this maps the file without a copy; ``combine_chunks`` copies even one chunk,
+    which made opening an index cost a copy of all of it), else the chunks concatenated."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 INDEX_NAME = "dedup/INDEX"
