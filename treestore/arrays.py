@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["distinct_sorted", "unique_first_inverse"]
+__all__ = ["distinct_sorted", "expand_ranges", "unique_first_inverse"]
 
 
 def distinct_sorted(values: np.ndarray) -> np.ndarray:
@@ -39,3 +39,12 @@ def unique_first_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     inverse = np.empty(len(values), dtype=np.int64)
     inverse[order] = np.cumsum(starts) - 1
     return ordered[begins], np.minimum.reduceat(order, begins), inverse
+
+
+def expand_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``starts[0] .. starts[0]+lengths[0]-1``, then the next range, ... as one index array."""
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    before = np.cumsum(lengths) - lengths
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - before, lengths)

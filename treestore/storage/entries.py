@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from treestore.arrays import expand_ranges
+
 __all__ = [
     "SMALL_SHARE",
     "ChildColumns",
@@ -26,15 +28,6 @@ __all__ = [
 
 Key = tuple[int, str]
 """A tree entry's key: its parent's node id and its name."""
-
-
-def expand_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``starts[0] .. starts[0]+lengths[0]-1``, then the next range, ... as one index array."""
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    before = np.cumsum(lengths) - lengths
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - before, lengths)
 
 
 @dataclass(frozen=True)

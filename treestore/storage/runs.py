@@ -57,7 +57,13 @@ from treestore.storage.entries import (
     insertion_points,
 )
 from treestore.storage.keyfilter import KeyFilter, KeyHashes, load_filter
-from treestore.storage.pages import Page, columns_of_pages, encode_page, int_dtypes
+from treestore.storage.pages import (
+    Page,
+    columns_of_pages,
+    columns_of_span,
+    encode_page,
+    int_dtypes,
+)
 from treestore.storage.pagestore import PageStore
 
 __all__ = [
@@ -318,6 +324,7 @@ class RunReader:
         self._first_parents = np.array([p.first[0] for p in self.pages], dtype=np.int64)
         self._last_parents = np.array([p.last[0] for p in self.pages], dtype=np.int64)
         self._lasts_columns: ChildColumns | None = None
+        self._spans: np.ndarray | None = None  # each page's (offset, length), once needed
         self._cache_prefix = (store.location, name)
         self._handle: Any = None
         self._local: tuple[Any] | None = None  # the pages file's local path, once looked up
@@ -351,9 +358,16 @@ class RunReader:
         begin = self.pages[start].offset
         raw = self._read(begin, self.pages[stop - 1].offset + self.pages[stop - 1].length - begin)
         infos = self.pages[start:stop]
+        view = memoryview(raw)
+        for number, info in enumerate(infos, start):
+            self._check(number, view[info.offset - begin : info.offset - begin + info.length])
+        if not with_data:
+            if self._spans is None:
+                self._spans = np.array([(p.offset, p.length) for p in self.pages], np.int64)
+            spans = self._spans[start:stop]
+            if (found := columns_of_span(raw, spans[:, 0] - begin, spans[:, 1])) is not None:
+                return ChildColumns(found[0][0], found[1], *found[0][1:])
         encoded = [raw[i.offset - begin : i.offset - begin + i.length] for i in infos]
-        for number, page in enumerate(encoded, start):
-            self._check(number, page)
         if not with_data and (found := columns_of_pages(encoded)) is not None:
             return ChildColumns(found[0][0], found[1], *found[0][1:])
         pages = [self._decode(n, page) for n, page in enumerate(encoded, start)]
@@ -374,7 +388,7 @@ class RunReader:
             yield self.pages_columns(start, stop, with_data)
             start = stop
 
-    def _check(self, number: int, encoded: bytes) -> None:
+    def _check(self, number: int, encoded: bytes | memoryview) -> None:
         """Raise :class:`CorruptPageError` unless page ``number``'s bytes match its checksum."""
         info = self.pages[number]
         if len(encoded) != info.length or _checksum(encoded) != info.checksum:

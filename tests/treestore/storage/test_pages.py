@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from treestore.storage.entries import ChildColumns, merge_columns
 from treestore.storage.merging import merge_blocks
-from treestore.storage.pages import Page, encode_page, int_dtypes
+from treestore.storage.pages import Page, columns_of_span, encode_page, int_dtypes
 from treestore.storage.runs import merge_entries
 
 _INT = st.integers(-(1 << 62), 1 << 62)
@@ -60,6 +60,43 @@ def test_pages_of_the_first_format_are_read() -> None:
     assert page.entry(1) == ((0, "é"), 2, 4, 1, {"s": ["sum", 2]})
     assert page.find((0, "b")) == 1
     assert page.ints[2].tolist() == [3, 4]
+
+
+_ENTRY = st.tuples(_INT, st.text(), _INT, _INT, _INT, st.none() | st.dictionaries(st.text(), _INT))
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.lists(st.lists(_ENTRY, max_size=12), min_size=1, max_size=6), st.booleans())
+def test_a_span_of_pages_decodes_as_its_pages_do(pages: list[list[tuple]], small: bool) -> None:  # type: ignore[type-arg]
+    """Consecutive pages (each with its own int widths, some with data) decode at once
+    into what their pages give one by one."""
+    if small:  # int32 columns in some pages, int64 in others
+        pages = [[(p % 9, n, i % 9, h % 9, c % 9, d) for p, n, i, h, c, d in page] for page in pages]
+        pages[0] = [(p, n, i << 40, h, c, d) for p, n, i, h, c, d in pages[0]]
+    encoded = []
+    for page in pages:
+        columns = [list(c) for c in zip(*page, strict=True)] if page else [[]] * 6
+        has_data = any(d is not None for d in columns[5])
+        encoded.append(_encode(*columns[:5], columns[5] if has_data else None))
+    lengths = np.array([len(e) for e in encoded], dtype=np.int64)
+    found = columns_of_span(b"".join(encoded), np.cumsum(lengths) - lengths, lengths)
+    assert found is not None
+    ints, names = found
+    decoded = [Page(e) for e in encoded]
+    assert names.to_pylist() == [n for page in decoded for n in page.names.to_pylist()]
+    for k in range(4):
+        assert ints[k].dtype == np.int64
+        assert ints[k].tolist() == [v for page in decoded for v in page.ints[k].tolist()]
+
+
+def test_a_span_that_does_not_add_up_is_left_to_the_page_decoder() -> None:
+    page = _encode([1, 2], ["a", "b"], [3, 4], [5, 6], [0, 0], None)
+    starts, lengths = np.array([0, len(page)]), np.array([len(page), len(page)])
+    assert columns_of_span(page + page, starts, lengths) is not None
+    assert columns_of_span(page + page, starts, lengths - 8) is None  # lengths disagree
+    assert columns_of_span(page + page[:16] + bytes(len(page) - 16), starts, lengths) is None
+    first_format = msgpack.packb([[0], ["a"], [1], [3], [0], [None]])
+    assert columns_of_span(first_format + bytes(-len(first_format) % 8), np.array([0]), np.array([8])) is None
 
 
 _KEYS = st.lists(
