@@ -72,9 +72,12 @@ class _Level:
         return len(self.nodes)
 
     def slice(self, start: int, stop: int) -> _Level:
-        rows = np.arange(start, min(stop, len(self)))
+        """Rows ``start`` to ``stop - 1`` (views, no copies)."""
+        stop = min(stop, len(self))
         return _Level(
-            self.nodes.take(rows), self.src[rows], tuple(c.take(rows) for c in self.columns)
+            self.nodes.slice(start, stop),
+            self.src[start:stop],
+            tuple(c.slice(start, max(0, stop - start)) for c in self.columns),
         )
 
 
@@ -263,9 +266,9 @@ def _flattened(level: _Level) -> _Level:
 
 def _rows(levels: list[_Level]) -> tuple[int, list[pa.Array]]:
     """The last level's row count and its rows' columns, taken back through every level."""
-    rows = np.arange(len(levels[-1]))
-    parts: list[tuple[pa.Array, ...]] = []
-    for level in reversed(levels[1:]):
+    parts: list[tuple[pa.Array, ...]] = [levels[-1].columns] if len(levels) > 1 else []
+    rows = levels[-1].src
+    for level in reversed(levels[1:-1]):
         parts.append(tuple(c.take(rows) for c in level.columns))
         rows = level.src[rows]
     return len(levels[-1]), [column for part in reversed(parts) for column in part]
