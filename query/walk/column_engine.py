@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -60,11 +60,54 @@ def column_types(path: Path) -> list[ColumnType]:
     return types
 
 
+class _Picked:
+    """Entries picked from columns (``base``) by index, gathered column by column when a
+    column is first asked for: a full scan's last level gathers only the names it shows,
+    and picking from picked entries composes the indices instead of copying columns."""
+
+    def __init__(self, base: ChildColumns, rows: np.ndarray) -> None:
+        self.base = base
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @cached_property
+    def parents(self) -> np.ndarray:
+        return self.base.parents[self.rows]
+
+    @cached_property
+    def names(self) -> pa.Array:
+        return self.base.names.take(self.rows)
+
+    @cached_property
+    def ids(self) -> np.ndarray:
+        return self.base.ids[self.rows]
+
+    @cached_property
+    def hits(self) -> np.ndarray:
+        return self.base.hits[self.rows]
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        return self.base.counts[self.rows]
+
+    def take(self, rows: np.ndarray) -> _Picked:
+        return _Picked(self.base, self.rows[rows])
+
+    def slice(self, start: int, stop: int) -> _Picked:
+        return _Picked(self.base, self.rows[start:stop])
+
+
+_Nodes = ChildColumns | _Picked
+"""A level's nodes: columns, or entries picked from columns."""
+
+
 @dataclass(frozen=True)
 class _Level:
     """The rows one element produced: their nodes, the row before each, the columns added."""
 
-    nodes: ChildColumns
+    nodes: _Nodes
     src: np.ndarray
     columns: tuple[pa.Array, ...]
 
@@ -115,7 +158,7 @@ class _ChildSource:
         self.child_count = per_parent[1:]
         self.first_child = (np.cumsum(per_parent) - per_parent)[1:]
 
-    def children(self, frontier: ChildColumns) -> tuple[np.ndarray, ChildColumns]:
+    def children(self, frontier: _Nodes) -> tuple[np.ndarray, _Picked]:
         """Every child of every frontier row: (the frontier row of each, the children)."""
         has_children = frontier.counts > 0
         if (
@@ -136,7 +179,7 @@ class _ChildSource:
             lengths = np.searchsorted(found.parents, frontier.ids, "right") - starts
             lengths[~has_children] = 0
         src = np.repeat(np.arange(len(frontier)), lengths)
-        return src, found.take(expand_ranges(starts, lengths))
+        return src, _Picked(found, expand_ranges(starts, lengths))
 
 
 def _in_range(names: pa.Array, start: str, stop: str | None) -> np.ndarray:
@@ -146,7 +189,7 @@ def _in_range(names: pa.Array, start: str, stop: str | None) -> np.ndarray:
     return mask.to_numpy(zero_copy_only=False)
 
 
-def _select(element: Element, src: np.ndarray, children: ChildColumns) -> np.ndarray | None:
+def _select(element: Element, src: np.ndarray, children: _Nodes) -> np.ndarray | None:
     """The children ``element`` takes, as indices in walk order (per parent, per
     alternative); ``None`` for all of them."""
     kind = element.kind
@@ -174,8 +217,8 @@ def _select(element: Element, src: np.ndarray, children: ChildColumns) -> np.nda
 
 
 def _with_defaults(
-    element: Element, frontier_size: int, src: np.ndarray, nodes: ChildColumns
-) -> tuple[np.ndarray, ChildColumns]:
+    element: Element, frontier_size: int, src: np.ndarray, nodes: _Nodes
+) -> tuple[np.ndarray, _Nodes]:
     """Add a stand-in node for every frontier row without candidates (``+[default]``)."""
     if element.stand_in is None:
         return src, nodes

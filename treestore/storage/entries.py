@@ -75,17 +75,6 @@ class ChildColumns:
         """The key of the last entry (there must be one)."""
         return (int(self.parents[-1]), self.names[len(self) - 1].as_py())
 
-    def slice(self, start: int, stop: int) -> ChildColumns:
-        """The entries ``start`` to ``stop - 1``, as views (no copies)."""
-        return ChildColumns(
-            self.parents[start:stop],
-            self.names.slice(start, max(0, stop - start)),
-            self.ids[start:stop],
-            self.hits[start:stop],
-            self.counts[start:stop],
-            None if self.data is None else self.data[start:stop],
-        )
-
     def take(self, rows: np.ndarray) -> ChildColumns:
         """The entries at ``rows``."""
         return ChildColumns(

@@ -85,7 +85,7 @@ _INDEX_FORMAT = "treestore-run-index-2"
 _INDEX_FORMATS = ("treestore-run-index-1", _INDEX_FORMAT)  # 1: a legacy key filter
 
 
-def _checksum(data: bytes) -> int:
+def _checksum(data: bytes | memoryview) -> int:
     return xxhash.xxh64_intdigest(data)
 
 
