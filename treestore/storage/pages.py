@@ -143,26 +143,34 @@ def columns_of_span(
         return None
     counts = header["count"].astype(np.int64)
     flags = header["flags"]
-    words = (np.frombuffer(raw, _INT32), np.frombuffer(raw, _INT64))
-    at = starts + _HEADER_SIZE
-    columns = []
+    sections = [starts + _HEADER_SIZE]  # where each int column, then the offsets, start
     for k in range(4):
-        narrow = (flags & (1 << k)) != 0
-        ends = at + ((counts * np.where(narrow, 4, 8) + 7) & ~7)
-        if int(ends.max()) > len(buffer):
-            return None
-        columns.append(_gathered(words, at, counts, narrow))
-        at = ends
+        sections.append(sections[-1] + ((counts * np.where(flags & (1 << k), 4, 8) + 7) & ~7))
     name_sizes = header["names"].astype(np.int64)
-    names_at = at + (((counts + 1) * 4 + 7) & ~7)
+    names_at = sections[4] + (((counts + 1) * 4 + 7) & ~7)
     ends = names_at + ((name_sizes + 7) & ~7) + ((header["data"].astype(np.int64) + 7) & ~7)
-    if not np.array_equal(ends, starts + lengths):
+    if not np.array_equal(ends, starts + lengths) or int(ends[-1]) > len(buffer):
         return None
     total = int(name_sizes.sum())
     if total >= 1 << 31:
         raise ValueError("more than 2 GB of names in one read")
+    words = (np.frombuffer(raw, _INT32), np.frombuffer(raw, _INT64))
     offsets = np.empty(int(counts.sum()) + 1, dtype=np.int32)
-    offsets[:-1] = words[0][expand_ranges(at // 4, counts)]
+    if bool(((flags & 0xF) == 0xF).all()):
+        # every column int32 (the usual case): each column's values sit one padded
+        # column further on than the last's, so one index array serves all five
+        index = expand_ranges(sections[0] // 4, counts)
+        step = np.repeat(((counts * 4 + 7) & ~7) // 4, counts)
+        columns = []
+        for _ in range(4):
+            columns.append(words[0][index].astype(np.int64))
+            index += step
+        offsets[:-1] = words[0][index]
+    else:
+        columns = [
+            _gathered(words, sections[k], counts, (flags & (1 << k)) != 0) for k in range(4)
+        ]
+        offsets[:-1] = words[0][expand_ranges(sections[4] // 4, counts)]
     offsets[:-1] += np.repeat((np.cumsum(name_sizes) - name_sizes).astype(np.int32), counts)
     offsets[-1] = total
     view = memoryview(raw)

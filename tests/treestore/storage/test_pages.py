@@ -66,13 +66,17 @@ _ENTRY = st.tuples(_INT, st.text(), _INT, _INT, _INT, st.none() | st.dictionarie
 
 
 @settings(deadline=None, max_examples=200)
-@given(st.lists(st.lists(_ENTRY, max_size=12), min_size=1, max_size=6), st.booleans())
-def test_a_span_of_pages_decodes_as_its_pages_do(pages: list[list[tuple]], small: bool) -> None:  # type: ignore[type-arg]
-    """Consecutive pages (each with its own int widths, some with data) decode at once
-    into what their pages give one by one."""
-    if small:  # int32 columns in some pages, int64 in others
+@given(
+    st.lists(st.lists(_ENTRY, max_size=12), min_size=1, max_size=6),
+    st.sampled_from(["int32", "mixed", "as drawn"]),
+)
+def test_a_span_of_pages_decodes_as_its_pages_do(pages: list[list[tuple]], widths: str) -> None:  # type: ignore[type-arg]
+    """Consecutive pages (all int32, int32 and int64 columns mixed, or as drawn; some with
+    data) decode at once into what their pages give one by one."""
+    if widths != "as drawn":
         pages = [[(p % 9, n, i % 9, h % 9, c % 9, d) for p, n, i, h, c, d in page] for page in pages]
-        pages[0] = [(p, n, i << 40, h, c, d) for p, n, i, h, c, d in pages[0]]
+    if widths == "mixed":
+        pages[0] = [(p, n, i + (1 << 40), h, c, d) for p, n, i, h, c, d in pages[0]]
     encoded = []
     for page in pages:
         columns = [list(c) for c in zip(*page, strict=True)] if page else [[]] * 6
