@@ -38,6 +38,8 @@ __all__ = ["CHUNK_ROWS", "column_types", "run_path_columns", "supports"]
 
 CHUNK_ROWS = 65536
 """Levels bigger than this are walked in slices of this many rows."""
+FIRST_CHUNK_ROWS = 64
+"""The first slice of each level on the way to a tree's first rows (see ``walk``)."""
 WHOLE_TREE_SHARE = 64
 """A frontier holding more than this share of the tree's nodes reads the whole tree."""
 
@@ -318,7 +320,7 @@ def _rows(levels: list[_Level]) -> tuple[int, list[pa.Array]]:
 
 
 def run_path_columns(
-    tree: ShardTree, path: Path, chunk_rows: int = CHUNK_ROWS
+    tree: ShardTree, path: Path, chunk_rows: int = CHUNK_ROWS, first_rows: int = FIRST_CHUNK_ROWS
 ) -> Iterator[tuple[int, list[pa.Array]]]:
     """``path``'s rows over ``tree``, in tree order, a chunk at a time: each chunk's row
     count and columns (a path that shows nothing makes rows without columns)."""
@@ -339,14 +341,19 @@ def run_path_columns(
         (),
     )
 
-    def walk(levels: list[_Level]) -> Iterator[tuple[int, list[pa.Array]]]:
+    def walk(levels: list[_Level], first: bool) -> Iterator[tuple[int, list[pa.Array]]]:
         level = _step(source, elements[len(levels) - 1], levels)
         last = len(levels) == len(elements)
-        for begin in range(0, len(level), chunk_rows):
-            part = level if len(level) <= chunk_rows else level.slice(begin, begin + chunk_rows)
+        # the walk to the tree's first rows takes a small slice first, so they go out
+        # before the rest of the tree is read
+        cuts = [0, first_rows] if first and len(level) > first_rows else [0]
+        cuts += range(cuts[-1] + chunk_rows, len(level), chunk_rows)
+        for number, begin in enumerate(cuts):
+            end = cuts[number + 1] if number + 1 < len(cuts) else len(level)
+            part = level if begin == 0 and end == len(level) else level.slice(begin, end)
             if last:
                 yield _rows([*levels, part])
             else:
-                yield from walk([*levels, part])
+                yield from walk([*levels, part], first and number == 0)
 
-    yield from walk([start])
+    yield from walk([start], True)

@@ -81,6 +81,8 @@ Entry = tuple[Key, int, int, int, Any]
 
 PAGE_BYTES = 4096
 """The target size of one encoded page (small pages keep random reads cheap)."""
+SPAN_PAGES = 8
+"""Reading children, a stretch of this many consecutive pages is read and decoded in one go."""
 _INDEX_FORMAT = "treestore-run-index-2"
 _INDEX_FORMATS = ("treestore-run-index-1", _INDEX_FORMAT)  # 1: a legacy key filter
 
@@ -525,11 +527,35 @@ class RunReader:
         numbers = self._pages_for(parents)
         if not len(numbers):
             return ChildColumns.empty()
-        read = _concatenated([self.page(int(n)) for n in numbers])
+        read = self._pages_read(numbers)
         starts = np.searchsorted(read.parents, parents, "left")
         return read.take(
             expand_ranges(starts, np.searchsorted(read.parents, parents, "right") - starts)
         )
+
+    def _pages_read(self, numbers: np.ndarray) -> ChildColumns:
+        """The entries of pages ``numbers`` (sorted, distinct) as columns: a stretch of at
+        least :data:`SPAN_PAGES` consecutive pages is read in one go (and not cached), the
+        other pages one by one through the page cache."""
+        breaks = np.flatnonzero(np.diff(numbers) != 1) + 1
+        bounds = zip(
+            np.concatenate([[0], breaks]).tolist(),
+            np.concatenate([breaks, [len(numbers)]]).tolist(),
+            strict=True,
+        )
+        parts: list[ChildColumns] = []
+        single: list[Page] = []
+        for begin, end in bounds:
+            if end - begin < SPAN_PAGES:
+                single.extend(self.page(int(n)) for n in numbers[begin:end])
+                continue
+            if single:
+                parts.append(_concatenated(single))
+                single = []
+            parts.append(self.pages_columns(int(numbers[begin]), int(numbers[end - 1]) + 1))
+        if single:
+            parts.append(_concatenated(single))
+        return parts[0] if len(parts) == 1 else _joined(parts)
 
     def check(self) -> int:
         """Read and verify every page from the file (not the page cache: it holds pages as
@@ -550,6 +576,17 @@ def _difference(expected: RunSum, found: RunSum) -> str:
     if found.pages_bytes != expected.pages_bytes:
         words.append(f"pages of {found.pages_bytes:,} bytes, not {expected.pages_bytes:,}")
     return ", ".join(words)
+
+
+def _joined(parts: list[ChildColumns]) -> ChildColumns:
+    """Consecutive stretches of entries (no data) as one set of columns."""
+    return ChildColumns(
+        np.concatenate([p.parents for p in parts]),
+        pa.concat_arrays([p.names for p in parts]),
+        np.concatenate([p.ids for p in parts]),
+        np.concatenate([p.hits for p in parts]),
+        np.concatenate([p.counts for p in parts]),
+    )
 
 
 def _concatenated(pages: list[Page], data: list[Any] | None = None) -> ChildColumns:

@@ -34,9 +34,9 @@ def _tree(batches: list[list[list[str]]]) -> ShardTree:
     return tree
 
 
-def _rows(tree: ShardTree, path: Path, chunk_rows: int = 3) -> list[tuple]:  # type: ignore[type-arg]
+def _rows(tree: ShardTree, path: Path, chunk_rows: int = 3, first_rows: int = 2) -> list[tuple]:  # type: ignore[type-arg]
     rows: list[tuple] = []  # type: ignore[type-arg]
-    for count, columns in run_path_columns(tree, path, chunk_rows):
+    for count, columns in run_path_columns(tree, path, chunk_rows, first_rows):
         chunk = list(zip(*(c.to_pylist() for c in columns), strict=True))
         rows.extend(chunk if columns else [()] * count)
     return rows
@@ -98,15 +98,16 @@ _STAND_IN_THEN_EMPTY_NAME = Path((_hidden(("b",), default="a"), _hidden(("",))))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_TREE_PATHS, _path(), st.integers(1, 5), st.booleans())
-@example([[["a"]]], _STAND_IN_THEN_EMPTY_NAME, 1, False)
-def test_columns_give_the_walkers_rows(batches, path, chunk_rows, whole) -> None:  # type: ignore[no-untyped-def]
-    """By pages, and (where a frontier is big enough) from the whole tree read at once."""
+@given(_TREE_PATHS, _path(), st.integers(1, 5), st.integers(1, 5), st.booleans())
+@example([[["a"]]], _STAND_IN_THEN_EMPTY_NAME, 1, 1, False)
+def test_columns_give_the_walkers_rows(batches, path, chunk_rows, first_rows, whole) -> None:  # type: ignore[no-untyped-def]
+    """By pages, and (where a frontier is big enough) from the whole tree read at once;
+    slices of ``chunk_rows``, the first ones on the way to the first rows ``first_rows``."""
     tree = _tree(batches)
     with mock.patch.object(
         column_engine, "whole_tree_budget", return_value=1 << 30 if whole else -1
     ):
-        assert _rows(tree, path, chunk_rows) == list(run_path(tree, path))
+        assert _rows(tree, path, chunk_rows, first_rows) == list(run_path(tree, path))
 
 
 def test_a_scan_of_a_bigger_tree_in_slices() -> None:
