@@ -3,7 +3,8 @@
 The store has the seed-004 shape (root / UID / A / attribute id, and M / PUID
 for a third of the UIDs), loaded with `treestore load`'s own code. In a warm
 session it prints, for a full scan, a selective lookup (one UID) and the
-seed-004 rops query: the first-row latency, the total time and rows/s. The full
+seed-004 rops query: the first-row latency, the total time and rows/s (the medians
+of five runs: single runs on these machines move by up to a fifth). The full
 scan is timed twice: rows as Python tuples, and rows as the Arrow batches they
 arrive in (``Rows.batches()``, no Python object per value).
 Goals: a selective lookup in under 0.5 s warm; the full scan as Arrow batches at
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -31,6 +33,10 @@ from loaders import load_job, run_load  # noqa: E402
 from shell.demo import DEMO_OPS, DEMO_PATH  # noqa: E402
 from treestore.spark import get_session  # noqa: E402
 from treestore.store.versions import open_version  # noqa: E402
+
+
+RUNS = 5
+"""Each query is timed this many times (after a warm-up); the medians are printed."""
 
 
 def write_inputs(folder: Path, nodes: int) -> str:
@@ -125,7 +131,10 @@ def main() -> None:
         measured = {}
         for label, path, rops, arrow in cases:
             timed(store, path, rops, arrow)  # warm this query's pages in the page cache
-            first, total, rows = timed(store, path, rops, arrow)
+            runs = [timed(store, path, rops, arrow) for _ in range(RUNS)]
+            first = statistics.median(r[0] for r in runs)
+            total = statistics.median(r[1] for r in runs)
+            rows = runs[0][2]
             rate = rows / total if total else 0.0
             measured[label] = (first, total, rate / cores)
             print(
