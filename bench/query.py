@@ -34,7 +34,6 @@ from shell.demo import DEMO_OPS, DEMO_PATH  # noqa: E402
 from treestore.spark import get_session  # noqa: E402
 from treestore.store.versions import open_version  # noqa: E402
 
-
 RUNS = 5
 """Each query is timed this many times (after a warm-up); the medians are printed."""
 

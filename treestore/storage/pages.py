@@ -35,8 +35,14 @@ _MAGIC = b"TSP2"
 _HEADER = struct.Struct("<4sIIIB3x")  # 20 bytes
 _HEADER_SIZE = 24
 _HEADER_DTYPE = np.dtype(
-    [("magic", "S4"), ("count", "<u4"), ("names", "<u4"), ("data", "<u4"), ("flags", "u1")]
-    + [("pad", "V3"), ("pad2", "V4")]
+    [
+        ("magic", "S4"),
+        ("count", "<u4"),
+        ("names", "<u4"),
+        ("data", "<u4"),
+        ("flags", "u1"),
+        ("pad", "V7"),
+    ]
 )
 """The header as a numpy record, with its padding (:data:`_HEADER_SIZE` bytes)."""
 _INT32 = np.dtype("<i4")
@@ -167,9 +173,7 @@ def columns_of_span(
             index += step
         offsets[:-1] = words[0][index]
     else:
-        columns = [
-            _gathered(words, sections[k], counts, (flags & (1 << k)) != 0) for k in range(4)
-        ]
+        columns = [_gathered(words, sections[k], counts, (flags & (1 << k)) != 0) for k in range(4)]
         offsets[:-1] = words[0][expand_ranges(sections[4] // 4, counts)]
     offsets[:-1] += np.repeat((np.cumsum(name_sizes) - name_sizes).astype(np.int32), counts)
     offsets[-1] = total

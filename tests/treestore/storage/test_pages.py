@@ -74,7 +74,9 @@ def test_a_span_of_pages_decodes_as_its_pages_do(pages: list[list[tuple]], width
     """Consecutive pages (all int32, int32 and int64 columns mixed, or as drawn; some with
     data) decode at once into what their pages give one by one."""
     if widths != "as drawn":
-        pages = [[(p % 9, n, i % 9, h % 9, c % 9, d) for p, n, i, h, c, d in page] for page in pages]
+        pages = [
+            [(p % 9, n, i % 9, h % 9, c % 9, d) for p, n, i, h, c, d in page] for page in pages
+        ]
     if widths == "mixed":
         pages[0] = [(p, n, i + (1 << 40), h, c, d) for p, n, i, h, c, d in pages[0]]
     encoded = []
@@ -100,7 +102,10 @@ def test_a_span_that_does_not_add_up_is_left_to_the_page_decoder() -> None:
     assert columns_of_span(page + page, starts, lengths - 8) is None  # lengths disagree
     assert columns_of_span(page + page[:16] + bytes(len(page) - 16), starts, lengths) is None
     first_format = msgpack.packb([[0], ["a"], [1], [3], [0], [None]])
-    assert columns_of_span(first_format + bytes(-len(first_format) % 8), np.array([0]), np.array([8])) is None
+    assert (
+        columns_of_span(first_format + bytes(-len(first_format) % 8), np.array([0]), np.array([8]))
+        is None
+    )
 
 
 _KEYS = st.lists(

@@ -93,3 +93,45 @@ def test_a_damaged_run_is_reported(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:20])
     with pytest.raises(StoreError, match=r"dedup index run .* is damaged"):
         ShardIndex(pages, "dedup/s/shard-0000", (run,))
+
+
+@pytest.mark.parametrize("hasher_key", [b"treestore.xxh3", b"treestore.xxh64"])
+def test_a_run_whose_key_bytes_changed_fails_its_checksum(
+    tmp_path: Path, hasher_key: bytes
+) -> None:
+    """A run checksummed with XXH3 (as written now) or XXH64 (as written before) opens
+    while intact, and is reported damaged once a byte of a key changes."""
+    import pyarrow.ipc as ipc
+
+    from treestore.store import dedup_index
+
+    pages = FilePageStore(tmp_path / "store")
+    names = sorted(["alpha", "bravo", "charlie"], key=_hash)
+    keys = pa.array([n.encode() for n in names], pa.large_binary())
+    hashes = np.array([_hash(n) for n in names], dtype=np.int64)
+    digest = dedup_index._run_checksum(hashes, keys, dedup_index._CHECKSUM_KEYS[hasher_key])
+    schema = dedup_index.RUN_SCHEMA.with_metadata({hasher_key: f"{digest:016x}"})
+    with pages.writer("dedup/s/run.arrow") as out, ipc.new_file(out, schema) as writer:
+        writer.write_batch(pa.record_batch([pa.array(hashes), keys], schema=schema))
+    intact = ShardIndex(pages, "dedup/s", ("dedup/s/run.arrow",))
+    assert _load(intact, ["bravo", "delta"]) == [False, True]  # bravo is in the run
+    path = pages.local_path("dedup/s/run.arrow")
+    assert path is not None
+    data = path.read_bytes()
+    assert data.count(b"charlie") == 1
+    path.write_bytes(data.replace(b"charlie", b"charlix"))
+    with pytest.raises(StoreError, match=r"dedup index run .* is damaged .*checksum"):
+        ShardIndex(pages, "dedup/s", ("dedup/s/run.arrow",))
+
+
+def test_runs_are_written_with_an_xxh3_checksum(tmp_path: Path) -> None:
+    import pyarrow.ipc as ipc
+
+    pages = FilePageStore(tmp_path / "store")
+    index = ShardIndex(pages, "dedup/s/shard-0000", ())
+    _load(index, ["a", "b"])
+    (run,) = index.commit()
+    path = pages.local_path(run)
+    assert path is not None
+    metadata = ipc.open_file(pa.memory_map(str(path))).schema.metadata
+    assert set(metadata) == {b"treestore.xxh3"}
