@@ -129,11 +129,13 @@ def columns_of_pages(pages: list[bytes]) -> tuple[IntColumns, pa.Array] | None:
 
 
 def columns_of_span(
-    raw: bytes, starts: np.ndarray, lengths: np.ndarray
-) -> tuple[IntColumns, pa.Array] | None:
+    raw: bytes, starts: np.ndarray, lengths: np.ndarray, with_data: bool = False
+) -> tuple[IntColumns, pa.Array, list[Any] | None] | None:
     """The entries of consecutive pages laid out in ``raw`` (page ``i`` at byte
     ``starts[i]``, ``lengths[i]`` bytes long) as int64 columns and one name array,
-    decoded with array operations over all the pages at once: no Python work per page.
+    decoded with array operations over all the pages at once: no Python work per page
+    (but one msgpack decode per page that has data, when ``with_data`` asks for each
+    entry's data; otherwise the data is None).
 
     ``None`` when that cannot be done (a page of the first format, pages not on 8-byte
     boundaries, or sections that do not add up to a page's length): the caller then
@@ -182,7 +184,23 @@ def columns_of_span(
         [view[a : a + n] for a, n in zip(names_at.tolist(), name_sizes.tolist(), strict=True)]
     )
     names = pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(text))
-    return (columns[0], columns[1], columns[2], columns[3]), names
+    data: list[Any] | None = None
+    if with_data:
+        data_sizes = header["data"].astype(np.int64)
+        if not data_sizes.any():
+            data = [None] * (len(offsets) - 1)
+        else:
+            data = []
+            data_at = (names_at + ((name_sizes + 7) & ~7)).tolist()
+            try:
+                for count, at, size in zip(counts.tolist(), data_at, data_sizes.tolist(), strict=True):
+                    found = msgpack.unpackb(view[at : at + size]) if size else [None] * count
+                    if not isinstance(found, list) or len(found) != count:
+                        return None
+                    data.extend(found)
+            except (ValueError, TypeError, msgpack.UnpackException):
+                return None
+    return (columns[0], columns[1], columns[2], columns[3]), names, data
 
 
 def _gathered(

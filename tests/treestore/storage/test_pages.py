@@ -85,11 +85,12 @@ def test_a_span_of_pages_decodes_as_its_pages_do(pages: list[list[tuple]], width
         has_data = any(d is not None for d in columns[5])
         encoded.append(_encode(*columns[:5], columns[5] if has_data else None))
     lengths = np.array([len(e) for e in encoded], dtype=np.int64)
-    found = columns_of_span(b"".join(encoded), np.cumsum(lengths) - lengths, lengths)
+    found = columns_of_span(b"".join(encoded), np.cumsum(lengths) - lengths, lengths, True)
     assert found is not None
-    ints, names = found
+    ints, names, data = found
     decoded = [Page(e) for e in encoded]
     assert names.to_pylist() == [n for page in decoded for n in page.names.to_pylist()]
+    assert data == [d for page in decoded for d in page.data()]
     for k in range(4):
         assert ints[k].dtype == np.int64
         assert ints[k].tolist() == [v for page in decoded for v in page.ints[k].tolist()]
