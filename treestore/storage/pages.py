@@ -193,7 +193,9 @@ def columns_of_span(
             data = []
             data_at = (names_at + ((name_sizes + 7) & ~7)).tolist()
             try:
-                for count, at, size in zip(counts.tolist(), data_at, data_sizes.tolist(), strict=True):
+                for count, at, size in zip(
+                    counts.tolist(), data_at, data_sizes.tolist(), strict=True
+                ):
                     found = msgpack.unpackb(view[at : at + size]) if size else [None] * count
                     if not isinstance(found, list) or len(found) != count:
                         return None

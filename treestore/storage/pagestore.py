@@ -123,7 +123,9 @@ class MemoryPageStore(PageStore):
     def __init__(self) -> None:
         self.blobs: dict[str, bytes] = {}
         self.times: dict[str, float] = {}
-        self.location = f"memory:{id(self):x}"
+        # unique for the process's life (not ``id(self)``, which a later store can reuse:
+        # the page cache, keyed by location, then served it a freed store's pages)
+        self.location = f"memory:{uuid.uuid4().hex[:16]}"
         self._lock = threading.Lock()
 
     def read(self, name: str) -> bytes:

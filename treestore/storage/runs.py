@@ -375,8 +375,8 @@ class RunReader:
             ints, names, data = found
             return ChildColumns(ints[0], names, ints[1], ints[2], ints[3], data)
         encoded = [raw[i.offset - begin : i.offset - begin + i.length] for i in infos]
-        if not with_data and (found := columns_of_pages(encoded)) is not None:
-            return ChildColumns(found[0][0], found[1], *found[0][1:])
+        if not with_data and (first := columns_of_pages(encoded)) is not None:
+            return ChildColumns(first[0][0], first[1], *first[0][1:])
         pages = [self._decode(n, page) for n, page in enumerate(encoded, start)]
         return _concatenated(pages, [d for p in pages for d in p.data()] if with_data else None)
 

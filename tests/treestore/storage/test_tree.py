@@ -514,3 +514,19 @@ def test_a_runs_ids_are_found_page_by_page_for_any_keys(
     parents = np.array([k[0] for k in looked_up], dtype=np.int64)
     found = reader.find_ids(KeyHashes(parents, [k[1] for k in looked_up]))
     assert found.tolist() == [ids.get(k, -1) for k in looked_up]
+
+
+def test_a_new_memory_store_never_reads_a_freed_ones_cached_pages() -> None:
+    """Runs of the same name in stores made one after another (the first one freed) each
+    read as written: the page cache knows stores by location, so a new store must never
+    take a freed store's location (``id()`` of the freed object came back)."""
+    for number in range(20):
+        store = MemoryPageStore()
+        ids = [number * 10 + i for i in range(3)]
+        columns = ([0, 0, 0], ["a", "b", "c"], ids, [1, 1, 1], [0, 0, 0], None)
+        runs.write_run(store, "run", [columns], page_bytes=40)
+        found = runs.RunReader(store, "run").find_ids(
+            KeyHashes(np.zeros(3, np.int64), ["a", "b", "c"])
+        )
+        assert found.tolist() == ids
+        del store
