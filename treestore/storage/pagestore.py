@@ -352,6 +352,10 @@ class FilePageStore(PageStore):
         names = []
         try:
             found = self.fs.get_file_info(selector)
+        except FileNotFoundError:
+            # the folder went missing while it was listed (or was being made by another
+            # process, as racing loads make ``locks/``): nothing is in it
+            return []
         except OSError as exc:
             raise self._failed(prefix, "cannot be listed", exc) from exc
         for info in found:
