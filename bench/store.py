@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from treestore.storage import runs
+from treestore.storage import page_cache
 from treestore.storage.pagestore import FilePageStore
 from treestore.storage.tree import ShardState, ShardTree
 
@@ -70,8 +70,8 @@ def phase_scan(store_dir: str, uids: int) -> dict[str, float]:
     rng = random.Random(11)
     root = tree.child(tree.root, "root")
     assert root is not None
-    scan_cache_peak = runs.cache().peak_bytes
-    runs.cache().clear()
+    scan_cache_peak = page_cache.cache().peak_bytes
+    page_cache.cache().clear()
     probes = [_uid(rng.randrange(uids)) for _ in range(2000)]
     started = time.perf_counter()
     for uid in probes:
@@ -81,8 +81,8 @@ def phase_scan(store_dir: str, uids: int) -> dict[str, float]:
         "scanned": scanned,
         "scan_seconds": scan_seconds,
         "lookup_ms": lookup_seconds * 1000,
-        "cache_peak": max(scan_cache_peak, runs.cache().peak_bytes),
-        "cache_budget": runs.cache().budget,
+        "cache_peak": max(scan_cache_peak, page_cache.cache().peak_bytes),
+        "cache_budget": page_cache.cache().budget,
         "rss": _rss(),
     }
 

@@ -8,7 +8,10 @@ matched with Arrow and numpy kernels, and bounded, skipped and limited per
 parent with group ranks. A level keeps, for each of its rows, the row of the
 level before it (``src``), so the rows' columns are put together only at the
 end. A level bigger than ``chunk_rows`` is walked in slices, depth first, so
-rows stream out in tree order and memory stays bounded.
+rows stream out in tree order and memory stays bounded; on the way to a tree's first
+rows each level's first slice is small (``first_rows``), so they go out at once. A
+level's nodes are picked from the columns they were read into, each column gathered
+only when something uses it.
 
 Elements that read attachments (``%name``, ``$field``), have traps or follow a
 reference (``@@a/b``) are not handled here:

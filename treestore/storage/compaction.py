@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from treestore.storage.runs import cache
+from treestore.storage.page_cache import cache
 
 __all__ = [
     "FAN_IN",

@@ -25,7 +25,7 @@ A shard's state is a list of runs, oldest first: the base run holds absolute
 values and later (delta) runs hold what later loads added. Reading merges them:
 ``hits`` and ``nodes`` add up, ``node_id`` is the same in every run, the newest
 ``data`` wins. Pages go through one LRU cache per process with a byte budget
-(``TREESTORE_CACHE_MB``, default 256).
+(:mod:`treestore.storage.page_cache`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ import heapq
 import itertools
 import os
 import struct
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, NamedTuple
@@ -44,11 +43,9 @@ import msgpack
 import numpy as np
 import pyarrow as pa
 import xxhash
-from cachetools import LRUCache
 
 from treestore.arrays import distinct_sorted
 from treestore.errors import CorruptPageError
-from treestore.settings import env_number
 from treestore.storage.entries import (
     ChildColumns,
     Key,
@@ -57,6 +54,7 @@ from treestore.storage.entries import (
     insertion_points,
 )
 from treestore.storage.keyfilter import KeyFilter, KeyHashes, load_filter
+from treestore.storage.page_cache import cache
 from treestore.storage.pages import (
     Page,
     columns_of_pages,
@@ -68,10 +66,8 @@ from treestore.storage.pagestore import PageStore
 
 __all__ = [
     "Entry",
-    "PageCache",
     "RunReader",
     "RunSum",
-    "cache",
     "merge_entries",
     "write_run",
 ]
@@ -89,65 +85,6 @@ _INDEX_FORMATS = ("treestore-run-index-1", _INDEX_FORMAT)  # 1: a legacy key fil
 
 def _checksum(data: bytes | memoryview) -> int:
     return xxhash.xxh64_intdigest(data)
-
-
-class PageCache:
-    """An LRU cache of decoded pages with a byte budget, shared by every run in a process."""
-
-    def __init__(self, budget_bytes: int) -> None:
-        self.budget = budget_bytes
-        self._pages: LRUCache[tuple[str, str, int], Page] = LRUCache(
-            maxsize=budget_bytes, getsizeof=lambda page: page.cost
-        )
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-        self.peak_bytes = 0
-
-    @property
-    def bytes(self) -> int:
-        """The bytes the cached pages are estimated to take now."""
-        return int(self._pages.currsize)
-
-    def get(self, key: tuple[str, str, int]) -> Page | None:
-        with self._lock:
-            page = self._pages.get(key)
-            if page is None:
-                self.misses += 1
-            else:
-                self.hits += 1
-            return page
-
-    def put(self, key: tuple[str, str, int], page: Page) -> None:
-        with self._lock:
-            if page.cost <= self.budget:
-                self._pages[key] = page
-                self.peak_bytes = max(self.peak_bytes, int(self._pages.currsize))
-
-    def clear(self) -> None:
-        """Forget every cached page and the counters."""
-        with self._lock:
-            self._pages.clear()
-            self.hits = self.misses = self.peak_bytes = 0
-
-
-_CACHE: PageCache | None = None
-
-
-def cache() -> PageCache:
-    """The process's page cache (budget ``TREESTORE_CACHE_MB`` megabytes, default 256)."""
-    global _CACHE
-    if _CACHE is None:
-        megabytes = env_number("TREESTORE_CACHE_MB", 256)
-        _CACHE = PageCache(int(megabytes * 1024 * 1024))
-    return _CACHE
-
-
-def reset_cache(budget_bytes: int | None = None) -> PageCache:
-    """Replace the process's page cache (for tests and benchmarks)."""
-    global _CACHE
-    _CACHE = PageCache(budget_bytes if budget_bytes is not None else cache().budget)
-    return _CACHE
 
 
 class PageInfo(NamedTuple):

@@ -25,9 +25,9 @@ from treestore.arrays import distinct_sorted
 from treestore.storage.entries import Key
 from treestore.storage.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
 from treestore.storage.memtable import Memtable
+from treestore.storage.page_cache import cache
 from treestore.storage.pagestore import PageStore
 from treestore.storage.reading import ROOT_ID, ROOT_KEY, TreeReader
-from treestore.storage.runs import cache
 from treestore.storage.state import ShardState, WriteStats
 
 __all__ = ["ANY_AGE", "Handle", "Handles", "TreeWriter", "accepts", "counted_hits"]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import treestore.storage.tree as tree_module
 from treestore.errors import CorruptPageError
-from treestore.storage import runs
+from treestore.storage import page_cache, runs
 from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.memtable import Memtable
 from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStore
@@ -29,9 +29,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> PageStore:
 
 
 @pytest.fixture
-def fresh_cache() -> Iterator[runs.PageCache]:
-    yield runs.reset_cache(64 * 1024 * 1024)
-    runs.reset_cache(256 * 1024 * 1024)
+def fresh_cache() -> Iterator[page_cache.PageCache]:
+    yield page_cache.reset_cache(64 * 1024 * 1024)
+    page_cache.reset_cache(256 * 1024 * 1024)
 
 
 def _names(tree: ShardTree, *path: str) -> list[str]:
@@ -156,7 +156,7 @@ def test_compaction_merges_small_new_runs_not_big_old_ones(store: PageStore) -> 
 
 
 def test_pages_split_at_their_size_and_reads_touch_only_needed_pages(
-    store: PageStore, fresh_cache: runs.PageCache
+    store: PageStore, fresh_cache: page_cache.PageCache
 ) -> None:
     names = [f"n{i:04d}" for i in range(500)]
     tree = build_tree(store, [["root", n] for n in names], page_bytes=256)
@@ -190,7 +190,7 @@ def _flip_byte(store: PageStore, name: str, offset: int) -> None:
 
 
 def test_a_flipped_byte_is_detected_with_file_shard_and_page(
-    store: PageStore, fresh_cache: runs.PageCache
+    store: PageStore, fresh_cache: page_cache.PageCache
 ) -> None:
     tree = build_tree(store, [["root", f"n{i:04d}"] for i in range(300)], shard=5, page_bytes=512)
     run = tree.state.runs[0]
@@ -213,7 +213,7 @@ def test_a_flipped_byte_is_detected_with_file_shard_and_page(
 def test_memory_stays_within_the_cache_on_a_shard_ten_times_bigger(store: PageStore) -> None:
     paths = [["root", f"user{i:06d}", "A", str(i % 7)] for i in range(20000)]
     tree = build_tree(store, paths, page_bytes=4096)
-    cache = runs.reset_cache(256 * 1024)
+    cache = page_cache.reset_cache(256 * 1024)
     try:
         decoded_size = sum(r.size_bytes for r in tree.readers) * 8
         assert decoded_size > 10 * cache.budget
@@ -221,11 +221,11 @@ def test_memory_stays_within_the_cache_on_a_shard_ten_times_bigger(store: PageSt
         assert sum(1 for _ in tree.walk()) == 60001
         assert 0 < cache.peak_bytes <= cache.budget
     finally:
-        runs.reset_cache(256 * 1024 * 1024)
+        page_cache.reset_cache(256 * 1024 * 1024)
 
 
 def test_updating_a_tree_bigger_than_the_cache_stays_within_it(store: PageStore) -> None:
-    cache = runs.reset_cache(256 * 1024)
+    cache = page_cache.reset_cache(256 * 1024)
     try:
         paths = [["root", f"user{i:06d}", "A", str(i % 7)] for i in range(6000)]
         tree = build_tree(store, paths, page_bytes=2048)  # many memtable flushes and merges
@@ -242,7 +242,7 @@ def test_updating_a_tree_bigger_than_the_cache_stays_within_it(store: PageStore)
         assert final.child(root, "user000004").hits == 1  # type: ignore[union-attr]
         assert cache.peak_bytes <= cache.budget
     finally:
-        runs.reset_cache(256 * 1024 * 1024)
+        page_cache.reset_cache(256 * 1024 * 1024)
 
 
 _NAME = st.sampled_from(["a", "b", "c", "d", "\u00e9", "ab"])

@@ -16,8 +16,8 @@ import pytest
 from query.driver.runner import open_store
 from shell.info import write_info
 from treestore.errors import StoreError
+from treestore.storage.page_cache import reset_cache
 from treestore.storage.pagestore import FilePageStore
-from treestore.storage.runs import reset_cache
 from treestore.storage.state import SideFiles
 from treestore.storage.tree import ShardTree
 from treestore.store.dedup_index import (

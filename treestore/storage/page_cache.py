@@ -1,0 +1,72 @@
+"""The page cache: decoded pages of every run, one LRU cache per process with a byte
+budget (``TREESTORE_CACHE_MB``, default 256), keyed by (store location, run, page)."""
+
+from __future__ import annotations
+
+import threading
+
+from cachetools import LRUCache
+
+from treestore.settings import env_number
+from treestore.storage.pages import Page
+
+__all__ = ["PageCache", "cache", "reset_cache"]
+
+
+class PageCache:
+    """An LRU cache of decoded pages with a byte budget, shared by every run in a process."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self._pages: LRUCache[tuple[str, str, int], Page] = LRUCache(
+            maxsize=budget_bytes, getsizeof=lambda page: page.cost
+        )
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.peak_bytes = 0
+
+    @property
+    def bytes(self) -> int:
+        """The bytes the cached pages are estimated to take now."""
+        return int(self._pages.currsize)
+
+    def get(self, key: tuple[str, str, int]) -> Page | None:
+        with self._lock:
+            page = self._pages.get(key)
+            if page is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            return page
+
+    def put(self, key: tuple[str, str, int], page: Page) -> None:
+        with self._lock:
+            if page.cost <= self.budget:
+                self._pages[key] = page
+                self.peak_bytes = max(self.peak_bytes, int(self._pages.currsize))
+
+    def clear(self) -> None:
+        """Forget every cached page and the counters."""
+        with self._lock:
+            self._pages.clear()
+            self.hits = self.misses = self.peak_bytes = 0
+
+
+_CACHE: PageCache | None = None
+
+
+def cache() -> PageCache:
+    """The process's page cache (budget ``TREESTORE_CACHE_MB`` megabytes, default 256)."""
+    global _CACHE
+    if _CACHE is None:
+        megabytes = env_number("TREESTORE_CACHE_MB", 256)
+        _CACHE = PageCache(int(megabytes * 1024 * 1024))
+    return _CACHE
+
+
+def reset_cache(budget_bytes: int | None = None) -> PageCache:
+    """Replace the process's page cache (for tests and benchmarks)."""
+    global _CACHE
+    _CACHE = PageCache(budget_bytes if budget_bytes is not None else cache().budget)
+    return _CACHE
