@@ -284,12 +284,12 @@ def test_a_bad_setting_is_named_without_a_traceback(
     value: str,
     args: list[str],
 ) -> None:
-    from treestore.storage import runs
+    from treestore.storage import page_cache
 
     store = demo_dir / "store"
     _load(spark, demo_dir, store)
     monkeypatch.setenv(variable, value)
-    monkeypatch.setattr(runs, "_CACHE", None)  # the cache budget is read on first use
+    monkeypatch.setattr(page_cache, "_CACHE", None)  # the cache budget is read on first use
     assert main(["query", str(store), *args]) == 2
     err = capsys.readouterr().err
     assert f"{variable}={value!r} is not" in err and "Traceback" not in err
