@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from treestore.arrays import expand_ranges
 
-__all__ = ["IntColumns", "Page", "columns_of_pages", "columns_of_span", "encode_page", "int_dtypes"]
+__all__ = ["IntColumns", "Page", "columns_of_span", "encode_page", "int_dtypes"]
 
 _MAGIC = b"TSP2"
 _HEADER = struct.Struct("<4sIIIB3x")  # 20 bytes
@@ -104,28 +104,6 @@ def _sections(encoded: bytes) -> tuple[IntColumns, np.ndarray, memoryview, int]:
     offset += _pad((count + 1) * 4)
     names = memoryview(encoded)[offset : offset + name_size]
     return (ints[0], ints[1], ints[2], ints[3]), offsets, names, offset + _pad(name_size)
-
-
-def columns_of_pages(pages: list[bytes]) -> tuple[IntColumns, pa.Array] | None:
-    """The entries of consecutive pages as int64 columns and one name array, built in one
-    pass over the buffers (``None`` if a page is of the first format)."""
-    if any(page[:4] != _MAGIC for page in pages):
-        return None
-    parts = [_sections(page) for page in pages]
-    ints = tuple(np.concatenate([p[0][k] for p in parts]).astype(np.int64) for k in range(4))
-    sizes = np.array([len(p[2]) for p in parts], dtype=np.int64)
-    total = int(sizes.sum())
-    if total >= 1 << 31:
-        raise ValueError("more than 2 GB of names in one read")
-    counts = [len(p[1]) - 1 for p in parts]
-    offsets = np.empty(sum(counts) + 1, dtype=np.int32)
-    np.concatenate([p[1][:-1] for p in parts], out=offsets[:-1])
-    offsets[:-1] += np.repeat((np.cumsum(sizes) - sizes).astype(np.int32), counts)
-    offsets[-1] = total
-    names = pa.StringArray.from_buffers(
-        len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(b"".join(p[2] for p in parts))
-    )
-    return (ints[0], ints[1], ints[2], ints[3]), names
 
 
 def columns_of_span(

@@ -57,7 +57,6 @@ from treestore.storage.keyfilter import KeyFilter, KeyHashes, load_filter
 from treestore.storage.page_cache import cache
 from treestore.storage.pages import (
     Page,
-    columns_of_pages,
     columns_of_span,
     encode_page,
     int_dtypes,
@@ -312,8 +311,6 @@ class RunReader:
             ints, names, data = found
             return ChildColumns(ints[0], names, ints[1], ints[2], ints[3], data)
         encoded = [raw[i.offset - begin : i.offset - begin + i.length] for i in infos]
-        if not with_data and (first := columns_of_pages(encoded)) is not None:
-            return ChildColumns(first[0][0], first[1], *first[0][1:])
         pages = [self._decode(n, page) for n, page in enumerate(encoded, start)]
         return _concatenated(pages, [d for p in pages for d in p.data()] if with_data else None)
 

@@ -83,13 +83,19 @@ def test_runs_merge_size_tiered_and_stay_few(pages: PageStore) -> None:
     assert _load(index, ["k0-0", "k39-99", "new"]) == [False, False, True]
 
 
-def test_a_damaged_run_is_reported(tmp_path: Path) -> None:
+def _committed_run(tmp_path: Path) -> tuple[FilePageStore, str, Path]:
+    """A store on disk with one committed run of keys ``a`` and ``b``: (store, run, file)."""
     pages = FilePageStore(tmp_path / "store")
     index = ShardIndex(pages, "dedup/s/shard-0000", ())
     _load(index, ["a", "b"])
     (run,) = index.commit()
     path = pages.local_path(run)
     assert path is not None
+    return pages, run, path
+
+
+def test_a_damaged_run_is_reported(tmp_path: Path) -> None:
+    pages, run, path = _committed_run(tmp_path)
     path.write_bytes(path.read_bytes()[:20])
     with pytest.raises(StoreError, match=r"dedup index run .* is damaged"):
         ShardIndex(pages, "dedup/s/shard-0000", (run,))
@@ -127,11 +133,6 @@ def test_a_run_whose_key_bytes_changed_fails_its_checksum(
 def test_runs_are_written_with_an_xxh3_checksum(tmp_path: Path) -> None:
     import pyarrow.ipc as ipc
 
-    pages = FilePageStore(tmp_path / "store")
-    index = ShardIndex(pages, "dedup/s/shard-0000", ())
-    _load(index, ["a", "b"])
-    (run,) = index.commit()
-    path = pages.local_path(run)
-    assert path is not None
+    _, _, path = _committed_run(tmp_path)
     metadata = ipc.open_file(pa.memory_map(str(path))).schema.metadata
     assert set(metadata) == {b"treestore.xxh3"}
