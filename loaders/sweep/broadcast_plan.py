@@ -13,7 +13,6 @@ the valid intervals number at most ``broadcast_limit`` (the index costs about
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BroadcastCounts", "broadcast_refusal", "broadcast_sweep"]
 
-ID, TIME, START, END, VALUE = "__id", "__time", "__start", "__end", "__value"
+ID, TIME, START, END, VALUE, VALID = "__id", "__time", "__start", "__end", "__value", "__valid"
 
 
 LOOKUP_ROWS = 1 << 18
@@ -54,15 +53,20 @@ def _grouped(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Record
 
 
 def _lookup_task(
-    index: Broadcast[CoverIndex], event_columns: list[str], value_type: pa.DataType
+    index: Broadcast[CoverIndex],
+    event_columns: list[str],
+    value_type: pa.DataType,
+    looked_up: tuple[str, str],
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Each event batch with its value looked up in the broadcast index."""
+    """Each event batch with its value looked up in the broadcast index by the columns
+    ``looked_up`` names (id, time)."""
+    id_column, time_column = looked_up
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         cover = index.value
         for batch in _grouped(batches, LOOKUP_ROWS):
-            times = batch.column(TIME).to_numpy(zero_copy_only=False)
-            values = cover.lookup(batch.column(ID), times)
+            times = batch.column(time_column).to_numpy(zero_copy_only=False)
+            values = cover.lookup(batch.column(id_column), times)
             yield pa.RecordBatch.from_arrays(
                 [*(batch.column(c) for c in event_columns), pa.array(values, type=value_type)],
                 [*event_columns, "value"],
@@ -92,10 +96,12 @@ def broadcast_refusal(
 
 @dataclass
 class BroadcastCounts:
-    """What the broadcast plan counted, and the size of its index (0 if it did not run)."""
+    """What the broadcast plan counted, and the size of its index (0 if it did not run).
 
-    events: int = 0
-    skipped_events: int = 0
+    The events are not counted to sweep them: ``count_events`` counts them when called.
+    """
+
+    count_events: Callable[[], tuple[int, int]]
     intervals: int = 0
     skipped_intervals: int = 0
     index_bytes: int = 0
@@ -112,6 +118,17 @@ def _count(frame: DataFrame, ok: Column) -> tuple[int, int]:
     return int(row[0]), int(row[1] or 0)
 
 
+def _valid_intervals(frame: DataFrame, counts: BroadcastCounts) -> pa.Table:
+    """The intervals with their ``VALID`` flag collected as Arrow, counted, and the valid
+    ones kept: one job, where a count of the skipped ones would take another."""
+    table = frame.toArrow()
+    valid = table.column(VALID)
+    counts.intervals = table.num_rows
+    counts.skipped_intervals = table.num_rows - pc.sum(valid).as_py() if table.num_rows else 0
+    table = table.drop_columns([VALID])
+    return table.filter(valid) if counts.skipped_intervals else table
+
+
 def broadcast_sweep(
     spark: SparkSession,
     events: DataFrame,
@@ -125,9 +142,12 @@ def broadcast_sweep(
 ) -> tuple[DataFrame | None, BroadcastCounts]:
     """Sum or count the intervals covering each event; return the result and what was counted.
 
-    The intervals are counted first; with more than ``limit`` valid ones the
-    result is None (the caller takes the range plan). The events are counted
-    by a job that runs beside the rest, in a thread of the driver.
+    With a ``limit``, the intervals are counted first (their rows only, which a
+    Parquet source reads from its footers; the valid ones only when there are more
+    rows than that): with more than ``limit`` valid ones the result is None (the
+    caller takes the range plan). Otherwise the intervals are collected once, with
+    a flag that says which are valid, and counted from there. The events are not
+    counted: the counts' ``count_events`` does that when called.
 
     Args:
         spark: the session.
@@ -149,42 +169,49 @@ def broadcast_sweep(
     event_time = time_as_long(events, columns["time"])
     start, end, valid = interval_bounds(intervals, columns, closed)
     value = F.lit(0) if count else F.col(f"`{columns['value']}`").cast(out_type)
-    kept = intervals.where(valid).select(
-        interval_id.alias(ID), start.alias(START), end.alias(END), value.alias(VALUE)
+    kept = intervals.select(
+        interval_id.alias(ID),
+        start.alias(START),
+        end.alias(END),
+        value.alias(VALUE),
+        F.coalesce(valid, F.lit(False)).alias(VALID),
     )
     event_ok = event_id.isNotNull() & event_time.isNotNull()
-    located = events.where(event_ok).select(
-        *[F.col(f"`{c}`") for c in events.columns], event_id.alias(ID), event_time.alias(TIME)
-    )
-    time_types = {kept.schema[START].dataType, located.schema[TIME].dataType}
+    time_types = {kept.schema[START].dataType, events.select(event_time).schema[0].dataType}
     if any(not isinstance(t, IntegralType) for t in time_types):
         kept = kept.withColumns(
             {START: F.col(START).cast("double"), END: F.col(END).cast("double")}
         )
-        located = located.withColumn(TIME, F.col(TIME).cast("double"))
-    with ThreadPoolExecutor(1) as pool:
-        event_counts = pool.submit(_count, events, event_ok)
-        counts = BroadcastCounts()
+        event_time = event_time.cast("double")
+    # The events go to Python as they are, with the id and time as looked up only
+    # where these differ from the events' own columns (a cast), not twice.
+    looked_up = (id_name, columns["time"])
+    if events.schema[id_name].dataType != intervals.schema[id_name].dataType:
+        looked_up = (ID, looked_up[1])
+    if events.select(event_time).schema[0].dataType != events.schema[columns["time"]].dataType:
+        looked_up = (looked_up[0], TIME)
+    added = [c.alias(name) for c, name in ((event_id, ID), (event_time, TIME)) if name in looked_up]
+    located = events.where(event_ok).select(*[F.col(f"`{c}`") for c in events.columns], *added)
+    counts = BroadcastCounts(count_events=lambda: _count(events, event_ok))
+    if limit is not None and intervals.count() > limit:  # the rows only (Parquet: its footers)
         counts.intervals, counts.skipped_intervals = _count(intervals, valid)
-        if limit is not None and counts.intervals - counts.skipped_intervals > limit:
-            counts.events, counts.skipped_events = event_counts.result()
+        if counts.intervals - counts.skipped_intervals > limit:
             return None, counts
-        table = kept.toArrow()
-        values = None
-        if not count:
-            filled = pc.fill_null(table.column(VALUE), 0).combine_chunks()
-            values = filled.to_numpy(zero_copy_only=False)
-        index = CoverIndex.build(
-            table.column(ID).combine_chunks(),
-            np.asarray(table.column(START).to_numpy()),
-            np.asarray(table.column(END).to_numpy()),
-            values,
-            closed,
-        )
-        del table
-        shared = spark.sparkContext.broadcast(index)
-        counts.events, counts.skipped_events = event_counts.result()
-        counts.index_bytes = index.nbytes
+    table = _valid_intervals(kept, counts)
+    values = None
+    if not count:
+        filled = pc.fill_null(table.column(VALUE), 0).combine_chunks()
+        values = filled.to_numpy(zero_copy_only=False)
+    index = CoverIndex.build(
+        table.column(ID).combine_chunks(),
+        np.asarray(table.column(START).to_numpy()),
+        np.asarray(table.column(END).to_numpy()),
+        values,
+        closed,
+    )
+    del table
+    shared = spark.sparkContext.broadcast(index)
+    counts.index_bytes = index.nbytes
     schema = StructType([*events.schema.fields, StructField("value", out_type)])
-    task = _lookup_task(shared, events.columns, arrow_type(out_type, events))
+    task = _lookup_task(shared, events.columns, arrow_type(out_type, events), looked_up)
     return located.mapInArrow(task, schema), counts

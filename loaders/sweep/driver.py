@@ -208,10 +208,10 @@ def _broadcast(
         out_type=spec.out_type,
         limit=spec.broadcast_limit if spec.plan == "auto" else None,
     )
-    report.events, report.skipped_events = counted.events, counted.skipped_events
     report.intervals, report.skipped_intervals = counted.intervals, counted.skipped_intervals
     if result is not None:
         report.plan, report.index_bytes = "broadcast", counted.index_bytes
+        report.count_events_when_read(counted.count_events)
         return result
     valid = counted.intervals - counted.skipped_intervals
     report.notes.append(

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["SweepReport"]
 
+EventCounts = Callable[[], tuple[int, int]]
+
 
 @dataclass
 class SweepReport:
-    """What a sweep did: rows swept and skipped, and how the partitions were balanced."""
+    """What a sweep did: rows swept and skipped, and how the partitions were balanced.
 
-    events: int = 0
+    The broadcast plan does not count the events to sweep them: it counts them (one
+    light job) when ``events`` or ``skipped_events`` is first read.
+    """
+
     intervals: int = 0
-    skipped_events: int = 0
     skipped_intervals: int = 0
     partitions: int = 0
     max_partition_rows: int = 0
@@ -22,6 +27,38 @@ class SweepReport:
     plan: str = "range"
     index_bytes: int = 0
     notes: list[str] = field(default_factory=list)
+    _event_counts: tuple[int, int] | EventCounts = field(default=(0, 0), repr=False)
+
+    def count_events_when_read(self, count: EventCounts) -> None:
+        """Count the events (and those skipped) only when the report is read."""
+        self._event_counts = count
+
+    def _counted_events(self) -> tuple[int, int]:
+        if callable(self._event_counts):
+            self._event_counts = self._event_counts()
+        return self._event_counts
+
+    @property
+    def events(self) -> int:
+        """The event rows read (counted when first read after a broadcast sweep)."""
+        return self._counted_events()[0]
+
+    @events.setter
+    def events(self, value: int) -> None:
+        self._event_counts = (value, self._set_counts()[1])
+
+    @property
+    def skipped_events(self) -> int:
+        """The event rows not swept: a null id or time."""
+        return self._counted_events()[1]
+
+    @skipped_events.setter
+    def skipped_events(self, value: int) -> None:
+        self._event_counts = (self._set_counts()[0], value)
+
+    def _set_counts(self) -> tuple[int, int]:
+        """The counts as set so far (a count not yet run is replaced, never run)."""
+        return (0, 0) if callable(self._event_counts) else self._event_counts
 
     def lines(self) -> list[str]:
         """The report as printable lines."""

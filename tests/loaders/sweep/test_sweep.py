@@ -195,6 +195,15 @@ def test_auto_plan_broadcasts_sum_and_count_within_the_limit(spark: Any) -> None
         assert got == [7, 1, 8]
         chosen[limit] = report.plan
     assert chosen == {4: "broadcast", 3: "range"}
+    # more rows than the limit, but only as many valid ones: still broadcast
+    report = SweepReport()
+    got = _run(spark, events, [*intervals, (1, 9, 0, 4)], broadcast_limit=4, report=report)
+    assert (got, report.plan, report.intervals, report.skipped_intervals) == (
+        [7, 1, 8],
+        "broadcast",
+        5,
+        1,
+    )
     report = SweepReport()
     assert _run(spark, events, intervals, agg="max", report=report) == [4, 1, 8]
     assert report.plan == "range"
@@ -212,9 +221,30 @@ def test_broadcast_plan_with_string_ids_double_values_and_mixed_id_types(spark: 
         [("x", 0, 9, 0.5), ("x", 5, 9, 0.25), ("y", 6, 9, 1.0)],
         "id string, start bigint, end bigint, points double",
     )
-    rows = interval_sweep(spark, e, b, plan="broadcast").collect()
+    report = SweepReport()
+    rows = interval_sweep(spark, e, b, plan="broadcast", report=report).collect()
     assert sorted((r["id"], r["value"]) for r in rows) == [("x", 0.75), ("y", 0.0)]
+    # the events are counted when the report is read, the skipped one (a null id) too
+    assert (report.events, report.skipped_events, report.intervals) == (3, 1, 3)
+    assert "events 3 (skipped 1 with a null id or time)" in report.lines()[0]
     narrow = spark.createDataFrame([(1, 5.5)], "id int, time double")
     wide = spark.createDataFrame([(1, 5, 6, 2)], "id bigint, start bigint, end bigint, points int")
     rows = interval_sweep(spark, narrow, wide, plan="broadcast").collect()
     assert [(r["id"], r["value"]) for r in rows] == [(1, 2)]
+
+
+def test_a_report_counts_events_once_when_read_and_takes_counts_set_instead() -> None:
+    calls = []
+
+    def count() -> tuple[int, int]:
+        calls.append(1)
+        return 10, 2
+
+    report = SweepReport()
+    report.count_events_when_read(count)
+    assert calls == []
+    assert (report.events, report.skipped_events, report.events) == (10, 2, 10)
+    assert calls == [1]
+    report.count_events_when_read(count)
+    report.events, report.skipped_events = 5, 0  # set by a plan: the pending count never runs
+    assert (report.events, report.skipped_events, calls) == (5, 0, [1])
