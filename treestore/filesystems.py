@@ -171,6 +171,9 @@ def _one_line(exc: BaseException) -> str:
     return text.split(" (Request ID")[0][:300]
 
 
+REFUSED = "the endpoint refuses connections (check AWS_ENDPOINT_URL)"
+
+
 def describe_error(exc: BaseException) -> str:
     """The useful part of a filesystem error (a refused endpoint, a missing bucket, a
     denied access), in one line."""
@@ -179,7 +182,7 @@ def describe_error(exc: BaseException) -> str:
         "the bucket does not exist (create it, or fix the URI)": (
             "NO_SUCH_BUCKET", "NoSuchBucket", "not found. To create buckets"
         ),
-        "the endpoint refuses connections (check AWS_ENDPOINT_URL)": (
+        REFUSED: (
             "NETWORK_CONNECTION", "Could not connect to the endpoint"
         ),
         "access denied (check the credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)": (

@@ -32,7 +32,13 @@ import pyarrow as pa
 
 from treestore.errors import StoreError
 from treestore.faults import open_for_writing
-from treestore.filesystems import FilesystemSettings, describe_error, is_uri, open_location
+from treestore.filesystems import (
+    REFUSED,
+    FilesystemSettings,
+    describe_error,
+    is_uri,
+    open_location,
+)
 
 if TYPE_CHECKING:
     from pyarrow import fs as pafs
@@ -229,7 +235,10 @@ class FilePageStore(PageStore):
 
         try:
             kind = self.fs.get_file_info(self.root).type
-        except OSError:
+        except OSError as exc:
+            said = describe_error(exc)
+            if said.startswith(REFUSED):  # every next lookup would wait out its retries too
+                raise StoreError(f"{self.location} cannot be looked up: {said}") from exc
             return None
         return self.location if kind == pafs.FileType.File else None
 
