@@ -13,11 +13,13 @@ same convention as the sweep's kind order at equal times. The index is built
 once on the driver, broadcast, and each Spark task looks up its own batches of
 events with vectorized ``numpy.searchsorted`` calls, where they lie.
 
-Ids of any type become dense codes (their place among the distinct interval
-ids); times become ranks among the distinct interval times (odd for a time an
-interval has, even for a time between two of them), so (code, rank) packs into
-one int64 key whatever the ids and times are. Running totals restart at every
-id, so a double ``sum`` is as exact as the sweep's own running sum.
+Whole-number ids that fit become offsets from the smallest interval id (no
+hashing); other ids become dense codes (their place among the distinct interval
+ids). Whole-number times that fit become offsets too; other times become ranks
+among the distinct interval times (odd for a time an interval has, even for a
+time between two of them), so (code, time) packs into one int64 key whatever the
+ids and times are. Running totals restart at every id, so a double ``sum`` is
+as exact as the sweep's own running sum.
 
 >>> import numpy as np, pyarrow as pa
 >>> index = CoverIndex.build(pa.array([1, 1, 2]), np.array([0, 5, 0]), np.array([10, 8, 3]),
@@ -106,6 +108,45 @@ class _TimeCode:
         return 2 * place + (self.times[np.minimum(place, len(self.times) - 1)] == at)
 
 
+ID_OFFSET_BITS = 40
+"""Whole-number ids spanning at most this many bits are offsets, not hashed codes."""
+
+
+@dataclass(frozen=True)
+class _IdCode:
+    """Ids as small non-negative ints: offsets from the smallest interval id when they
+    are whole numbers that fit, else places among the distinct interval ids (hashed)."""
+
+    bits: int
+    origin: int = 0
+    distinct: pd.Index | None = None
+
+    @classmethod
+    def of(cls, ids: pa.Array) -> _IdCode:
+        """The coding of these interval ids (no nulls)."""
+        if pa.types.is_integer(ids.type) and len(ids):
+            low, high = (int(v) for v in pc.min_max(ids).values())
+            if (high - low).bit_length() <= ID_OFFSET_BITS:
+                return cls(max(1, (high - low).bit_length()), low)
+        distinct = pd.Index(pc.unique(ids).to_numpy(zero_copy_only=False))
+        return cls(len(distinct).bit_length(), distinct=distinct)
+
+    def codes(self, ids: pa.Array) -> np.ndarray:
+        """Each id's code (int64): -1 for an id no interval has, or, when ids are offsets,
+        an offset no interval has (negative, or past theirs): either finds nothing, as
+        the lookup compares each key's id part."""
+        if self.distinct is not None:
+            return self.distinct.get_indexer(ids.to_numpy(zero_copy_only=False)).astype(np.int64)
+        if not pa.types.is_integer(ids.type):  # events' ids of another type match nothing
+            return np.full(len(ids), -1, dtype=np.int64)
+        return ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False) - self.origin
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the coding holds."""
+        return 0 if self.distinct is None else int(self.distinct.memory_usage())
+
+
 @dataclass(frozen=True)
 class _Side:
     """One kind of interval row (starts or ends), sorted by packed (id code, time code)."""
@@ -114,12 +155,28 @@ class _Side:
     totals: np.ndarray  # running total of the values up to each key, restarting per id
 
     @classmethod
-    def of(cls, codes: np.ndarray, times: np.ndarray, weights: np.ndarray, shift: int) -> _Side:
-        """Sort the rows by packed key and sum their weights per id as they go."""
+    def of(
+        cls, codes: np.ndarray, times: np.ndarray, weights: np.ndarray | None, shift: int
+    ) -> _Side:
+        """Sort the rows by packed key and sum their weights (None: count them) per id."""
         keys = (codes << shift) | times
-        order = np.argsort(keys)
-        keys = keys[order]
-        sorted_weights = weights[order]
+        key_bits = int(keys.max()).bit_length() if len(keys) else 0
+        if weights is None:  # counts: the keys alone, sorted in place (no permutation)
+            keys.sort()
+            sorted_weights = np.ones(len(keys), dtype=np.int64)
+        elif (
+            weights.dtype.kind in "iu"
+            and len(weights)
+            and int(weights.min()) >= 0
+            and key_bits + int(weights.max()).bit_length() <= 63
+        ):  # small non-negative weights ride along in the key's low bits: one plain sort
+            width = max(1, int(weights.max()).bit_length())
+            packed = (keys << width) | weights.astype(np.int64, copy=False)
+            packed.sort()
+            keys, sorted_weights = packed >> width, packed & ((1 << width) - 1)
+        else:
+            order = np.argsort(keys)
+            keys, sorted_weights = keys[order], weights[order]
         if sorted_weights.dtype.kind == "f":  # a running sum per id, exact per id
             totals = pd.Series(sorted_weights).groupby(keys >> shift).cumsum().to_numpy()
         else:  # integers: the global running sum minus its value where the id began
@@ -128,6 +185,8 @@ class _Side:
             first[1:] = (keys[1:] >> shift) != (keys[:-1] >> shift)
             begins = np.maximum.accumulate(np.where(first, np.arange(len(keys)), 0))
             totals = totals - np.where(begins > 0, totals[begins - 1], 0)
+            if len(totals) and totals.min() >= -(2**31) and totals.max() < 2**31:
+                totals = totals.astype(np.int32)  # half the bytes every worker receives
         return cls(keys, totals)
 
     def before(self, keys: np.ndarray, codes: np.ndarray, side: str, shift: int) -> np.ndarray:
@@ -147,7 +206,7 @@ class _Side:
 class CoverIndex:
     """Intervals indexed for ``sum``/``count`` lookups of many (id, time) events at once."""
 
-    ids: pd.Index  # the distinct interval ids; an id's code is its place here (hashed once)
+    ids: _IdCode
     time_code: _TimeCode
     starts: _Side
     ends: _Side
@@ -172,21 +231,20 @@ class CoverIndex:
         if not keep.all():
             ids, starts, ends = ids.filter(pa.array(keep)), starts[keep], ends[keep]
             values = None if values is None else values[keep]
-        distinct = pd.Index(pc.unique(ids).to_numpy(zero_copy_only=False))
-        codes = distinct.get_indexer(ids.to_numpy(zero_copy_only=False)).astype(np.int64)
-        time_code = _TimeCode.of(starts, ends, len(distinct).bit_length())
-        weights = np.ones(len(codes), dtype=np.int64) if values is None else values
+        id_code = _IdCode.of(ids)
+        codes = id_code.codes(ids)
+        time_code = _TimeCode.of(starts, ends, id_code.bits)
 
         def side(at: np.ndarray) -> _Side:
-            return _Side.of(codes, time_code.of_intervals(at), weights, time_code.bits)
+            return _Side.of(codes, time_code.of_intervals(at), values, time_code.bits)
 
         with ThreadPoolExecutor(2) as pool:
             start_side, end_side = pool.map(side, (starts, ends))
-        return cls(distinct, time_code, start_side, end_side, closed)
+        return cls(id_code, time_code, start_side, end_side, closed)
 
     def lookup(self, ids: pa.Array, times: np.ndarray) -> np.ndarray:
         """The sum (or count) of the intervals covering each (id, time); 0 where none does."""
-        codes = self.ids.get_indexer(ids.to_numpy(zero_copy_only=False)).astype(np.int64)
+        codes = self.ids.codes(ids)
         known = codes >= 0
         shift = self.time_code.bits
         keys = (np.maximum(codes, 0) << shift) | self.time_code.of_events(times)
@@ -195,9 +253,10 @@ class CoverIndex:
         start_side, end_side = SIDES[self.closed]
         opened = self.starts.before(keys, codes, start_side, shift)
         closed = self.ends.before(keys, codes, end_side, shift)
-        values = np.empty(len(keys), dtype=opened.dtype)
-        values[order] = opened - closed
-        return np.where(known, values, np.zeros(1, dtype=values.dtype))
+        kind = np.result_type(opened.dtype, closed.dtype, np.int64)
+        values = np.empty(len(keys), dtype=kind)
+        values[order] = opened.astype(kind, copy=False) - closed
+        return np.where(known, values, np.zeros(1, dtype=kind))
 
     @property
     def nbytes(self) -> int:
@@ -205,4 +264,4 @@ class CoverIndex:
         arrays = [self.starts.keys, self.starts.totals, self.ends.keys, self.ends.totals]
         if self.time_code.times is not None:
             arrays.append(self.time_code.times)
-        return int(sum(a.nbytes for a in arrays) + self.ids.memory_usage())
+        return int(sum(a.nbytes for a in arrays) + self.ids.nbytes)

@@ -14,6 +14,7 @@ from loaders.sweep.cover_index import CoverIndex
 from loaders.sweep.options import CLOSED
 from tests.loaders.sweep.sweep_oracle import expected
 
+STRING = pa.string()
 ids = st.sampled_from(["a", "b", "c"])
 times = st.integers(-5, 12)
 events_strategy = st.lists(st.tuples(ids, times), max_size=30)
@@ -27,18 +28,19 @@ def _lookup(
     agg: str,
     as_float: bool = False,
     time_type: Any = np.int64,
+    id_type: pa.DataType = STRING,
 ) -> list[Any]:
     kept = intervals  # the index itself leaves out start > end and empty half-open intervals
     values = np.array([v for *_, v in kept], dtype=np.float64 if as_float else np.int64)
     index = CoverIndex.build(
-        pa.array([i for i, *_ in kept], pa.string()),
+        pa.array([i for i, *_ in kept], id_type),
         np.array([s for _, s, _, _ in kept], dtype=time_type),
         np.array([e for _, _, e, _ in kept], dtype=time_type),
         None if agg == "count" else values,
         closed,
     )
     found = index.lookup(
-        pa.array([i for i, _ in events], pa.string()),
+        pa.array([i for i, _ in events], id_type),
         np.array([t for _, t in events], dtype=time_type),
     )
     return found.tolist()
@@ -56,6 +58,40 @@ def test_lookup_matches_the_oracle(
     intervals = [*intervals, ("a", 3, 3, 7), ("a", 2, 6, 1), ("a", 2, 6, 1), ("b", 8, 1, 4)]
     events = [*events, ("a", 3), ("a", 2), ("a", 6), ("z", 3)]
     got = _lookup(events, intervals, closed, agg, time_type=time_type)
+    assert got == expected(events, intervals, agg, closed)
+
+
+NUMBERED = {"a": 7, "b": -3, "c": 12, "z": 9}  # z: between the interval ids, none of them
+
+
+@pytest.mark.parametrize("spread", [1, 2**45], ids=["offsets", "hashed"])
+@pytest.mark.parametrize("agg", ["sum", "count"])
+@pytest.mark.parametrize("closed", CLOSED)
+@settings(max_examples=60, deadline=None)
+@given(
+    events=events_strategy,
+    intervals=intervals_strategy,
+    weights=st.sampled_from([(-3, 9), (0, 9), (0, 2**58)]),
+)
+def test_whole_number_ids_and_weights_match_the_oracle(
+    agg: str,
+    closed: str,
+    spread: int,
+    events: list[Any],
+    intervals: list[Any],
+    weights: tuple[int, int],
+) -> None:
+    """Ids as offsets (or hashed when they span too many bits); weights that ride in the
+    sort key (small and non-negative) or that do not (negative, or too wide)."""
+    low, high = weights
+    intervals = [(i, s, e, min(max(v, low), high)) for i, s, e, v in intervals]
+    intervals = [*intervals, ("a", 2, 6, high), ("c", 0, 9, 1), ("b", 8, 1, 4)]
+    events = [*events, ("a", 3), ("z", 3), ("b", 5), ("c", 9)]
+
+    def numbered(rows: list[Any]) -> list[Any]:
+        return [(NUMBERED[i] * spread, *rest) for i, *rest in rows]
+
+    got = _lookup(numbered(events), numbered(intervals), closed, agg, id_type=pa.int64())
     assert got == expected(events, intervals, agg, closed)
 
 
@@ -78,3 +114,10 @@ def test_double_sums_restart_per_id() -> None:
 def test_no_intervals_and_no_events() -> None:
     assert _lookup([("a", 1)], [], "both", "sum") == [0]
     assert _lookup([], [("a", 0, 1, 5)], "left", "count") == []
+
+
+def test_ids_far_outside_the_intervals_find_nothing() -> None:
+    # offset 2**60 shifted past the time bits wraps to the key of id 0: it must not match
+    intervals = [(0, 0, 9, 5), (1, 0, 9, 2)]
+    events = [(2**60, 3), (-(2**60), 3), (0, 3), (1, 3), (2, 3)]
+    assert _lookup(events, intervals, "both", "sum", id_type=pa.int64()) == [0, 0, 5, 2, 0]
