@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from treestore.errors import SparkSetupError, TreestoreError
 
@@ -132,6 +132,8 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
         with _quiet_jvm() as jvm_output:
             session = builder.getOrCreate()
     except Exception as exc:  # py4j and the JVM raise many kinds; say it in one sentence
+        if _follows_ctrl_c(exc):  # py4j's cleanup after a Ctrl-C failed in its place
+            raise KeyboardInterrupt from exc
         said = f" (the JVM said: {jvm_output[0]})" if jvm_output else ""
         raise SparkSetupError(f"Spark could not start with master {chosen!r}: {exc}{said}") from exc
     session.sparkContext.setLogLevel("WARN" if verbose() else "FATAL")
@@ -188,31 +190,71 @@ def _quiet_jvm() -> Iterator[list[str]]:
     """Start the JVM inside the block with its stderr in an unnamed temporary file, so its
     launcher's lines (``WARNING: Using incubator modules: ...``) never reach the user;
     unless :func:`verbose`. Yields a list that holds the JVM's last line if the block fails.
+
+    A JVM started in the block is killed if the block fails (a Ctrl-C while Spark starts,
+    say): left alone, it could outlive this process, still starting, or stuck in its
+    shutdown while its SparkContext was being made.
     """
-    said: list[str] = []
-    if verbose():
-        yield said
-        return
+    from pyspark import java_gateway
     from pyspark.core import context
 
-    launch = context.launch_gateway
-    log = tempfile.TemporaryFile()  # noqa: SIM115 (the JVM writes to it for its whole life)
+    said: list[str] = []
+    launch, popen = context.launch_gateway, java_gateway.Popen
+    log = None if verbose() else tempfile.TemporaryFile()  # noqa: SIM115 (the JVM's for life)
+    started: list[subprocess.Popen[bytes]] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        started.append(popen(*args, **kwargs))
+        return started[-1]
 
     def launch_quietly(conf: object = None, popen_kwargs: dict | None = None) -> object:
-        return launch(conf, {**(popen_kwargs or {}), "stdout": log, "stderr": log})
+        quiet = {} if log is None else {"stdout": log, "stderr": log}
+        java_gateway.Popen = recorded  # type: ignore[misc, assignment]
+        try:
+            return launch(conf, {**(popen_kwargs or {}), **quiet})
+        finally:
+            java_gateway.Popen = popen  # type: ignore[misc]
 
     context.launch_gateway = launch_quietly  # type: ignore[assignment]
     try:
         yield said
     except BaseException:
-        log.seek(0)
-        lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()]
-        said.extend(line for line in reversed(lines) if line and "incubator" not in line)
-        del said[1:]
+        _kill(started)
+        if log is not None:
+            log.seek(0)
+            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()]
+            said.extend(line for line in reversed(lines) if line and "incubator" not in line)
+            del said[1:]
         raise
     finally:
         context.launch_gateway = launch
-        log.close()  # the JVM keeps its own copy of the file
+        if log is not None:
+            log.close()  # the JVM keeps its own copy of the file
+
+
+def _follows_ctrl_c(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a Ctrl-C (KeyboardInterrupt) was being handled."""
+    seen: BaseException | None = exc
+    for _ in range(16):  # a chain of causes is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _kill(jvms: list[subprocess.Popen[bytes]]) -> None:
+    """Kill JVMs whose SparkContext did not start, and forget their gateway: a next
+    session starts a JVM of its own. (A context that started stops as usual.)"""
+    from pyspark import SparkContext
+
+    if not jvms or SparkContext._active_spark_context is not None:
+        return
+    for jvm in jvms:
+        jvm.kill()
+        jvm.wait()
+    SparkContext._gateway = SparkContext._jvm = None
 
 
 _EXECUTORS_CHECKED: dict[str, str | None] = {}

@@ -6,8 +6,8 @@ The valid intervals are collected to the driver as Arrow, indexed there
 each Spark task looks up the batches of its own input partition with
 vectorized binary searches, so a hot id costs no single task more than its
 share of the events. :func:`loaders.sweep.driver.interval_sweep` picks this plan when
-the valid intervals number at most ``broadcast_limit`` (the index costs about
-33 bytes per interval in every Python worker).
+the valid intervals number at most ``broadcast_limit`` (the index costs 24 to
+32 bytes per interval in every Python worker).
 """
 
 from __future__ import annotations

@@ -319,8 +319,9 @@ def run_sweep(
             schema = _as_time_of_day(empty, time_of_day).schema
             assert isinstance(pages, FilePageStore)
             _merge_parts(pages, folder, out_target[0], out_target[1], schema)
+        said = report.lines()  # may count the events (the broadcast plan counts them when read)
     spark.catalog.clearCache()  # the swept rows were cached for the writes above
-    for line in report.lines():
+    for line in said:
         on_event(Message(line))
     where = f"{pages.location}/{folder}"
     job = _results_job(name, where, names["id"], names["time"], shards)

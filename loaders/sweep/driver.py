@@ -107,7 +107,7 @@ def interval_sweep(
             ``auto`` (the default) broadcasts sum and count when at most
             ``broadcast_limit`` intervals are valid.
         broadcast_limit: the most intervals ``auto`` broadcasts (the index costs
-            about 33 bytes an interval in every Python worker).
+            24 to 32 bytes an interval in every Python worker).
         report: filled with counts and partition balance when given.
 
     Returns:

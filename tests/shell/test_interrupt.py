@@ -47,9 +47,11 @@ def test_ctrl_c_is_one_line_and_130(moment: str, demo_store: Path, tmp_path: Pat
         text=True,
         env=env,
     )
+    jvms: list[str] = []
     try:
         if moment == "while the JVM starts":
             _wait_for(lambda: bool(_children(process.pid)), process)
+            jvms = _children(process.pid)
         elif moment == "in a Spark task":
             _wait_for(marker.exists, process)
             assert marker.exists()
@@ -63,3 +65,13 @@ def test_ctrl_c_is_one_line_and_130(moment: str, demo_store: Path, tmp_path: Pat
             process.kill()
     assert (process.returncode, err) == (130, "interrupted\n")
     assert out == ""
+    # a JVM interrupted while it starts is killed, not left running on its own
+    assert [pid for pid in jvms if _running(pid)] == []
+
+
+def _running(pid: str) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

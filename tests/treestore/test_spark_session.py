@@ -128,3 +128,22 @@ def test_a_java_failure_while_spark_reads_a_file_names_the_file(spark: Any, tmp_
     assert str(caught.value) == (
         f"Reading failed: java.io.IOException: not a gzip file (reading file://{broken})"
     )
+
+
+def test_an_error_raised_while_a_ctrl_c_was_handled_is_the_ctrl_c() -> None:
+    """py4j, cleaning up after a Ctrl-C while Spark starts, may raise its own error in the
+    Ctrl-C's place: that error is still the Ctrl-C (exit 130), not a failed start."""
+    from treestore.spark import _follows_ctrl_c
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("Gateway must be connected to send cancel cmd.") from None
+    except RuntimeError as exc:
+        cleanup = exc
+    assert _follows_ctrl_c(cleanup)
+    try:
+        raise ValueError("bad master") from OSError("refused")
+    except ValueError as exc:
+        assert not _follows_ctrl_c(exc)
