@@ -196,11 +196,43 @@ def run_scenario(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, 
     )
 
 
+def refused_commands(master: str, own: Path, stores: Path) -> list[dict[str, Any]]:
+    """Run ``treestore load`` and ``treestore sweep`` (the command line, in this driver)
+    on a job file and inputs in ``own``, a folder only the driver has; what each said."""
+    import contextlib
+    import traceback
+
+    from shell.cli import main as cli
+
+    write_demo_inputs(own)
+    (own / "events.csv").write_text(EVENTS)
+    (own / "intervals.csv").write_text(INTERVALS)
+    said = []
+    for args, store in [
+        (["load", str(own / "job.json")], "store"),
+        (["sweep", "--events", str(own / "events.csv"), "--intervals",
+          str(own / "intervals.csv"), "--name", "s"], "sweeps"),
+    ]:  # fmt: skip
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                code = cli([*args, "--store", str(stores / store), "--master", master])
+            except Exception:  # what must never happen: the test shows the traceback
+                code = -1
+                err.write(traceback.format_exc())
+        said.append({"command": args[0], "code": code, "stderr": err.getvalue(),
+                     "published": (stores / store / "CURRENT").exists()})  # fmt: skip
+    return said
+
+
 def main() -> None:
-    """Run the scenario in a driver of its own, on ``--master``, and write the answers."""
+    """Run the scenario in a driver of its own, on ``--master``, and write the answers;
+    with ``--driver-only``, also the command lines refused there (key ``refused``)."""
     parser = argparse.ArgumentParser()
     for name in ("--master", "--inputs", "--stores", "--work", "--out"):
         parser.add_argument(name, required=True)
+    parser.add_argument("--driver-only", type=Path, help="a folder only this driver has")
+    parser.add_argument("--local-stores", type=Path, help="stores' folder for --driver-only")
     options = parser.parse_args()
     from pyspark.sql import SparkSession
 
@@ -214,6 +246,10 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     answers = run_scenario(spark, options.inputs, options.stores, Path(options.work))
+    if options.driver_only:
+        answers["refused"] = refused_commands(
+            options.master, options.driver_only, options.local_stores
+        )
     Path(options.out).write_text(json.dumps(answers, indent=1))
     spark.stop()
     sys.exit(0)

@@ -15,7 +15,7 @@ import pytest
 
 import treestore
 from shell.demo import DEMO_OPS, DEMO_PATH
-from tests.cluster.scenario import EVENTS, INTERVALS, run_scenario
+from tests.cluster.scenario import run_scenario
 from tests.spark_cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,11 @@ def test_every_feature_gives_the_local_answers_on_the_cluster_and_s3(
     """Loads (incremental, dedup, pending), queries (rows, Arrow, pandas, one Spark job
     each), both sweep plans, info, check and gc: the same answers, compared whole, from
     local folders on local[*] and from inputs and stores on the S3 server on the cluster
-    (whose workers have no AWS settings of their own: the tasks carry the driver's)."""
+    (whose workers have no AWS settings of their own: the tasks carry the driver's).
+
+    In the same driver, a path only the driver has never reaches a task: ``treestore
+    load`` of a job file, and ``treestore sweep`` of inputs, in the driver's own folder
+    fail, saying so, and publish nothing."""
     local = run_scenario(
         spark, str(tmp_path / "local-in"), str(tmp_path / "local-stores"), tmp_path / "local-work"
     )
@@ -56,11 +60,21 @@ def test_every_feature_gives_the_local_answers_on_the_cluster_and_s3(
         "--inputs", f"{s3_bucket}/in", "--stores", f"{s3_bucket}/stores",
         "--work", str(driver / "work"),
         "--out", str(out),
+        "--driver-only", str(driver / "own"), "--local-stores", str(tmp_path / "refused"),
     ]  # fmt: skip
     done = _run(command, driver, _driver_env(spark_cluster, driver))
     assert done.returncode == 0, done.stderr[-4000:]
     on_cluster = json.loads(out.read_text())
+    refused = on_cluster.pop("refused")
     assert on_cluster == local
+    own = driver / "own"
+    said = {"load": "which only the driver has", "sweep": "events.csv, which only the driver has"}
+    for command_said in refused:
+        assert command_said["code"] == 2, command_said
+        assert said[command_said["command"]] in command_said["stderr"], command_said
+        assert str(own) in command_said["stderr"] and "Traceback" not in command_said["stderr"]
+        assert not command_said["published"]
+    assert [r["command"] for r in refused] == ["load", "sweep"]
     assert all(q["jobs"] == 1 for q in on_cluster["demo"]["queries"].values())
 
 
@@ -95,31 +109,6 @@ def test_the_command_line_on_the_cluster_gives_the_local_answers(
     shell = _cli(spark_cluster, "shell", str(store), "-e", "root/+:+hits", **master)
     assert shell.returncode == 0, shell.stderr[-3000:]
     assert shell.stdout == _tsv(local.query("root/+:+hits"))
-
-
-def test_a_path_only_the_driver_has_never_reaches_a_task(
-    spark_cluster: Cluster, demo_dir: Path
-) -> None:
-    """The job file and its inputs in the driver's own folder: the load fails, saying so."""
-    from shell.demo import write_demo_inputs
-
-    own = spark_cluster.driver_only / "cli" / "job"
-    write_demo_inputs(own)
-    (own / "events.csv").write_text(EVENTS)  # the sweep's inputs too
-    (own / "intervals.csv").write_text(INTERVALS)
-    for args, store, said in [
-        (["load", str(own / "job.json")], "store", "which only the driver has"),
-        (["sweep", "--events", str(own / "events.csv"), "--intervals",
-          str(own / "intervals.csv"), "--name", "s"], "sweeps",
-         "events.csv, which only the driver has"),
-    ]:  # fmt: skip
-        refused = _cli(
-            spark_cluster, *args, "--store", str(demo_dir / store), "--master", spark_cluster.url
-        )
-        assert refused.returncode != 0
-        assert said in refused.stderr
-        assert "Traceback" not in refused.stderr
-        assert not (demo_dir / store / "CURRENT").exists()
 
 
 @pytest.fixture(autouse=True)
