@@ -67,6 +67,7 @@ __all__ = [
     "Entry",
     "RunReader",
     "RunSum",
+    "block_bounds",
     "merge_entries",
     "write_run",
 ]
@@ -303,9 +304,7 @@ class RunReader:
         view = memoryview(raw)
         for number, info in enumerate(infos, start):
             self._check(number, view[info.offset - begin : info.offset - begin + info.length])
-        if self._spans is None:
-            self._spans = np.array([(p.offset, p.length) for p in self.pages], np.int64)
-        spans = self._spans[start:stop]
+        spans = self._page_spans()[start:stop]
         found = columns_of_span(raw, spans[:, 0] - begin, spans[:, 1], with_data)
         if found is not None:
             ints, names, data = found
@@ -320,14 +319,16 @@ class RunReader:
         """The run's entries in key order as blocks of consecutive pages of about
         ``block_bytes`` encoded bytes each (what a streaming merge reads); the page cache
         is left alone."""
-        start = 0
-        while start < len(self.pages):
-            stop, size = start, 0
-            while stop < len(self.pages) and (stop == start or size < block_bytes):
-                size += self.pages[stop].length
-                stop += 1
+        for start, stop in block_bounds(self._page_spans()[:, 1], block_bytes):
             yield self.pages_columns(start, stop, with_data)
-            start = stop
+
+    def _page_spans(self) -> np.ndarray:
+        """Each page's (offset, length) in the pages file, as an int64 array."""
+        if self._spans is None:
+            self._spans = np.array([(p.offset, p.length) for p in self.pages], np.int64).reshape(
+                -1, 2
+            )
+        return self._spans
 
     def _check(self, number: int, encoded: bytes | memoryview) -> None:
         """Raise :class:`CorruptPageError` unless page ``number``'s bytes match its checksum."""
@@ -515,6 +516,21 @@ def _difference(expected: RunSum, found: RunSum) -> str:
     if found.pages_bytes != expected.pages_bytes:
         words.append(f"pages of {found.pages_bytes:,} bytes, not {expected.pages_bytes:,}")
     return ", ".join(words)
+
+
+def block_bounds(lengths: np.ndarray, block_bytes: int) -> Iterator[tuple[int, int]]:
+    """(start, stop) of consecutive blocks of pages with these lengths: each block takes
+    pages until it holds ``block_bytes`` bytes or more (at least one page; the last block
+    may hold fewer)."""
+    ends = np.cumsum(lengths)  # the bytes up to each page's end
+    start = 0
+    while start < len(lengths):
+        before = int(ends[start - 1]) if start else 0
+        # through the page that fills the block
+        stop = int(np.searchsorted(ends, before + block_bytes)) + 1
+        stop = min(max(stop, start + 1), len(lengths))
+        yield start, stop
+        start = stop
 
 
 def _joined(parts: list[ChildColumns]) -> ChildColumns:

@@ -332,6 +332,22 @@ def _memtable_entries(tree: ShardTree) -> list[tuple[object, ...]]:
     )
 
 
+@given(
+    lengths=st.lists(st.integers(1, 5000), max_size=60),
+    block_bytes=st.integers(1, 20_000),
+)
+def test_blocks_of_pages_fill_to_their_size_and_cover_every_page_once(
+    lengths: list[int], block_bytes: int
+) -> None:
+    bounds = list(runs.block_bounds(np.array(lengths, dtype=np.int64), block_bytes))
+    assert [i for start, stop in bounds for i in range(start, stop)] == list(range(len(lengths)))
+    for n, (start, stop) in enumerate(bounds):
+        assert stop > start
+        assert sum(lengths[start : stop - 1]) < block_bytes  # no page past a full block
+        if n < len(bounds) - 1:
+            assert sum(lengths[start:stop]) >= block_bytes  # only the last one may be short
+
+
 def test_a_run_read_in_blocks_gives_every_entry_once(store: PageStore) -> None:
     tree = ShardTree(store, page_bytes=256)
     for i in range(500):
