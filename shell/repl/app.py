@@ -132,9 +132,19 @@ def _interactive(
     from shell.repl.style import STYLE
     from shell.repl.toolbar import toolbar
 
-    session = ShellSession(store_dir, factory, out, err, terminal=True, pager=pydoc.pager)
+    ready = start_spark_in_background(factory)
+
+    def started_in_the_background() -> SparkSession:
+        """The session the background start makes: a query never starts Spark in the main
+        thread itself, where PySpark would take over Ctrl-C from the shell."""
+        ready.wait()
+        return factory()
+
+    session = ShellSession(
+        store_dir, started_in_the_background, out, err, terminal=True, pager=pydoc.pager
+    )
     session.header = header
-    session.spark_ready = start_spark_in_background(factory)  # queries share this session
+    session.spark_ready = ready
     names = NodeNames(lambda: session.store.store)
     prompt = PromptSession[str](
         history=_history(err),

@@ -143,7 +143,9 @@ class ShellSession:
                     self._query(text)
         except PositionedError as exc:
             self.fail(_at_line(exc, text))
-        except (TreestoreError, KeyboardInterrupt) as exc:
+        except KeyboardInterrupt:  # Ctrl-C, whichever handler took it
+            self.fail(CANCELLED)
+        except TreestoreError as exc:
             # a Ctrl-C inside a Spark call surfaces as that call's failure
             self.fail(CANCELLED if self.interrupted else str(exc))
         except Exception as exc:  # a bug must not end the session: one line, then the prompt
