@@ -129,7 +129,7 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
         .config("spark.sql.catalogImplementation", "in-memory")
     )
     try:
-        with _quiet_jvm() as jvm_output:
+        with _STARTING, _quiet_jvm() as jvm_output:  # one start at a time patches the launch
             session = builder.getOrCreate()
     except Exception as exc:  # py4j and the JVM raise many kinds; say it in one sentence
         if _follows_ctrl_c(exc):  # py4j's cleanup after a Ctrl-C failed in its place
@@ -144,6 +144,10 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
     return session
 
+
+_STARTING = threading.Lock()
+"""Held while a session starts: two threads starting at once (the shell's background
+start and a first query) would each put their launch in place of the other's."""
 
 _INTERRUPTED = threading.Event()
 _NOTING = threading.Event()  # set once note_interrupts was called

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,43 @@ def test_an_error_raised_while_a_ctrl_c_was_handled_is_the_ctrl_c() -> None:
         raise ValueError("bad master") from OSError("refused")
     except ValueError as exc:
         assert not _follows_ctrl_c(exc)
+
+
+@pytest.mark.spark
+def test_sessions_started_by_two_threads_at_once_leave_the_launch_as_it_was(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shell starts Spark in the background while a first query may start it too: both
+    get the one session, and PySpark's JVM launch is left as it was (not a wrapper of a
+    finished start, whose log file is closed)."""
+    import threading
+
+    from pyspark import java_gateway
+    from pyspark.core import context
+    from pyspark.sql import SparkSession
+
+    from treestore.spark import get_session
+
+    original = context.launch_gateway
+    slow = SparkSession.Builder.getOrCreate
+
+    def slowly(self: Any) -> Any:  # the starts overlap, as a JVM's start would make them
+        time.sleep(0.3)
+        return slow(self)
+
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", slowly)
+    barrier = threading.Barrier(4)
+    got: list[Any] = []
+
+    def start() -> None:
+        barrier.wait()
+        got.append(get_session())
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 4 and all(s.sparkContext is spark.sparkContext for s in got)
+    assert context.launch_gateway is original
+    assert java_gateway.Popen is subprocess.Popen
