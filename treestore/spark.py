@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -107,7 +107,10 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    interrupts = len(_INTERRUPTS)
     check_java()
+    if _interrupted_since(interrupts):
+        raise KeyboardInterrupt
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -131,6 +134,9 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     try:
         with _STARTING, _quiet_jvm() as jvm_output:  # one start at a time patches the launch
             session = builder.getOrCreate()
+            if _interrupted_since(interrupts):  # stopped, so that its JVM goes too
+                session.stop()
+                raise KeyboardInterrupt
     except Exception as exc:  # py4j and the JVM raise many kinds; say it in one sentence
         if _follows_ctrl_c(exc):  # py4j's cleanup after a Ctrl-C failed in its place
             raise KeyboardInterrupt from exc
@@ -143,6 +149,30 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     # raising; treestore turns those errors into its own messages instead.
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
     return session
+
+
+_INTERRUPTS: list[int] = []
+"""One entry per Ctrl-C noted: a start compares its length before and after."""
+
+
+def _interrupted_since(count: int) -> bool:
+    """Whether, in the main thread, a Ctrl-C was noted since there were ``count``: one that
+    came while a process was being forked (the JVM, ``java -version``) is swallowed by
+    Python's fork hooks, never raised, yet it is the user's."""
+    return len(_INTERRUPTS) != count and threading.current_thread() is threading.main_thread()
+
+
+def _unraisable_but_ctrl_c(previous: Callable[[Any], object]) -> Callable[[Any], object]:
+    """``sys.unraisablehook`` that says nothing of a noted Ctrl-C (a fork hook swallowed it;
+    :func:`get_session` raises it again), and the rest as before."""
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _INTERRUPTS:
+            return
+        previous(unraisable)
+
+    hook.ignores_ctrl_c = True  # type: ignore[attr-defined]
+    return hook
 
 
 _STARTING = threading.Lock()
@@ -168,6 +198,7 @@ def note_interrupts(*, fresh: bool = False) -> None:
 
     def noted(signum: int, frame: FrameType | None) -> None:
         _INTERRUPTED.set()
+        _INTERRUPTS.append(signum)
         if callable(previous):
             previous(signum, frame)
         elif previous != signal.SIG_IGN:
@@ -175,6 +206,8 @@ def note_interrupts(*, fresh: bool = False) -> None:
 
     noted.notes_interrupts = True  # type: ignore[attr-defined]
     signal.signal(signal.SIGINT, noted)
+    if not getattr(sys.unraisablehook, "ignores_ctrl_c", False):
+        sys.unraisablehook = _unraisable_but_ctrl_c(sys.unraisablehook)
 
 
 def was_interrupted() -> bool:
@@ -208,7 +241,24 @@ def _quiet_jvm() -> Iterator[list[str]]:
     started: list[subprocess.Popen[bytes]] = []
 
     def recorded(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
-        started.append(popen(*args, **kwargs))
+        """PySpark's Popen of the JVM, with Ctrl-C held off until the JVM is recorded: one
+        that lands inside Popen (after the fork, before exec) would leave the JVM unknown
+        to anyone. The JVM itself starts with Ctrl-C let through again."""
+        child_setup = kwargs.get("preexec_fn")
+
+        def setup() -> None:
+            if child_setup is not None:
+                child_setup()
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+        held = threading.current_thread() is threading.main_thread()
+        if held:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            started.append(popen(*args, **{**kwargs, "preexec_fn": setup}))
+        finally:
+            if held:  # a Ctrl-C that came meanwhile is raised here, the JVM recorded
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         return started[-1]
 
     def launch_quietly(conf: object = None, popen_kwargs: dict | None = None) -> object:
