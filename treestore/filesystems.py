@@ -38,6 +38,7 @@ __all__ = [
     "is_file",
     "is_uri",
     "open_location",
+    "refuses_connections",
     "split_location",
 ]
 
@@ -171,29 +172,35 @@ def _one_line(exc: BaseException) -> str:
     return text.split(" (Request ID")[0][:300]
 
 
-REFUSED = "the endpoint refuses connections (check AWS_ENDPOINT_URL)"
+_REFUSED = "the endpoint refuses connections (check AWS_ENDPOINT_URL)"
+_HINTS = {
+    "the bucket does not exist (create it, or fix the URI)": (
+        "NO_SUCH_BUCKET", "NoSuchBucket", "not found. To create buckets"
+    ),
+    _REFUSED: ("NETWORK_CONNECTION", "Could not connect to the endpoint"),
+    "access denied (check the credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)": (
+        "ACCESS_DENIED", "AccessDenied", "InvalidAccessKeyId", "INVALID_ACCESS_KEY_ID",
+        "SignatureDoesNotMatch", "SIGNATURE_DOES_NOT_MATCH",
+    ),
+}  # fmt: skip
+"""What an object store's error means, by the codes its text holds."""
+
+
+def _meaning(text: str) -> str | None:
+    return next((m for m, codes in _HINTS.items() if any(c in text for c in codes)), None)
 
 
 def describe_error(exc: BaseException) -> str:
     """The useful part of a filesystem error (a refused endpoint, a missing bucket, a
     denied access), in one line."""
     text = _one_line(exc)
-    hints = {
-        "the bucket does not exist (create it, or fix the URI)": (
-            "NO_SUCH_BUCKET", "NoSuchBucket", "not found. To create buckets"
-        ),
-        REFUSED: (
-            "NETWORK_CONNECTION", "Could not connect to the endpoint"
-        ),
-        "access denied (check the credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)": (
-            "ACCESS_DENIED", "AccessDenied", "InvalidAccessKeyId", "INVALID_ACCESS_KEY_ID",
-            "SignatureDoesNotMatch", "SIGNATURE_DOES_NOT_MATCH",
-        ),
-    }  # fmt: skip
-    for meaning, codes in hints.items():
-        if any(code in text for code in codes):
-            return f"{meaning}: {text}"
-    return text
+    meaning = _meaning(text)
+    return f"{meaning}: {text}" if meaning else text
+
+
+def refuses_connections(exc: BaseException) -> bool:
+    """Whether ``exc`` says the object store's endpoint refuses connections."""
+    return _meaning(_one_line(exc)) == _REFUSED
 
 
 def join(root: str, name: str) -> str:

@@ -152,7 +152,10 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
 
 
 _INTERRUPTS: list[int] = []
-"""One entry per Ctrl-C noted: a start compares its length before and after."""
+"""One entry per Ctrl-C noted in this process: :func:`was_interrupted` and a session's
+start compare how many there are with how many there were."""
+_COMMAND_FROM = [0]
+"""How many there were when the current command started (``note_interrupts(fresh=True)``)."""
 
 
 def _interrupted_since(count: int) -> bool:
@@ -179,7 +182,6 @@ _STARTING = threading.Lock()
 """Held while a session starts: two threads starting at once (the shell's background
 start and a first query) would each put their launch in place of the other's."""
 
-_INTERRUPTED = threading.Event()
 _NOTING = threading.Event()  # set once note_interrupts was called
 
 
@@ -190,14 +192,13 @@ def note_interrupts(*, fresh: bool = False) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     if fresh:
-        _INTERRUPTED.clear()
+        _COMMAND_FROM[0] = len(_INTERRUPTS)
     _NOTING.set()
     previous = signal.getsignal(signal.SIGINT)
     if getattr(previous, "notes_interrupts", False):
         return
 
     def noted(signum: int, frame: FrameType | None) -> None:
-        _INTERRUPTED.set()
         _INTERRUPTS.append(signum)
         if callable(previous):
             previous(signum, frame)
@@ -213,7 +214,7 @@ def note_interrupts(*, fresh: bool = False) -> None:
 def was_interrupted() -> bool:
     """Whether Ctrl-C was pressed since :func:`note_interrupts` (an error that follows it,
     such as a Spark call cut short, is its consequence, not a failure to report)."""
-    return _INTERRUPTED.is_set()
+    return len(_INTERRUPTS) > _COMMAND_FROM[0]
 
 
 def verbose() -> bool:

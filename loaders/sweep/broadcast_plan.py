@@ -160,13 +160,14 @@ def broadcast_sweep(
         limit: the most valid intervals to index (None: no limit).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegralType, StructField, StructType
+    from pyspark.sql.types import DoubleType, IntegralType, StructField, StructType
 
-    id_name = columns["id"]
+    id_name, time_name = columns["id"], columns["time"]
     event_id = interval_id = F.col(f"`{id_name}`")
-    if events.schema[id_name].dataType != intervals.schema[id_name].dataType:
+    id_cast = events.schema[id_name].dataType != intervals.schema[id_name].dataType
+    if id_cast:
         event_id, interval_id = event_id.cast("long"), interval_id.cast("long")
-    event_time = time_as_long(events, columns["time"])
+    event_time = time_as_long(events, time_name)
     start, end, valid = interval_bounds(intervals, columns, closed)
     value = F.lit(0) if count else F.col(f"`{columns['value']}`").cast(out_type)
     kept = intervals.select(
@@ -177,19 +178,16 @@ def broadcast_sweep(
         F.coalesce(valid, F.lit(False)).alias(VALID),
     )
     event_ok = event_id.isNotNull() & event_time.isNotNull()
-    time_types = {kept.schema[START].dataType, events.select(event_time).schema[0].dataType}
-    if any(not isinstance(t, IntegralType) for t in time_types):
+    time_type = events.select(event_time).schema[0].dataType
+    if any(not isinstance(t, IntegralType) for t in (kept.schema[START].dataType, time_type)):
         kept = kept.withColumns(
             {START: F.col(START).cast("double"), END: F.col(END).cast("double")}
         )
-        event_time = event_time.cast("double")
+        event_time, time_type = event_time.cast("double"), DoubleType()
     # The events go to Python as they are, with the id and time as looked up only
     # where these differ from the events' own columns (a cast), not twice.
-    looked_up = (id_name, columns["time"])
-    if events.schema[id_name].dataType != intervals.schema[id_name].dataType:
-        looked_up = (ID, looked_up[1])
-    if events.select(event_time).schema[0].dataType != events.schema[columns["time"]].dataType:
-        looked_up = (looked_up[0], TIME)
+    time_cast = time_type != events.schema[time_name].dataType
+    looked_up = (ID if id_cast else id_name, TIME if time_cast else time_name)
     added = [c.alias(name) for c, name in ((event_id, ID), (event_time, TIME)) if name in looked_up]
     located = events.where(event_ok).select(*[F.col(f"`{c}`") for c in events.columns], *added)
     counts = BroadcastCounts(count_events=lambda: _count(events, event_ok))

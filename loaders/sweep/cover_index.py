@@ -147,6 +147,17 @@ class _IdCode:
         return 0 if self.distinct is None else int(self.distinct.memory_usage())
 
 
+def _packed_width(keys: np.ndarray, weights: np.ndarray | None) -> int:
+    """The bits ``weights`` take below the keys when both fit one int64 together (whole,
+    non-negative weights), else 0."""
+    if weights is None or weights.dtype.kind not in "iu" or not len(weights):
+        return 0
+    if int(weights.min()) < 0:
+        return 0
+    width = max(1, int(weights.max()).bit_length())
+    return width if int(keys.max()).bit_length() + width <= 63 else 0
+
+
 @dataclass(frozen=True)
 class _Side:
     """One kind of interval row (starts or ends), sorted by packed (id code, time code)."""
@@ -160,17 +171,11 @@ class _Side:
     ) -> _Side:
         """Sort the rows by packed key and sum their weights (None: count them) per id."""
         keys = (codes << shift) | times
-        key_bits = int(keys.max()).bit_length() if len(keys) else 0
+        width = _packed_width(keys, weights)
         if weights is None:  # counts: the keys alone, sorted in place (no permutation)
             keys.sort()
             sorted_weights = np.ones(len(keys), dtype=np.int64)
-        elif (
-            weights.dtype.kind in "iu"
-            and len(weights)
-            and int(weights.min()) >= 0
-            and key_bits + int(weights.max()).bit_length() <= 63
-        ):  # small non-negative weights ride along in the key's low bits: one plain sort
-            width = max(1, int(weights.max()).bit_length())
+        elif width:  # small non-negative weights ride along in the key's low bits: one sort
             packed = (keys << width) | weights.astype(np.int64, copy=False)
             packed.sort()
             keys, sorted_weights = packed >> width, packed & ((1 << width) - 1)

@@ -33,11 +33,11 @@ import pyarrow as pa
 from treestore.errors import StoreError
 from treestore.faults import open_for_writing
 from treestore.filesystems import (
-    REFUSED,
     FilesystemSettings,
     describe_error,
     is_uri,
     open_location,
+    refuses_connections,
 )
 
 if TYPE_CHECKING:
@@ -236,8 +236,8 @@ class FilePageStore(PageStore):
         try:
             kind = self.fs.get_file_info(self.root).type
         except OSError as exc:
-            said = describe_error(exc)
-            if said.startswith(REFUSED):  # every next lookup would wait out its retries too
+            if refuses_connections(exc):  # every next lookup would wait out its retries too
+                said = describe_error(exc)
                 raise StoreError(f"{self.location} cannot be looked up: {said}") from exc
             return None
         return self.location if kind == pafs.FileType.File else None
