@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["distinct_sorted", "expand_ranges", "unique_first_inverse"]
+__all__ = ["distinct_of_sorted", "distinct_sorted", "expand_ranges", "unique_first_inverse"]
 
 
 def distinct_sorted(values: np.ndarray) -> np.ndarray:
     """The distinct values of ``values``, sorted ascending (``np.unique(values)``, by a sort)."""
-    ordered = np.sort(values)
+    return distinct_of_sorted(np.sort(values))
+
+
+def distinct_of_sorted(ordered: np.ndarray) -> np.ndarray:
+    """The distinct values of ``ordered``, which is sorted ascending."""
     if len(ordered) < 2:
         return ordered
     keep = np.empty(len(ordered), dtype=bool)

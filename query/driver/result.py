@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, TypeAlias
 import pyarrow as pa
 
 from query.ops import Value
-from query.ops.columns import ARROW_TYPES, Chunk, ColumnType, rows_of
+from query.ops.columns import (
+    ARROW_TYPES,
+    Chunk,
+    ColumnType,
+    plain_columns,
+    rows_of,
+    run_on_columns,
+)
 from query.ops.compiler import OpsPipeline
 from treestore.errors import OpError
 
@@ -33,8 +40,14 @@ driver ops): bigger than a shard's pieces, fewer batches for a reader of Arrow."
 
 def _piece_rows(piece: Piece) -> Iterator[tuple[Value, ...]]:
     if isinstance(piece, pa.RecordBatch):
-        return zip(*(c.to_pylist() for c in piece.columns), strict=True)
+        return zip(*(c.to_pylist() for c in plain_columns(piece.columns)), strict=True)
     return iter(piece)
+
+
+def _plain_batch(columns: list[pa.Array]) -> pa.RecordBatch:
+    """Columns (coded or not, see :mod:`query.ops.columns`) as a batch of plain ones."""
+    names = [f"c{i}" for i in range(len(columns))]
+    return pa.RecordBatch.from_arrays(plain_columns(columns), names)
 
 
 def _rows_of(pieces: Iterator[Piece]) -> Iterator[tuple[Value, ...]]:
@@ -136,9 +149,7 @@ class Rows:
         if not column_ops:
             return None, self._driver
         types = self.piece_types
-        chunks: Iterator[Chunk] = (_chunk_of(piece, types) for piece in self._pieces())
-        for op in column_ops:
-            chunks = op.run_columns(chunks)
+        chunks = run_on_columns(column_ops, (_chunk_of(piece, types) for piece in self._pieces()))
         return chunks, rest
 
     def _rows(self) -> Iterator[tuple[Value, ...]]:
@@ -202,7 +213,10 @@ class Rows:
                 yield _batch_of(rows)
             return
         for piece in self._pieces():
-            yield piece if isinstance(piece, pa.RecordBatch) else _batch_of(piece)
+            if isinstance(piece, pa.RecordBatch):
+                yield _plain_batch(piece.columns)
+            else:
+                yield _batch_of(piece)
 
     def _stopping_batches(self, chunks: Iterator[Chunk]) -> Iterator[pa.RecordBatch]:
         """The chunks as record batches; the shards' pieces closed once they end."""
@@ -210,8 +224,7 @@ class Rows:
         try:
             for count, columns in chunks:
                 if count:
-                    names = [f"c{i}" for i in range(len(columns))]
-                    yield pa.RecordBatch.from_arrays(columns, names)
+                    yield _plain_batch(columns)
         finally:
             close = getattr(self._source, "close", None)
             if close is not None:

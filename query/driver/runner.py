@@ -29,7 +29,7 @@ from query.driver.channel import RowChannel, TaskSender
 from query.driver.result import Piece, Rows
 from query.driver.transport import ERROR, encode_error, encode_piece
 from query.ops import Value
-from query.ops.columns import Chunk, ColumnType, rows_of
+from query.ops.columns import Chunk, ColumnType, rows_of, run_on_columns
 from query.ops.compiler import OpsPipeline, compile_ops
 from query.syntax.ast import Path
 from query.syntax.path_parser import parse_path
@@ -66,14 +66,13 @@ def shard_rows(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[tuple
 
 def shard_output(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[Chunk | list[Any]]:
     """One shard's rows for a scan: column chunks while the path and the leading rops can
-    run on columns (see :mod:`query.walk.column_engine`), else lists of rows that grow from
-    :data:`_FIRST_CHUNK` to :data:`PIECE_ROWS` (so the first rows leave early)."""
+    run on columns (see :mod:`query.walk.column_engine`; they may be coded, see
+    :mod:`query.ops.columns`), else lists of rows that grow from :data:`_FIRST_CHUNK` to
+    :data:`PIECE_ROWS` (so the first rows leave early)."""
     rows: Iterable[tuple[Value, ...]]
     if supports(path):
         column_ops, rest = rops.column_prefix(column_types(path))
-        chunks: Iterator[Chunk] = run_path_columns(tree, path)
-        for op in column_ops:
-            chunks = op.run_columns(chunks)
+        chunks = run_on_columns(column_ops, run_path_columns(tree, path))
         if not rest:
             yield from chunks
             return

@@ -91,6 +91,9 @@ class Op:
     keeps_columns: ClassVar[bool] = False
     """True when the op keeps each column where it was (it may drop rows, change values or
     append columns), so the columns keep their names."""
+    takes_coded: ClassVar[bool] = False
+    """True when :meth:`run_columns` takes coded columns (dictionary-encoded text, lists
+    of items: see :func:`query.ops.columns.plain`); other ops are given plain ones."""
 
     def __init__(self, args: OpArgs) -> None:
         self.args = args

@@ -6,19 +6,30 @@ exists: ``"str"`` (names, joined values) or ``"int"`` (hits, node counts), each
 possibly null, or ``"null"`` (a column past the rows' end). An op that can work
 on chunks says so by returning its output types from ``column_types``; ops
 after the first one that cannot run on rows.
+
+Between the ops that take them (``takes_coded``), a column may travel *coded*:
+text as a dictionary array (each distinct value once, rows as small codes:
+``cross``'s pairs), or ``J``'s distinct items as a list of dictionary codes per
+row (``gather``'s), so that a next ``gather`` neither takes strings nor splits
+joined text. :func:`plain` turns a coded column into the one it stands for;
+:func:`run_on_columns` gives every other op plain columns, and rows, batches
+and results leave plain.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treestore.arrays import distinct_sorted, unique_first_inverse
+from treestore.arrays import distinct_of_sorted, unique_first_inverse
+
+if TYPE_CHECKING:
+    from query.ops.base import Op
 
 __all__ = [
     "ARROW_FOLDS",
@@ -28,6 +39,7 @@ __all__ = [
     "Items",
     "as_text_column",
     "column_at",
+    "concat_columns",
     "distinct_items",
     "distinct_items_of",
     "encode_key",
@@ -35,7 +47,10 @@ __all__ = [
     "fold_groups",
     "group_starts",
     "join_groups",
+    "plain",
+    "plain_columns",
     "rows_of",
+    "run_on_columns",
     "whole_runs",
 ]
 
@@ -48,6 +63,31 @@ ARROW_TYPES: dict[ColumnType, pa.DataType] = {
 }
 
 
+def plain(column: pa.Array) -> pa.Array:
+    """A coded column as the column it stands for: a dictionary array's values, a list of
+    items joined by ``,`` (null for no items); any other column as it is."""
+    if isinstance(column, pa.DictionaryArray):
+        return column.cast(column.type.value_type)
+    if isinstance(column, pa.ListArray):
+        return pc.binary_join(column.cast(pa.list_(pa.string())), ",")
+    return column
+
+
+def plain_columns(columns: Iterable[pa.Array]) -> list[pa.Array]:
+    """:func:`plain` of every column."""
+    return [plain(column) for column in columns]
+
+
+def run_on_columns(ops: Iterable[Op], chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+    """``ops`` run one after the other on ``chunks``; an op that does not take coded
+    columns is given plain ones. The chunks that come out may be coded."""
+    for op in ops:
+        if not op.takes_coded:
+            chunks = ((count, plain_columns(columns)) for count, columns in chunks)
+        chunks = op.run_columns(chunks)
+    return chunks
+
+
 def rows_of(chunks: Iterator[Chunk]) -> Iterator[list[Any]]:
     """The chunks' rows, as lists (what row ops take)."""
     for count, columns in chunks:
@@ -55,7 +95,7 @@ def rows_of(chunks: Iterator[Chunk]) -> Iterator[list[Any]]:
             for _ in range(count):
                 yield []
             continue
-        yield from map(list, zip(*(c.to_pylist() for c in columns), strict=True))
+        yield from map(list, zip(*(plain(c).to_pylist() for c in columns), strict=True))
 
 
 def column_at(columns: list[pa.Array], index: int, rows: int) -> pa.Array:
@@ -137,6 +177,14 @@ def _continues(
     return len(group_starts(keys_of(pair, 2), 2)) == 1
 
 
+def concat_columns(parts: list[pa.Array]) -> pa.Array:
+    """One column from its chunks' pieces; plain when some pieces are coded and some not,
+    or coded differently (dictionary pieces with different dictionaries are unified)."""
+    if len({part.type for part in parts}) > 1:
+        parts = plain_columns(parts)
+    return pa.concat_arrays(parts)
+
+
 def join_groups(values: pa.Array, starts: np.ndarray) -> pa.Array:
     """Per group (rows ``starts[k]`` up to the next start), its non-null values joined by
     ``,``; null for a group without any."""
@@ -155,7 +203,9 @@ def encode_key(key: pa.Array) -> pa.DictionaryArray:
         return pa.DictionaryArray.from_arrays(
             pa.nulls(len(key), pa.int32()), pa.array([], pa.string())
         )
-    return pc.dictionary_encode(key)
+    if isinstance(key, pa.DictionaryArray):
+        return key  # coded already (its codes need not follow first appearance)
+    return pc.dictionary_encode(plain(key))
 
 
 def first_seen_groups(
@@ -194,16 +244,36 @@ def first_seen_groups(
 @dataclass(frozen=True)
 class Items:
     """One chunk of a column as ``J`` reads it: its non-empty comma-separated items as
-    dictionary codes, and the row (in the chunk) each item came from."""
+    dictionary codes (of text), in row order, and how many items each row holds."""
 
     codes: pa.DictionaryArray
-    rows: np.ndarray
-    count: int
-    """The chunk's rows."""
+    counts: np.ndarray
+    """Per row of the chunk, its number of items."""
+
+    @property
+    def count(self) -> int:
+        """The chunk's rows."""
+        return len(self.counts)
 
     @classmethod
     def of(cls, values: pa.Array) -> Items:
-        """Split ``values`` at commas, drop empty items, encode the rest."""
+        """Split ``values`` at commas, drop empty items, encode the rest. Coded columns
+        are read as they are: ``J``'s lists of items, and dictionary-coded text whose
+        dictionary holds no comma and no empty text (only the dictionary is looked at)."""
+        if isinstance(values, pa.ListArray) and pa.types.is_dictionary(values.type.value_type):
+            lengths = pc.fill_null(pc.list_value_length(values), 0)
+            codes = _text_codes(values.flatten())
+            return cls(codes, lengths.to_numpy(zero_copy_only=False))
+        if isinstance(values, pa.DictionaryArray):
+            words = values.dictionary.cast(pa.string())
+            if (
+                not len(words)
+                or not pc.any(pc.or_(pc.match_substring(words, ","), pc.equal(words, ""))).as_py()
+            ):
+                present = pc.is_valid(values)
+                codes = _text_codes(values.filter(present) if values.null_count else values)
+                return cls(codes, present.to_numpy(zero_copy_only=False).astype(np.int64))
+            values = plain(values)
         text = values.cast(pa.string())
         if len(text) and pc.any(pc.match_substring(text, ",")).as_py():
             lists = pc.split_pattern(text, ",")
@@ -214,24 +284,32 @@ class Items:
         present = pc.fill_null(pc.not_equal(text, ""), False).to_numpy(zero_copy_only=False)
         if not present.all():
             text, rows = text.filter(pa.array(present)), rows[present]
-        return cls(pc.dictionary_encode(text), rows, len(values))
+        counts = np.bincount(rows, minlength=len(values)) if len(rows) else np.zeros(len(values))
+        return cls(pc.dictionary_encode(text), counts.astype(np.int64))
+
+
+def _text_codes(codes: pa.DictionaryArray) -> pa.DictionaryArray:
+    """Dictionary codes of text with int32 codes (what :class:`Items` holds)."""
+    wanted = pa.dictionary(pa.int32(), pa.string())
+    return codes if codes.type == wanted else codes.cast(wanted)
 
 
 def distinct_items(values: pa.Array, group: np.ndarray, groups: int) -> pa.Array:
     """Per group, the distinct non-empty comma-separated items of its values, sorted as
-    text and joined by ``,``; null for a group without any (merge's and gather's ``J``)."""
-    return distinct_items_of([Items.of(values)], group, groups)
+    text and joined by ``,``; null for a group without any (merge's ``J``)."""
+    return plain(distinct_items_of([Items.of(values)], group, groups))
 
 
 def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.Array:
     """:func:`distinct_items` of a column whose consecutive chunks gave ``parts``
-    (``group`` numbers the rows of all the chunks).
+    (``group`` numbers the rows of all the chunks), coded: per group a list of its items
+    as dictionary codes (null for a group without any); :func:`plain` joins them.
 
     Each (group, item) pair is one number, ``group * width + the item's rank in text
     order``, in int32 when that fits (half the memory traffic); one numpy sort drops the
-    repeats and orders every group's items, and each group's stretch is found by binary
-    search, with no division per pair."""
-    unified = pa.chunked_array([p.codes for p in parts], parts[0].codes.type)
+    repeats and orders every group's items in place, and each group's stretch is found
+    by binary search."""
+    unified = pa.chunked_array([p.codes for p in parts], pa.dictionary(pa.int32(), pa.string()))
     unified = unified.unify_dictionaries()
     dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], pa.string())
     ordered = pc.array_sort_indices(dictionary).to_numpy()
@@ -240,21 +318,25 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
     rank = np.empty(width, dtype=kind)
     rank[ordered] = np.arange(len(ordered), dtype=kind)
     group = group.astype(kind, copy=False)
-    pieces = []
-    start = 0
+    pairs = np.empty(sum(len(part.codes) for part in parts), dtype=kind)
+    start = done = 0
     for part, chunk in zip(parts, unified.chunks, strict=True):
-        owners = group[part.rows + start] if len(part.rows) else group[:0]
-        codes = chunk.indices.to_numpy(zero_copy_only=False)
-        pieces.append(owners * width + rank[codes])
+        into = pairs[done : done + len(chunk)]
+        np.multiply(np.repeat(group[start : start + part.count], part.counts), width, out=into)
+        into += rank[chunk.indices.to_numpy(zero_copy_only=False)]
         start += part.count
-    pairs = distinct_sorted(np.concatenate(pieces) if pieces else np.zeros(0, kind))
+        done += len(chunk)
+    pairs.sort()
+    pairs = distinct_of_sorted(pairs)
     bounds = np.searchsorted(pairs, np.arange(groups + 1, dtype=np.int64) * width)
     counts = np.diff(bounds)
-    items = pairs - np.repeat(np.arange(groups, dtype=kind) * width, counts)
-    offsets = pa.array(bounds.astype(np.int32))
-    texts = dictionary.take(pa.array(ordered)).take(pa.array(items))
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, texts), ",")
-    return pc.if_else(pa.array(counts > 0), joined, pa.scalar(None, pa.string()))
+    items = np.remainder(pairs, width, out=pairs)  # each pair's item, by its rank
+    coded = pa.DictionaryArray.from_arrays(
+        pa.array(items.astype(np.int32, copy=False)), dictionary.take(pa.array(ordered))
+    )
+    return pa.ListArray.from_arrays(
+        pa.array(bounds.astype(np.int32)), coded, mask=pa.array(counts == 0)
+    )
 
 
 ARROW_FOLDS = {"s": "sum", "m": "min", "M": "max", "c": "count_distinct"}

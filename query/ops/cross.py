@@ -82,7 +82,8 @@ class CrossOp(Op):
         return [kind, kind]
 
     def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
-        """Pair chunk by chunk; the last key of a chunk waits for the next chunk."""
+        """Pair chunk by chunk; the last key of a chunk waits for the next chunk. The pairs
+        come coded: the values as dictionary codes (see :mod:`query.ops.columns`)."""
         for rows, columns, starts in whole_runs(chunks, self._key_of):
             yield self._pairs(rows, columns, starts)
 
@@ -100,12 +101,21 @@ class CrossOp(Op):
         right_first = np.concatenate([[0], np.cumsum(right_counts)[:-1]])
         per_left = right_counts[group[left]]
         total = int(per_left.sum())
-        left_out = np.repeat(left, per_left)
-        # position of each output row inside its left row's block of right rows
+        left_out = np.repeat(np.arange(len(left)), per_left)  # places among the left rows
+        # place of each output row inside its left row's block of right rows
         block_start = np.repeat(np.cumsum(per_left) - per_left, per_left)
         inside = np.arange(total) - block_start
-        right_out = right[np.repeat(right_first[group[left]], per_left) + inside]
-        return total, [values.take(pa.array(left_out)), values.take(pa.array(right_out))]
+        right_out = np.repeat(right_first[group[left]], per_left) + inside
+        return total, [
+            _coded(values, left).take(pa.array(left_out)),
+            _coded(values, right).take(pa.array(right_out)),
+        ]
+
+
+def _coded(values: pa.Array, rows: np.ndarray) -> pa.Array:
+    """The values of ``rows``, dictionary-coded (each distinct value once)."""
+    chosen = values.take(pa.array(rows))
+    return chosen if chosen.type == pa.null() else pc.dictionary_encode(chosen)
 
 
 def _rows_where(side: pa.Array | str, text: str, rows: int) -> np.ndarray:

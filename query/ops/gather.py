@@ -14,11 +14,13 @@ from query.ops.columns import (
     Chunk,
     Items,
     column_at,
+    concat_columns,
     distinct_items_of,
     encode_key,
     first_seen_groups,
     fold_groups,
     join_groups,
+    plain,
 )
 from query.ops.merge import MergeOp, _Run
 
@@ -47,6 +49,7 @@ class GatherOp(MergeOp):
     aliases = ("top",)
     table = True
     takes_top = True
+    takes_coded = True
     arguments = (*MergeOp.arguments, ("t", "the next column ranks the keys (with digits: top N)"))
 
     def __init__(self, args: OpArgs) -> None:
@@ -88,7 +91,8 @@ class GatherOp(MergeOp):
     def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         """Read every chunk (encoding its keys and ``J`` items as it arrives), then fold
         each key's rows with vectorized kernels: one chunk of keys in the order they
-        first appeared."""
+        first appeared. Coded keys and items are read as they are; coded keys stay coded,
+        and ``J`` gives each key its items coded (see :mod:`query.ops.columns`)."""
         whole = [i for i, column in enumerate(self.columns) if column.letter not in "iJ"]
         kept: dict[int, list[pa.Array]] = {i: [] for i in whole}  # what a fold reads whole
         rows = 0
@@ -101,14 +105,15 @@ class GatherOp(MergeOp):
                 continue
             rows += count
             for i, found in kept.items():
-                found.append(column_at(chunk_columns, i, count))
+                column = column_at(chunk_columns, i, count)
+                found.append(column if self.columns[i].letter == "k" else plain(column))
             for key, place in zip(keys, self.keys, strict=True):
                 key.append(encode_key(column_at(chunk_columns, place, count)))
             for index, found in items.items():
                 found.append(Items.of(column_at(chunk_columns, index, count)))
         if not rows:
             return
-        columns = {i: pa.concat_arrays(found) for i, found in kept.items()}
+        columns = {i: concat_columns(found) for i, found in kept.items()}
         group, first = first_seen_groups(keys, rows)
         groups = len(first)
         order: np.ndarray | None = None
