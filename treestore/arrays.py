@@ -8,8 +8,24 @@ the helpers here sort instead.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
-__all__ = ["distinct_of_sorted", "distinct_sorted", "expand_ranges", "unique_first_inverse"]
+__all__ = [
+    "distinct_of_sorted",
+    "distinct_sorted",
+    "expand_ranges",
+    "pooled_empty",
+    "unique_first_inverse",
+]
+
+
+def pooled_empty(size: int, dtype: np.dtype | type) -> np.ndarray:
+    """``np.empty(size, dtype)`` from Arrow's memory pool, for big temporary arrays: the
+    pool keeps its memory between uses and asks for no huge pages, where numpy's own
+    big allocations do (on a busy machine the kernel then compacts memory to fault them
+    in: 0.8-1.2 s of system time for 33M int32 in a query, against 0.03 s from the pool)."""
+    kind = np.dtype(dtype)
+    return np.frombuffer(pa.allocate_buffer(size * kind.itemsize), dtype=kind)
 
 
 def distinct_sorted(values: np.ndarray) -> np.ndarray:
@@ -18,13 +34,26 @@ def distinct_sorted(values: np.ndarray) -> np.ndarray:
 
 
 def distinct_of_sorted(ordered: np.ndarray) -> np.ndarray:
-    """The distinct values of ``ordered``, which is sorted ascending."""
-    if len(ordered) < 2:
-        return ordered
-    keep = np.empty(len(ordered), dtype=bool)
-    keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
+    """The distinct values of ``ordered``, which is sorted ascending, moved to its front
+    in place: the result is a view of ``ordered``'s first values (the rest is left as it
+    was). Block by block, so no array as big as ``ordered`` is made (a big numpy
+    allocation on a busy machine can cost more in page faults than the work)."""
+    size = len(ordered)
+    kept = 0
+    before = None
+    for start in range(0, size, _BLOCK):
+        block = ordered[start : start + _BLOCK]
+        new = np.empty(len(block), dtype=bool)
+        new[0] = before is None or block[0] != before
+        np.not_equal(block[1:], block[:-1], out=new[1:])
+        before = block[-1].copy()
+        values = block[new]
+        ordered[kept : kept + len(values)] = values
+        kept += len(values)
+    return ordered[:kept]
+
+
+_BLOCK = 1 << 20
 
 
 def unique_first_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

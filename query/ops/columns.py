@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treestore.arrays import distinct_of_sorted, unique_first_inverse
+from treestore.arrays import distinct_of_sorted, pooled_empty, unique_first_inverse
 
 if TYPE_CHECKING:
     from query.ops.base import Op
@@ -51,6 +51,7 @@ __all__ = [
     "plain_columns",
     "rows_of",
     "run_on_columns",
+    "unify_codes",
     "whole_runs",
 ]
 
@@ -208,17 +209,19 @@ def encode_key(key: pa.Array) -> pa.DictionaryArray:
     return pc.dictionary_encode(plain(key))
 
 
-def first_seen_groups(
-    keys: list[list[pa.DictionaryArray]], rows: int
-) -> tuple[np.ndarray, np.ndarray]:
+def unify_codes(chunks: list[pa.DictionaryArray]) -> pa.ChunkedArray:
+    """A key column's chunks as :func:`encode_key` gave them, under one dictionary."""
+    return pa.chunked_array(chunks, chunks[0].type if chunks else None).unify_dictionaries()
+
+
+def first_seen_groups(keys: list[pa.ChunkedArray], rows: int) -> tuple[np.ndarray, np.ndarray]:
     """Each of ``rows`` rows' group (rows with equal keys; all rows when there is no key),
     numbered in the order groups first appear, and the first row of each group; ``keys``
-    holds each key column's chunks as :func:`encode_key` gave them."""
+    holds each key column's codes as :func:`unify_codes` gave them."""
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     combined = np.zeros(rows, dtype=np.int64)
-    for chunks in keys:
-        unified = pa.chunked_array(chunks).unify_dictionaries()
+    for unified in keys:
         size = len(unified.chunk(0).dictionary) if unified.num_chunks else 0
         codes = np.concatenate(
             [pc.fill_null(c.indices, size).to_numpy(zero_copy_only=False) for c in unified.chunks]
@@ -318,7 +321,7 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
     rank = np.empty(width, dtype=kind)
     rank[ordered] = np.arange(len(ordered), dtype=kind)
     group = group.astype(kind, copy=False)
-    pairs = np.empty(sum(len(part.codes) for part in parts), dtype=kind)
+    pairs = pooled_empty(sum(len(part.codes) for part in parts), kind)
     start = done = 0
     for part, chunk in zip(parts, unified.chunks, strict=True):
         into = pairs[done : done + len(chunk)]

@@ -21,6 +21,7 @@ from query.ops.columns import (
     fold_groups,
     join_groups,
     plain,
+    unify_codes,
 )
 from query.ops.merge import MergeOp, _Run
 
@@ -93,10 +94,11 @@ class GatherOp(MergeOp):
         each key's rows with vectorized kernels: one chunk of keys in the order they
         first appeared. Coded keys and items are read as they are; coded keys stay coded,
         and ``J`` gives each key its items coded (see :mod:`query.ops.columns`)."""
-        whole = [i for i, column in enumerate(self.columns) if column.letter not in "iJ"]
+        whole = [i for i, column in enumerate(self.columns) if column.letter not in "ikJ"]
         kept: dict[int, list[pa.Array]] = {i: [] for i in whole}  # what a fold reads whole
         rows = 0
         keys: list[list[pa.DictionaryArray]] = [[] for _ in self.keys]
+        typed: set[int] = set()  # the key columns with a chunk not all null
         items: dict[int, list[Items]] = {
             i: [] for i, c in enumerate(self.columns) if c.letter == "J"
         }
@@ -105,16 +107,18 @@ class GatherOp(MergeOp):
                 continue
             rows += count
             for i, found in kept.items():
-                column = column_at(chunk_columns, i, count)
-                found.append(column if self.columns[i].letter == "k" else plain(column))
+                found.append(plain(column_at(chunk_columns, i, count)))
             for key, place in zip(keys, self.keys, strict=True):
-                key.append(encode_key(column_at(chunk_columns, place, count)))
+                column = column_at(chunk_columns, place, count)
+                typed.update([place] if column.type != pa.null() else [])
+                key.append(encode_key(column))
             for index, found in items.items():
                 found.append(Items.of(column_at(chunk_columns, index, count)))
         if not rows:
             return
         columns = {i: concat_columns(found) for i, found in kept.items()}
-        group, first = first_seen_groups(keys, rows)
+        unified = dict(zip(self.keys, map(unify_codes, keys), strict=True))
+        group, first = first_seen_groups(list(unified.values()), rows)
         groups = len(first)
         order: np.ndarray | None = None
         out: list[pa.Array] = []
@@ -123,10 +127,11 @@ class GatherOp(MergeOp):
             values = columns.get(i)
             if letter == "J":
                 out.append(distinct_items_of(items[i], group, groups))
+            elif letter == "k":  # its codes, or nulls typed null
+                key = unified[i].take(pa.array(first)).combine_chunks() if i in typed else None
+                out.append(key if key is not None else pa.nulls(groups))
             elif values is None:
                 continue  # i: dropped
-            elif letter == "k":
-                out.append(values.take(pa.array(first)))
             elif letter in ARROW_FOLDS:
                 out.append(fold_groups(values, group, groups, ARROW_FOLDS[letter]))
             elif letter == "l":
