@@ -7,16 +7,46 @@ the helpers here sort instead.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
 import numpy as np
 import pyarrow as pa
 
+T = TypeVar("T")
+R = TypeVar("R")
+
 __all__ = [
+    "THREADED_SIZE",
     "distinct_of_sorted",
     "distinct_sorted",
     "expand_ranges",
+    "map_in_threads",
     "pooled_empty",
+    "thread_count",
     "unique_first_inverse",
 ]
+
+THREADED_SIZE = 1 << 22
+"""Values from which work that splits is split over threads (numpy's and Arrow's kernels
+let go of the GIL): below it, threads cost more than they save (a query's tasks already
+fill the cores; its driver works alone on what they sent)."""
+
+
+def map_in_threads(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[function(item) for item in items]``, each item in its own thread when there are
+    several (split work into :func:`thread_count` pieces first)."""
+    if len(items) < 2:
+        return [function(item) for item in items]
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        return list(pool.map(function, items))
+
+
+def thread_count(size: int) -> int:
+    """How many pieces work over ``size`` values splits into (1: not split)."""
+    return min(4, os.cpu_count() or 1) if size >= THREADED_SIZE else 1
 
 
 def pooled_empty(size: int, dtype: np.dtype | type) -> np.ndarray:

@@ -18,15 +18,15 @@ and results leave plain.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treestore.arrays import distinct_of_sorted, pooled_empty, unique_first_inverse
+from treestore.arrays import map_in_threads, thread_count, unique_first_inverse
 
 if TYPE_CHECKING:
     from query.ops.base import Op
@@ -36,12 +36,9 @@ __all__ = [
     "ARROW_TYPES",
     "Chunk",
     "ColumnType",
-    "Items",
     "as_text_column",
     "column_at",
     "concat_columns",
-    "distinct_items",
-    "distinct_items_of",
     "encode_key",
     "first_seen_groups",
     "fold_groups",
@@ -70,8 +67,17 @@ def plain(column: pa.Array) -> pa.Array:
     if isinstance(column, pa.DictionaryArray):
         return column.cast(column.type.value_type)
     if isinstance(column, pa.ListArray):
-        return pc.binary_join(column.cast(pa.list_(pa.string())), ",")
+        pieces = thread_count(len(column.values))
+        bounds = np.linspace(0, len(column), pieces + 1).astype(np.int64)
+        slices = [column.slice(a, b - a) for a, b in itertools.pairwise(bounds.tolist())]
+        joined = map_in_threads(_joined_items, slices)
+        return joined[0] if len(joined) == 1 else pa.concat_arrays(joined)
     return column
+
+
+def _joined_items(items: pa.ListArray) -> pa.Array:
+    """Each row's items joined by ``,`` (null for no items)."""
+    return pc.binary_join(items.cast(pa.list_(pa.string())), ",")
 
 
 def plain_columns(columns: Iterable[pa.Array]) -> list[pa.Array]:
@@ -242,104 +248,6 @@ def first_seen_groups(keys: list[pa.ChunkedArray], rows: int) -> tuple[np.ndarra
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return rank[inverse], first[order]
-
-
-@dataclass(frozen=True)
-class Items:
-    """One chunk of a column as ``J`` reads it: its non-empty comma-separated items as
-    dictionary codes (of text), in row order, and how many items each row holds."""
-
-    codes: pa.DictionaryArray
-    counts: np.ndarray
-    """Per row of the chunk, its number of items."""
-
-    @property
-    def count(self) -> int:
-        """The chunk's rows."""
-        return len(self.counts)
-
-    @classmethod
-    def of(cls, values: pa.Array) -> Items:
-        """Split ``values`` at commas, drop empty items, encode the rest. Coded columns
-        are read as they are: ``J``'s lists of items, and dictionary-coded text whose
-        dictionary holds no comma and no empty text (only the dictionary is looked at)."""
-        if isinstance(values, pa.ListArray) and pa.types.is_dictionary(values.type.value_type):
-            lengths = pc.fill_null(pc.list_value_length(values), 0)
-            codes = _text_codes(values.flatten())
-            return cls(codes, lengths.to_numpy(zero_copy_only=False))
-        if isinstance(values, pa.DictionaryArray):
-            words = values.dictionary.cast(pa.string())
-            if (
-                not len(words)
-                or not pc.any(pc.or_(pc.match_substring(words, ","), pc.equal(words, ""))).as_py()
-            ):
-                present = pc.is_valid(values)
-                codes = _text_codes(values.filter(present) if values.null_count else values)
-                return cls(codes, present.to_numpy(zero_copy_only=False).astype(np.int64))
-            values = plain(values)
-        text = values.cast(pa.string())
-        if len(text) and pc.any(pc.match_substring(text, ",")).as_py():
-            lists = pc.split_pattern(text, ",")
-            rows = pc.list_parent_indices(lists).to_numpy()
-            text = pc.list_flatten(lists)
-        else:
-            rows = np.arange(len(text))
-        present = pc.fill_null(pc.not_equal(text, ""), False).to_numpy(zero_copy_only=False)
-        if not present.all():
-            text, rows = text.filter(pa.array(present)), rows[present]
-        counts = np.bincount(rows, minlength=len(values)) if len(rows) else np.zeros(len(values))
-        return cls(pc.dictionary_encode(text), counts.astype(np.int64))
-
-
-def _text_codes(codes: pa.DictionaryArray) -> pa.DictionaryArray:
-    """Dictionary codes of text with int32 codes (what :class:`Items` holds)."""
-    wanted = pa.dictionary(pa.int32(), pa.string())
-    return codes if codes.type == wanted else codes.cast(wanted)
-
-
-def distinct_items(values: pa.Array, group: np.ndarray, groups: int) -> pa.Array:
-    """Per group, the distinct non-empty comma-separated items of its values, sorted as
-    text and joined by ``,``; null for a group without any (merge's ``J``)."""
-    return plain(distinct_items_of([Items.of(values)], group, groups))
-
-
-def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.Array:
-    """:func:`distinct_items` of a column whose consecutive chunks gave ``parts``
-    (``group`` numbers the rows of all the chunks), coded: per group a list of its items
-    as dictionary codes (null for a group without any); :func:`plain` joins them.
-
-    Each (group, item) pair is one number, ``group * width + the item's rank in text
-    order``, in int32 when that fits (half the memory traffic); one numpy sort drops the
-    repeats and orders every group's items in place, and each group's stretch is found
-    by binary search."""
-    unified = pa.chunked_array([p.codes for p in parts], pa.dictionary(pa.int32(), pa.string()))
-    unified = unified.unify_dictionaries()
-    dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], pa.string())
-    ordered = pc.array_sort_indices(dictionary).to_numpy()
-    width = max(1, len(ordered))
-    kind = np.int32 if groups * width < 1 << 31 else np.int64
-    rank = np.empty(width, dtype=kind)
-    rank[ordered] = np.arange(len(ordered), dtype=kind)
-    group = group.astype(kind, copy=False)
-    pairs = pooled_empty(sum(len(part.codes) for part in parts), kind)
-    start = done = 0
-    for part, chunk in zip(parts, unified.chunks, strict=True):
-        into = pairs[done : done + len(chunk)]
-        np.multiply(np.repeat(group[start : start + part.count], part.counts), width, out=into)
-        into += rank[chunk.indices.to_numpy(zero_copy_only=False)]
-        start += part.count
-        done += len(chunk)
-    pairs.sort()
-    pairs = distinct_of_sorted(pairs)
-    bounds = np.searchsorted(pairs, np.arange(groups + 1, dtype=np.int64) * width)
-    counts = np.diff(bounds)
-    items = np.remainder(pairs, width, out=pairs)  # each pair's item, by its rank
-    coded = pa.DictionaryArray.from_arrays(
-        pa.array(items.astype(np.int32, copy=False)), dictionary.take(pa.array(ordered))
-    )
-    return pa.ListArray.from_arrays(
-        pa.array(bounds.astype(np.int32)), coded, mask=pa.array(counts == 0)
-    )
 
 
 ARROW_FOLDS = {"s": "sum", "m": "min", "M": "max", "c": "count_distinct"}

@@ -12,10 +12,8 @@ from query.ops.base import OpArgs, Row, Value, as_number, cell
 from query.ops.columns import (
     ARROW_FOLDS,
     Chunk,
-    Items,
     column_at,
     concat_columns,
-    distinct_items_of,
     encode_key,
     first_seen_groups,
     fold_groups,
@@ -23,6 +21,7 @@ from query.ops.columns import (
     plain,
     unify_codes,
 )
+from query.ops.items import Items, distinct_items_of
 from query.ops.merge import MergeOp, _Run
 
 __all__ = ["GatherOp"]

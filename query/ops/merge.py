@@ -15,11 +15,11 @@ from query.ops.columns import (
     ARROW_FOLDS,
     Chunk,
     column_at,
-    distinct_items,
     fold_groups,
     join_groups,
     whole_runs,
 )
+from query.ops.items import distinct_items
 from query.syntax.ast import unique_names
 
 __all__ = ["MergeOp"]

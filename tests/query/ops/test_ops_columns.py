@@ -187,3 +187,41 @@ def test_coded_columns_cross_the_transport_as_rows_would(shards, driver_ops) -> 
     prefix, rest = ops.column_prefix(["str", "str"])
     out = rest.run(rows_of(run_on_columns(prefix, iter(pieces))))
     assert list(out) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 6), _VALUE), max_size=30),
+    st.lists(st.integers(0, 30), max_size=4),
+    st.integers(1, 4),
+)
+def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads) -> None:  # type: ignore[no-untyped-def]
+    """Big J work splits over threads (pairs made by ranges of parts, lists put together
+    by ranges of groups, joined text by ranges of rows): forced here on small inputs."""
+    import numpy as np
+
+    import treestore.arrays
+    from query.ops.items import Items, distinct_items_of
+
+    groups = 7
+    bounds = [0, *sorted(min(c, len(rows)) for c in cuts), len(rows)]
+    parts = [
+        Items.of(pa.array([value for _, value in rows[a:b]], pa.string()))
+        for a, b in itertools.pairwise(bounds)
+    ]
+    group = np.array([g for g, _ in rows], dtype=np.int64)
+    expected = []
+    for g in range(groups):
+        found = {
+            item for owner, value in rows if owner == g for item in (value or "").split(",") if item
+        }
+        expected.append(",".join(sorted(found)) if found else None)
+    saved = (treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count)
+    treestore.arrays.THREADED_SIZE = 0
+    treestore.arrays.os.cpu_count = lambda: threads  # type: ignore[assignment]
+    try:
+        coded = distinct_items_of(parts, group, groups)
+        joined = plain(coded)
+    finally:
+        treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count = saved
+    assert joined.to_pylist() == expected
