@@ -214,7 +214,8 @@ class Rows:
             return
         for piece in self._pieces():
             if isinstance(piece, pa.RecordBatch):
-                yield _plain_batch(piece.columns)
+                coded = any(isinstance(c, pa.DictionaryArray | pa.ListArray) for c in piece.columns)
+                yield _plain_batch(piece.columns) if coded else piece
             else:
                 yield _batch_of(piece)
 

@@ -82,3 +82,15 @@ def test_the_store_answers_puid_to_attribute_ids(
     assert rows.piece_types == ["str", "str"]
     assert rows.to_list() == SEED_ANSWER
     assert store.last_run == where
+
+
+def test_coded_columns_leave_a_query_plain(demo_store: Path, spark: Any) -> None:
+    """cross's pairs travel coded from the shards; whoever reads the result gets text."""
+    store = open_store(str(demo_store), spark)
+    store.local_limit = -1
+    table = store.query(DEMO_PATH, rops="cross=0,1,2,M,A").to_arrow()
+    assert table.schema.types == [pa.string(), pa.string()]
+    batches = list(store.query(DEMO_PATH, rops="cross=0,1,2,M,A;gather=kJ").batches())
+    assert all(t == pa.string() for b in batches for t in b.schema.types)
+    pairs = sorted(table.to_pylist(), key=lambda row: (row["M"], row["A"]))
+    assert pairs[0] == {"M": "abc", "A": "1"}
