@@ -38,7 +38,6 @@ __all__ = [
     "ColumnType",
     "as_text_column",
     "column_at",
-    "concat_columns",
     "encode_key",
     "first_seen_groups",
     "fold_groups",
@@ -182,14 +181,6 @@ def _continues(
         for a, b in zip(columns, after[1], strict=True)
     ]
     return len(group_starts(keys_of(pair, 2), 2)) == 1
-
-
-def concat_columns(parts: list[pa.Array]) -> pa.Array:
-    """One column from its chunks' pieces; plain when some pieces are coded and some not,
-    or coded differently (dictionary pieces with different dictionaries are unified)."""
-    if len({part.type for part in parts}) > 1:
-        parts = plain_columns(parts)
-    return pa.concat_arrays(parts)
 
 
 def join_groups(values: pa.Array, starts: np.ndarray) -> pa.Array:

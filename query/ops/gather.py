@@ -13,7 +13,6 @@ from query.ops.columns import (
     ARROW_FOLDS,
     Chunk,
     column_at,
-    concat_columns,
     encode_key,
     first_seen_groups,
     fold_groups,
@@ -109,13 +108,14 @@ class GatherOp(MergeOp):
                 found.append(plain(column_at(chunk_columns, i, count)))
             for key, place in zip(keys, self.keys, strict=True):
                 column = column_at(chunk_columns, place, count)
-                typed.update([place] if column.type != pa.null() else [])
+                if column.type != pa.null():
+                    typed.add(place)
                 key.append(encode_key(column))
             for index, found in items.items():
                 found.append(Items.of(column_at(chunk_columns, index, count)))
         if not rows:
             return
-        columns = {i: concat_columns(found) for i, found in kept.items()}
+        columns = {i: pa.concat_arrays(found) for i, found in kept.items()}
         unified = dict(zip(self.keys, map(unify_codes, keys), strict=True))
         group, first = first_seen_groups(list(unified.values()), rows)
         groups = len(first)
