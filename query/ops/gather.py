@@ -127,8 +127,8 @@ class GatherOp(MergeOp):
             if letter == "J":
                 out.append(distinct_items_of(items[i], group, groups))
             elif letter == "k":  # its codes, or nulls typed null
-                key = unified[i].take(pa.array(first)).combine_chunks() if i in typed else None
-                out.append(key if key is not None else pa.nulls(groups))
+                coded = unified[i].take(pa.array(first)).combine_chunks() if i in typed else None
+                out.append(coded if coded is not None else pa.nulls(groups))
             elif values is None:
                 continue  # i: dropped
             elif letter in ARROW_FOLDS:
