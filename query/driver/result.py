@@ -213,11 +213,11 @@ class Rows:
                 yield _batch_of(rows)
             return
         for piece in self._pieces():
-            if isinstance(piece, pa.RecordBatch):
-                coded = any(isinstance(c, pa.DictionaryArray | pa.ListArray) for c in piece.columns)
-                yield _plain_batch(piece.columns) if coded else piece
-            else:
-                yield _batch_of(piece)
+            yield (
+                _plain_batch(piece.columns)
+                if isinstance(piece, pa.RecordBatch)
+                else _batch_of(piece)
+            )
 
     def _stopping_batches(self, chunks: Iterator[Chunk]) -> Iterator[pa.RecordBatch]:
         """The chunks as record batches; the shards' pieces closed once they end."""
