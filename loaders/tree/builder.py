@@ -46,7 +46,6 @@ from loaders.job.model import AttachmentSpec, ElementSpec
 from loaders.tree import pending
 from treestore.arrays import unique_first_inverse
 from treestore.attachments import NotANumber, update_attachment
-from treestore.storage.entries import Key
 from treestore.storage.tree import ANY_AGE, Handles, ShardTree
 
 __all__ = ["ApplyStats", "TreeBuilder"]
@@ -103,18 +102,16 @@ class _Frontier:
 
 def _concat(parts: list[_Frontier]) -> _Frontier:
     """Frontiers of sibling branches as one (their nodes as one list, each node once)."""
-    ids = np.concatenate([p.handles.ids for p in parts])
-    keys = [key for part in parts for key in part.handles.keys]
+    handles = Handles.concat([p.handles for p in parts])
     offsets = np.cumsum([0, *(len(p.handles) for p in parts)])
     nodes = np.concatenate([p.nodes + offset for p, offset in zip(parts, offsets, strict=False)])
-    distinct, first, inverse = unique_first_inverse(ids)
-    if len(distinct) < len(ids):  # branches that reach the same node
-        keys = [keys[i] for i in first.tolist()]
-        ids, nodes = distinct, inverse[nodes]
+    distinct, first, inverse = unique_first_inverse(handles.ids)
+    if len(distinct) < len(handles):  # branches that reach the same node
+        handles, nodes = handles.take(first), inverse[nodes]
     rows = np.concatenate([p.rows for p in parts])
     order = np.argsort(rows, kind="stable")  # back in record order
     weights = np.concatenate([p.weights for p in parts])
-    return _Frontier(rows[order], nodes[order], weights[order], Handles(ids, keys))
+    return _Frontier(rows[order], nodes[order], weights[order], handles)
 
 
 @dataclass(frozen=True)
@@ -278,7 +275,7 @@ class TreeBuilder:
             np.arange(size, dtype=np.int64),
             np.zeros(size, dtype=np.int64),
             weights,
-            Handles(np.array([tree.root_handle[0]], dtype=np.int64), [tree.root_handle[1]]),
+            Handles.of([tree.root_handle]),
         )
         self._apply_list(batch, self.elements, start)
         stats.records += int(weights.sum())
@@ -344,28 +341,31 @@ class TreeBuilder:
             return frontier
         encoded = pc.dictionary_encode(names)
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        words = encoded.dictionary.to_pylist()
+        words = encoded.dictionary
         pairs = frontier.nodes * len(words) + codes
         groups, first, inverse = unique_first_inverse(pairs)
         once = element.once and not label
         parent_of, word_of = np.divmod(groups, len(words))
-        group_names = [words[w] for w in word_of.tolist()]
+        group_names = words.take(word_of)
         weights = frontier.weights if element.count else np.zeros(len(frontier), np.int64)
         if element.create or once:
             totals = np.bincount(inverse, weights=weights, minlength=len(groups))
-            ids, keys = batch.tree.visit_many(
+            ids = batch.tree.visit_many(
                 frontier.handles, parent_of, group_names, element.create,
                 totals.astype(np.int64), once, batch.created_before,
             )  # fmt: skip
             batch.born(ids, frontier.rows[first])  # ``first``: each group's earliest row
             seen = np.ones(len(frontier), dtype=bool)
         else:  # update-only: a row reaches only the nodes made before it
-            ids, keys, seen = self._visit_existing(
+            ids, seen = self._visit_existing(
                 batch, frontier, inverse, parent_of, group_names, weights
             )
-        reached_groups = ids >= 0
-        reached_keys = [keys[i] for i in np.flatnonzero(reached_groups).tolist()]
-        children = Handles(ids[reached_groups], reached_keys)
+        reached_groups = np.flatnonzero(ids >= 0)
+        children = Handles(
+            ids[reached_groups],
+            frontier.handles.ids[parent_of[reached_groups]],
+            group_names.take(reached_groups),
+        )
         outcome = np.full(len(groups), -1, dtype=np.int64)
         outcome[reached_groups] = np.arange(len(children))
         reached = outcome[inverse]
@@ -396,14 +396,14 @@ class TreeBuilder:
         frontier: _Frontier,
         inverse: np.ndarray,
         parent_of: np.ndarray,
-        names: list[str],
+        names: pa.Array,
         weights: np.ndarray,
-    ) -> tuple[np.ndarray, list[Key], np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Update-only visits of the groups of paths (``inverse``: each path's group) to
         the children ``names[g]`` of ``frontier.handles[parent_of[g]]``: each path reaches
         its child only if the child existed when its record came (:meth:`_Batch.sees`).
-        Returns each group's child id (-1: no path reached it), its key, and which paths
-        reached their child."""
+        Returns each group's child id (-1: no path reached it) and which paths reached their
+        child."""
         handles = frontier.handles
         known = batch.tree.find_many(handles, parent_of, names)
         seen = batch.sees(known[inverse], frontier.rows)
@@ -411,13 +411,12 @@ class TreeBuilder:
         visited = np.bincount(inverse[seen], minlength=len(names)) > 0
         ids = np.full(len(names), -1, dtype=np.int64)
         picked = np.flatnonzero(visited)
-        keys: list[Key] = list(zip(handles.ids[parent_of].tolist(), names, strict=True))
         if len(picked):
-            ids[picked], _ = batch.tree.visit_many(
-                handles, parent_of[picked], [names[i] for i in picked.tolist()], False,
+            ids[picked] = batch.tree.visit_many(
+                handles, parent_of[picked], names.take(picked), False,
                 totals[picked].astype(np.int64), False, ANY_AGE, known[picked],
             )  # fmt: skip
-        return ids, keys, seen
+        return ids, seen
 
     def _keep_pending(
         self,
@@ -449,7 +448,6 @@ class TreeBuilder:
         kept = missed.where(~expired)
         if not len(kept):
             return
-        keys = [missed.handles.keys[i] for i in kept.nodes.tolist()]
         carried = [name for name in pending.ORIGIN if name in batch.table.column_names]
         table = batch.table.select([*self.fields, *carried]).take(pa.array(kept.rows))
         extra = {
@@ -457,8 +455,8 @@ class TreeBuilder:
                 [element.place + (pending.LABEL if label else "")] * len(kept), pa.string()
             ),
             pending.PARENT: pa.array(missed.handles.ids[kept.nodes], pa.int64()),
-            pending.PARENT_OF: pa.array([k[0] for k in keys], pa.int64()),
-            pending.PARENT_NAME: pa.array([k[1] for k in keys], pa.string()),
+            pending.PARENT_OF: pa.array(missed.handles.parents[kept.nodes], pa.int64()),
+            pending.PARENT_NAME: missed.handles.names.take(kept.nodes),
             pending.NAME: names.filter(pa.array(~expired)).cast(pa.string()),
             pending.WEIGHT: pa.array(kept.weights, pa.int64()),
             pending.LOADS_LEFT: pa.array(left[~expired], pa.int64()),
@@ -498,14 +496,12 @@ class TreeBuilder:
             batch = _Batch(tree, part, stats, created_before, _Retry(element.place, costs_load))
             parents = part.column(pending.PARENT).to_numpy()
             ids, first, nodes = unique_first_inverse(parents)
-            keys = list(
-                zip(
-                    part.column(pending.PARENT_OF).to_numpy()[first].tolist(),
-                    part.column(pending.PARENT_NAME).take(pa.array(first)).to_pylist(),
-                    strict=True,
-                )
+            handles = Handles(
+                ids,
+                part.column(pending.PARENT_OF).to_numpy()[first],
+                part.column(pending.PARENT_NAME).take(pa.array(first)).combine_chunks(),
             )
-            frontier = _Frontier(np.arange(part.num_rows), nodes, weights, Handles(ids, keys))
+            frontier = _Frontier(np.arange(part.num_rows), nodes, weights, handles)
             names = part.column(pending.NAME).combine_chunks()
             frontier = self._visit(batch, element, frontier, names, label=at_label)
             if at_label:

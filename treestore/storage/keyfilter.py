@@ -34,7 +34,7 @@ from rbloom import Bloom
 
 from treestore.storage.entries import Key
 
-__all__ = ["FILTER_FORMAT", "KeyFilter", "KeyHashes", "LegacyFilter", "load_filter"]
+__all__ = ["FILTER_FORMAT", "KeyFilter", "KeyHashes", "LegacyFilter", "fold_key", "load_filter"]
 
 FILTER_FORMAT = "treestore-key-filter-1"
 """What a run index of format 2 records as its filter's kind (this module's hashing)."""
@@ -111,8 +111,8 @@ def _folded(parents: np.ndarray, names: pa.Array) -> np.ndarray:
     return hashes
 
 
-def _folded_one(key: Key) -> int:
-    """:func:`_folded` of one key, in Python ints (the same value)."""
+def fold_key(key: Key) -> int:
+    """One key's 64-bit hash (:meth:`KeyHashes.folded`), in Python ints: the same value."""
     data = key[1].encode()
     value = (key[0] & _U64) ^ _mix_one((len(data) * _GOLDEN) & _U64)
     for start in range(0, len(data), 8):
@@ -129,24 +129,41 @@ class KeyHashes:
         self,
         parents: np.ndarray,
         names: Sequence[str] | pa.Array,
-        pair: tuple[np.ndarray, np.ndarray] | None = None,
+        folded: np.ndarray | None = None,
         legacy: list[int] | None = None,
     ) -> None:
         self.parents = np.asarray(parents, dtype=np.int64)
         self.names = names
-        self._pair = pair
+        self._folded = folded
+        self._pair: tuple[np.ndarray, np.ndarray] | None = None
         self._legacy = legacy
 
     def __len__(self) -> int:
         return len(self.parents)
 
+    def arrow_names(self) -> pa.Array:
+        """The names as one Arrow string array (converted once)."""
+        names = self.names
+        if isinstance(names, pa.ChunkedArray):
+            names = names.combine_chunks()
+        if not isinstance(names, pa.Array):
+            names = pa.array(names, pa.string())
+        elif names.type != pa.string():
+            names = names.cast(pa.string())
+        self.names = names
+        return names
+
+    def folded(self) -> np.ndarray:
+        """Each key's 64-bit hash (uint64; see the module's docstring): the filter's pair
+        comes from it, and the memtable's key index uses it as it is."""
+        if self._folded is None:
+            self._folded = _folded(self.parents, self.arrow_names())
+        return self._folded
+
     def pair(self) -> tuple[np.ndarray, np.ndarray]:
         """Two 64-bit hashes per key (uint64 arrays)."""
         if self._pair is None:
-            names = self.names
-            if not isinstance(names, pa.Array):
-                names = pa.array(names, pa.string())
-            folded = _folded(self.parents, names)
+            folded = self.folded()
             self._pair = (
                 _mix(folded ^ np.uint64(_SALT1)),
                 _mix(folded ^ np.uint64(_SALT2)) | np.uint64(1),
@@ -168,9 +185,9 @@ class KeyHashes:
             names = names.take(pa.array(rows))
         else:
             names = [names[i] for i in rows.tolist()]
-        pair = None if self._pair is None else (self._pair[0][rows], self._pair[1][rows])
+        folded = None if self._folded is None else self._folded[rows]
         legacy = None if self._legacy is None else [self._legacy[i] for i in rows.tolist()]
-        return KeyHashes(self.parents[rows], names, pair, legacy)
+        return KeyHashes(self.parents[rows], names, folded, legacy)
 
 
 def _legacy_hashes(parents: list[int], names: Sequence[str]) -> list[int]:
@@ -231,7 +248,7 @@ class KeyFilter:
     def holds(self, key: Key) -> bool:
         """Whether ``key`` may be in the filter (one key, in Python ints)."""
         self._pack()
-        folded = _folded_one(key)
+        folded = fold_key(key)
         low = _mix_one(folded ^ _SALT1) >> 32
         stride = (_mix_one(folded ^ _SALT2) | 1) & 0xFFFFFFFF
         for i in range(_PROBES):

@@ -2,20 +2,20 @@
 
 Each entry is keyed like a run's entries, ``(parent id, name)``, and holds what
 the writer added: the node's id, the hits and the child count to add, and (when
-an attachment changed) the node's whole new data. The values live in int64
-columns indexed by an entry's slot, so a bulk visit updates thousands of entries
-with one numpy operation; the key index is a dict from key to slot (finding a
-key is one hash lookup).
+an attachment changed) the node's whole new data. Every part of an entry lives in
+a column indexed by the entry's slot: the parent ids and the values in int64
+columns, the names in Arrow string chunks, so a bulk visit finds, adds and updates
+thousands of entries with array operations and no Python object per key. The key
+index (:class:`~treestore.storage.key_index.KeyIndex`) finds slots by the keys'
+64-bit hashes (:meth:`~treestore.storage.keyfilter.KeyHashes.folded`, the hash the
+runs' key filters are built from), each match confirmed on the parent id and the name.
 :meth:`Memtable.columns` sorts the entries into key order with Arrow, ready to
 be written as a run.
 """
 
 from __future__ import annotations
 
-import itertools
-import operator
 from array import array
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treestore.storage.entries import ChildColumns, Key
+from treestore.storage.key_index import KeyIndex
+from treestore.storage.keyfilter import KeyHashes, fold_key
 
 __all__ = ["ENTRY_BYTES", "Memtable"]
 
@@ -31,35 +33,64 @@ ENTRY_BYTES = 320
 """The memory one entry takes, measured (tracemalloc, 10-character names): 318 bytes
 for the key tuple with its int and name, the dict slot with its int, and the values."""
 
-_parent, _name = operator.itemgetter(0), operator.itemgetter(1)
-
 
 class Memtable:
     """Entries ``(parent id, name) -> (node id, hits, child count, data)``, by slot.
 
-    The values are ``array('q')`` columns: one entry at a time is a plain list-like
+    The int64 columns are ``array('q')``: one entry at a time is a plain list-like
     update, and many at once go through a numpy view of the column's buffer. Views
     live only inside this class's methods (a column cannot grow while one exists).
     """
 
     def __init__(self) -> None:
-        self.index: dict[Key, int] = {}
-        self.names: list[str] = []
+        self.index = KeyIndex()
         self.parents, self.ids, self.hits, self.counts = (array("q") for _ in range(4))
+        self._chunks: list[pa.Array] = []  # the names, slot order, in the chunks added
+        self._single: list[str] = []  # names added one at a time, after the chunks
         self.data: dict[int, dict[str, Any]] = {}
         """The new data of the entries whose attachments changed, by slot."""
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.index)
 
     def __bool__(self) -> bool:
-        return bool(self.names)
+        return len(self.index) > 0
 
-    def slots(self, keys: Sequence[Key]) -> np.ndarray:
+    def names(self) -> pa.Array:
+        """Every entry's name, by slot (one string array)."""
+        if self._single:
+            self._chunks.append(pa.array(self._single, pa.string()))
+            self._single = []
+        if len(self._chunks) != 1:
+            self._chunks = [pa.concat_arrays(self._chunks or [pa.array([], pa.string())])]
+        return self._chunks[0]
+
+    def slots(self, keys: KeyHashes) -> np.ndarray:
         """The slot of each key, -1 where the memtable lacks it."""
-        return np.fromiter(
-            map(self.index.get, keys, itertools.repeat(-1)), dtype=np.int64, count=len(keys)
+        if not self or not len(keys):
+            return np.full(len(keys), -1, dtype=np.int64)
+        parents = np.frombuffer(self.parents, dtype=np.int64)
+        names, wanted = self.names(), keys.arrow_names()
+
+        def same(positions: np.ndarray, slots: np.ndarray) -> np.ndarray:
+            equal = parents[slots] == keys.parents[positions]
+            if equal.any():
+                named = pc.equal(names.take(pa.array(slots)), wanted.take(pa.array(positions)))
+                equal &= named.to_numpy(zero_copy_only=False)
+            return equal
+
+        return self.index.find(keys.folded(), same)
+
+    def slot(self, key: Key) -> int | None:
+        """The slot of one key, None where the memtable lacks it."""
+        if not self:
+            return None
+        parents, names = self.parents, self.names()
+        found = self.index.find_one(
+            fold_key(key),
+            lambda slot: parents[slot] == key[0] and names[slot].as_py() == key[1],
         )
+        return None if found < 0 else found
 
     def ids_at(self, slots: np.ndarray) -> np.ndarray:
         """The node ids of the entries at ``slots``."""
@@ -73,41 +104,42 @@ class Memtable:
         """Add ``counts[i]`` to the child count of the entry at ``slots[i]`` (slots distinct)."""
         np.frombuffer(self.counts, dtype=np.int64)[slots] += counts
 
-    def add(
-        self, keys: Sequence[Key], ids: np.ndarray, hits: np.ndarray, counts: np.ndarray
-    ) -> None:
-        """Add entries for ``keys`` (which it must lack); a key given twice raises
+    def add(self, keys: KeyHashes, ids: np.ndarray, hits: np.ndarray, counts: np.ndarray) -> None:
+        """Add entries for ``keys`` (which it must lack), in order; a key given twice raises
         ``ValueError`` and changes nothing."""
-        start, size = len(self.names), len(keys)
-        index = self.index
-        index.update(zip(keys, range(start, start + size), strict=True))
-        if len(index) != start + size:  # a key repeated: undo, change nothing
-            for key in keys:
-                index.pop(key, None)
+        if not len(keys):
+            return
+        hashes = keys.folded()
+        if _repeats(keys, hashes):
             raise ValueError("memtable keys added twice")
-        self.parents.frombytes(
-            np.fromiter(map(_parent, keys), dtype=np.int64, count=size).tobytes()
-        )
-        for column, values in ((self.ids, ids), (self.hits, hits), (self.counts, counts)):
-            column.frombytes(np.asarray(values, dtype=np.int64).tobytes())
-        self.names.extend(map(_name, keys))
+        self.index.insert(hashes)
+        for column, values in (
+            (self.parents, keys.parents),
+            (self.ids, ids),
+            (self.hits, hits),
+            (self.counts, counts),
+        ):
+            column.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+        if self._single:
+            self.names()
+        self._chunks.append(keys.arrow_names())
 
     def add_one(self, key: Key, node_id: int, hits: int, count: int) -> int:
         """Add one entry (the memtable must lack ``key``); return its slot."""
-        slot = len(self.names)
+        slot = len(self)
+        self.index.insert(np.array([fold_key(key)], dtype=np.uint64))
         self.parents.append(key[0])
         self.ids.append(node_id)
         self.hits.append(hits)
         self.counts.append(count)
-        self.names.append(key[1])
-        self.index[key] = slot
+        self._single.append(key[1])
         return slot
 
     def columns(self) -> ChildColumns:
         """The entries in key order (by parent id, then name), with their data when some
         entry has new data."""
-        size = len(self.names)
-        names = pa.array(self.names, pa.string())
+        size = len(self)
+        names = self.names()
         parents = np.frombuffer(self.parents, dtype=np.int64)
         order = pc.sort_indices(
             pa.table({"parent": parents, "name": names}),
@@ -128,6 +160,19 @@ class Memtable:
     def clear(self) -> None:
         """Drop every entry."""
         self.index.clear()
-        self.names.clear()
+        self._chunks, self._single = [], []
         self.data.clear()
         self.parents, self.ids, self.hits, self.counts = (array("q") for _ in range(4))
+
+
+def _repeats(keys: KeyHashes, hashes: np.ndarray) -> bool:
+    """Whether some key comes twice among ``keys``: equal hashes (rare but for repeated
+    keys) are confirmed on the keys themselves."""
+    ordered = np.sort(hashes)
+    twins = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not len(twins):
+        return False
+    positions = np.flatnonzero(np.isin(hashes, twins)).tolist()
+    names = keys.arrow_names().take(pa.array(positions)).to_pylist()
+    held = set(zip(keys.parents[positions].tolist(), names, strict=True))
+    return len(held) < len(positions)

@@ -133,10 +133,13 @@ class TreeReader:
     def stored_ids(self, parents: np.ndarray, names: Sequence[str]) -> np.ndarray:
         """The node id each key ``(parents[i], names[i])`` has in the runs, -1 where it has
         none (looked up as columns, :meth:`RunReader.find_ids`)."""
-        ids = np.full(len(names), -1, dtype=np.int64)
+        return self.stored_ids_of(KeyHashes(parents, names))
+
+    def stored_ids_of(self, hashes: KeyHashes) -> np.ndarray:
+        """:meth:`stored_ids` of keys given with their hashes (hashed once for every run)."""
+        ids = np.full(len(hashes), -1, dtype=np.int64)
         if not self.readers:
             return ids
-        hashes = KeyHashes(parents, names)  # hashed once for every run
         for reader in self.readers:
             unfound = np.flatnonzero(ids < 0)
             if not len(unfound):

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+import pyarrow as pa
 
 from treestore.arrays import distinct_sorted
 from treestore.storage.entries import Key
+from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
 from treestore.storage.memtable import Memtable
 from treestore.storage.page_cache import cache
@@ -42,17 +44,47 @@ _Ids = TypeVar("_Ids", int, np.ndarray)
 
 @dataclass(frozen=True)
 class Handles:
-    """Many nodes' handles as columns: their ids and their keys (what
-    :meth:`TreeWriter.visit_many` takes)."""
+    """Many nodes' handles as columns: their ids and their keys, ``(parents[i], names[i])``
+    (what :meth:`TreeWriter.visit_many` takes)."""
 
     ids: np.ndarray
-    keys: list[Key]
+    parents: np.ndarray
+    """Each node's parent id (the first part of its key)."""
+    names: pa.Array
+    """Each node's name (a string array)."""
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.ids)
 
     def __getitem__(self, position: int) -> Handle:
-        return (int(self.ids[position]), self.keys[position])
+        key = (int(self.parents[position]), self.names[position].as_py())
+        return (int(self.ids[position]), key)
+
+    @classmethod
+    def of(cls, handles: Sequence[Handle]) -> Handles:
+        """Handles from ``(id, key)`` pairs."""
+        return cls(
+            np.array([h[0] for h in handles], dtype=np.int64),
+            np.array([h[1][0] for h in handles], dtype=np.int64),
+            pa.array([h[1][1] for h in handles], pa.string()),
+        )
+
+    def take(self, positions: np.ndarray) -> Handles:
+        """The handles at ``positions``."""
+        return Handles(self.ids[positions], self.parents[positions], self.names.take(positions))
+
+    def keys(self, positions: np.ndarray) -> KeyHashes:
+        """The keys of the handles at ``positions``."""
+        return KeyHashes(self.parents[positions], self.names.take(positions))
+
+    @staticmethod
+    def concat(parts: Sequence[Handles]) -> Handles:
+        """The handles of ``parts``, one after another."""
+        return Handles(
+            np.concatenate([p.ids for p in parts]),
+            np.concatenate([p.parents for p in parts]),
+            pa.concat_arrays([p.names for p in parts]),
+        )
 
 
 def accepts(stored: _Ids, create: bool, once: bool, created_before: int) -> Any:
@@ -123,7 +155,7 @@ class TreeWriter(TreeReader):
             self.flush()
         parent_id, parent_key = parent
         key = (parent_id, name)
-        slot = memtable.index.get(key)
+        slot = memtable.slot(key)
         if slot is not None:
             node_id = memtable.ids[slot]
         else:
@@ -136,7 +168,7 @@ class TreeWriter(TreeReader):
             self.next_id += 1
             self.stats.nodes_created += 1
             slot = memtable.add_one(key, node_id, 0, 0)
-            parent_slot = memtable.index.get(parent_key)
+            parent_slot = memtable.slot(parent_key)
             if parent_slot is None:
                 memtable.add_one(parent_key, parent_id, 0, 1)
                 self.stats.nodes_updated += parent_id != ROOT_ID  # not the internal root
@@ -148,80 +180,74 @@ class TreeWriter(TreeReader):
         memtable.hits[slot] += counted_hits(hits, once)
         return (node_id, key)
 
-    def find_many(self, parents: Handles, picks: np.ndarray, names: Sequence[str]) -> np.ndarray:
+    def find_many(
+        self, parents: Handles, picks: np.ndarray, names: Sequence[str] | pa.Array
+    ) -> np.ndarray:
         """The node ids of the children ``names[i]`` of ``parents[picks[i]]`` (-1 where there
         is none), changing nothing: the memtable's, else the runs'."""
-        parent_ids = parents.ids[picks]
-        keys = list(zip(parent_ids.tolist(), names, strict=True))
-        return self._ids_of(parent_ids, names, self.memtable.slots(keys))
+        keys = KeyHashes(parents.ids[picks], names)
+        return self._ids_of(keys, self.memtable.slots(keys))
 
-    def _ids_of(
-        self, parent_ids: np.ndarray, names: Sequence[str], slots: np.ndarray
-    ) -> np.ndarray:
-        """The ids of the children ``names[i]`` of ``parent_ids[i]`` whose memtable slots
-        are ``slots`` (-1: not in the memtable, so looked up in the runs)."""
+    def _ids_of(self, keys: KeyHashes, slots: np.ndarray) -> np.ndarray:
+        """The ids of the nodes ``keys`` whose memtable slots are ``slots`` (-1: not in the
+        memtable, so looked up in the runs)."""
         in_memtable = slots >= 0
-        ids = np.full(len(names), -1, dtype=np.int64)
+        ids = np.full(len(keys), -1, dtype=np.int64)
         ids[in_memtable] = self.memtable.ids_at(slots[in_memtable])
         missing = np.flatnonzero(~in_memtable)
         if len(missing):
-            ids[missing] = self.stored_ids(
-                parent_ids[missing], [names[i] for i in missing.tolist()]
-            )
+            ids[missing] = self.stored_ids_of(keys.take(missing))
         return ids
 
     def visit_many(
         self,
         parents: Handles,
         picks: np.ndarray,
-        names: Sequence[str],
+        names: Sequence[str] | pa.Array,
         create: bool = True,
         hits: np.ndarray | None = None,
         once: bool = False,
         created_before: int = ANY_AGE,
         known: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, list[Key]]:
+    ) -> np.ndarray:
         """:meth:`visit` of the children ``names[i]`` of the nodes ``parents[picks[i]]``, all
         at once: the same result as one call each, in order. The keys must be distinct.
         Visits of more than half the memtable's limit go in pieces of that size, each
         followed by a flush when the memtable is full, so it holds at most twice its limit.
 
-        Returns each child's node id (-1 where :meth:`visit` returns ``None``) and its key.
-        Nodes the memtable lacks are looked up in the runs as columns
-        (:meth:`~treestore.storage.reading.TreeReader.stored_ids`), unless ``known`` gives
-        every child's id already (as :meth:`find_many` found them, nothing changed since);
-        the memtable is updated with array operations.
+        Returns each child's node id (-1 where :meth:`visit` returns ``None``); its key is
+        ``(parents.ids[picks[i]], names[i])``. Nodes the memtable lacks are looked up in the
+        runs as columns (:meth:`~treestore.storage.reading.TreeReader.stored_ids`), unless
+        ``known`` gives every child's id already (as :meth:`find_many` found them, nothing
+        changed since); the memtable is found and updated with array operations.
         """
-        size = len(names)
+        keys = KeyHashes(parents.ids[picks], names)
+        size = len(keys)
         weights = np.ones(size, np.int64) if hits is None else np.asarray(hits, np.int64)
         piece = max(1, self.memtable_limit // 2)
         if size > piece:  # keeps the memtable within twice its limit
-            done = [
-                self.visit_many(
-                    parents,
-                    picks[start : start + piece],
-                    names[start : start + piece],
-                    create,
-                    weights[start : start + piece],
-                    once,
-                    created_before,
-                    None if known is None else known[start : start + piece],
-                )
-                for start in range(0, size, piece)
-            ]
-            return np.concatenate([ids for ids, _ in done]), [k for _, keys in done for k in keys]
-        parent_ids = parents.ids[picks]
-        keys = list(zip(parent_ids.tolist(), names, strict=True))
+            names = keys.arrow_names()
+            return np.concatenate(
+                [
+                    self.visit_many(
+                        parents,
+                        picks[start : start + piece],
+                        names.slice(start, piece),
+                        create,
+                        weights[start : start + piece],
+                        once,
+                        created_before,
+                        None if known is None else known[start : start + piece],
+                    )
+                    for start in range(0, size, piece)
+                ]
+            )
         memtable = self.memtable
         slots = memtable.slots(keys)
         in_memtable = slots >= 0
-        if known is not None:
-            ids = np.array(known, dtype=np.int64)
-        else:
-            ids = self._ids_of(parent_ids, names, slots)
+        ids = np.array(known, dtype=np.int64) if known is not None else self._ids_of(keys, slots)
         accepted = np.asarray(accepts(ids, create, once, created_before), dtype=bool)
-        known = ids >= 0
-        fresh = np.flatnonzero(accepted & ~known)
+        fresh = np.flatnonzero(accepted & (ids < 0))
         ids[fresh] = self.next_id + np.arange(len(fresh))
         weights = counted_hits(weights, once)
         bumped = np.flatnonzero(accepted & in_memtable)
@@ -230,36 +256,34 @@ class TreeWriter(TreeReader):
         added = np.flatnonzero(accepted & ~in_memtable)
         try:  # first: it changes nothing when a key repeats
             memtable.add(
-                [keys[i] for i in added.tolist()],
-                ids[added],
-                weights[added],
-                np.zeros(len(added), dtype=np.int64),
+                keys.take(added), ids[added], weights[added], np.zeros(len(added), dtype=np.int64)
             )
         except ValueError:
             raise ValueError("visit_many takes distinct (parent, name) keys") from None
         self.next_id += len(fresh)
         memtable.add_hits(slots[bumped], weights[bumped])
         if len(fresh):
-            self._count_children(parents, picks[fresh], parent_ids[fresh])
+            self._count_children(parents, picks[fresh])
         self.stats.nodes_created += len(fresh)
         self.stats.nodes_updated += len(added) - len(fresh)
         ids[~accepted] = -1
         if len(memtable) >= self.memtable_limit:
             self.flush()
-        return ids, keys
+        return ids
 
-    def _count_children(self, parents: Handles, picks: np.ndarray, parent_ids: np.ndarray) -> None:
-        """Add one to the child count of ``parents[picks[i]]`` for each ``i`` (ids
-        ``parent_ids``)."""
-        distinct, first, counts = np.unique(parent_ids, return_index=True, return_counts=True)
-        keys = [parents.keys[i] for i in picks[first].tolist()]
+    def _count_children(self, parents: Handles, picks: np.ndarray) -> None:
+        """Add one to the child count of ``parents[picks[i]]`` for each ``i``."""
+        distinct, first, counts = np.unique(
+            parents.ids[picks], return_index=True, return_counts=True
+        )
+        keys = parents.keys(picks[first])
         memtable = self.memtable
         slots = memtable.slots(keys)
         have = slots >= 0
         memtable.add_counts(slots[have], counts[have])
         absent = np.flatnonzero(~have)
         memtable.add(
-            [keys[i] for i in absent.tolist()],
+            keys.take(absent),
             distinct[absent],
             np.zeros(len(absent), dtype=np.int64),
             counts[absent],
@@ -271,7 +295,7 @@ class TreeWriter(TreeReader):
         """Change the data of a node visited in this load: ``update`` edits its dict in place."""
         node_id, key = handle
         memtable = self.memtable
-        slot = memtable.index.get(key)
+        slot = memtable.slot(key)
         if slot is None:  # flushed since it was visited
             slot = memtable.add_one(key, node_id, 0, 0)
         data = memtable.data.get(slot)

@@ -311,10 +311,11 @@ def _visits(
             tree.visit(p, n, create, h, once, created_before)
             for p, n, h in zip(parents, names, hits, strict=True)
         ]
-    handles = Handles(np.array([h[0] for h in parents], dtype=np.int64), [h[1] for h in parents])
-    ids, keys = tree.visit_many(
-        handles, np.arange(len(parents)), names, create, np.array(hits), once, created_before
-    )
+    ids = tree.visit_many(
+        Handles.of(parents), np.arange(len(parents)), names, create, np.array(hits), once,
+        created_before,
+    )  # fmt: skip
+    keys = [(p[0], n) for p, n in zip(parents, names, strict=True)]
     return [(i, k) if i >= 0 else None for i, k in zip(ids.tolist(), keys, strict=True)]
 
 
@@ -384,7 +385,7 @@ def test_past_the_memory_limit_spilled_runs_stay_and_merges_stream(store: PageSt
 def test_memtable_columns_come_in_key_order_with_their_data() -> None:
     table = Memtable()
     keys = [(5, "b"), (2, "\U0001f600"), (5, "a"), (2, "\uff61")]
-    table.add(keys, np.array([10, 11, 12, 13]), np.array([1, 2, 3, 4]), np.zeros(4))
+    table.add(_keys(keys), np.array([10, 11, 12, 13]), np.array([1, 2, 3, 4]), np.zeros(4))
     slot = table.add_one((1, "z"), 14, 5, 0)
     table.data[slot] = {"d": 1}
     table.add_hits(np.array([0, slot]), np.array([10, 10]))
@@ -401,21 +402,73 @@ def test_memtable_columns_come_in_key_order_with_their_data() -> None:
     assert columns.hits.tolist() == [15, 4, 2, 3, 11]
     assert columns.counts.tolist() == [0, 0, 0, 7, 0]
     assert columns.data == [{"d": 1}, None, None, None, None]
-    assert table.slots([(5, "a"), (5, "c")]).tolist() == [2, -1]
+    assert table.slots(_keys([(5, "a"), (5, "c")])).tolist() == [2, -1]
+    assert (table.slot((1, "z")), table.slot((1, "y"))) == (slot, None)
+
+
+def _keys(pairs: list[tuple[int, str]], folded: list[int] | None = None) -> KeyHashes:
+    """Keys as the memtable takes them (``folded``: hashes forced, to make them collide)."""
+    hashes = None if folded is None else np.array(folded, dtype=np.uint64)
+    return KeyHashes(np.array([p for p, _ in pairs], dtype=np.int64), [n for _, n in pairs], hashes)
+
+
+def test_memtable_keys_whose_hashes_collide_stay_apart() -> None:
+    """Equal hashes are not equal keys: each lookup is confirmed on the parent and the
+    name, and probes on past a different key (all six keys share one hash here)."""
+    table = Memtable()
+    pairs = [(1, "a"), (2, "a"), (1, "b"), (1, "ab"), (1, "é"), (3, "")]
+    table.add(_keys(pairs[:4], [7] * 4), np.arange(4), np.zeros(4), np.zeros(4))
+    wanted = [pairs[3], pairs[0], pairs[4], pairs[2], pairs[5], pairs[1]]
+    assert table.slots(_keys(wanted, [7] * 6)).tolist() == [3, 0, -1, 2, -1, 1]
+    with pytest.raises(ValueError, match="twice"):  # repeated among colliding hashes
+        twice = _keys([pairs[4], pairs[5], pairs[4]], [7] * 3)
+        table.add(twice, np.arange(3), np.zeros(3), np.zeros(3))
+    table.add(_keys([pairs[4], pairs[5]], [7] * 2), np.array([4, 5]), np.zeros(2), np.zeros(2))
+    assert table.slots(_keys(wanted, [7] * 6)).tolist() == [3, 0, 4, 2, 5, 1]
+    assert table.columns().ids.tolist() == [0, 3, 2, 4, 1, 5]
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    batches=st.lists(
+        st.lists(st.tuples(st.integers(-2, 40), st.text(max_size=3)), max_size=300, unique=True),
+        max_size=6,
+    ),
+    singles=st.lists(st.tuples(st.integers(-2, 40), st.text(max_size=3)), max_size=20),
+)
+def test_memtable_finds_what_a_dict_finds(
+    batches: list[list[tuple[int, str]]], singles: list[tuple[int, str]]
+) -> None:
+    """Batches and single keys added, through the key index's growth (past 512 keys):
+    every lookup agrees with a dict of the keys added."""
+    table, expected = Memtable(), {}
+    for batch, single in zip(batches, [*singles, *[None] * len(batches)], strict=False):
+        new = [key for key in batch if key not in expected]
+        table.add(_keys(new), np.arange(len(new)), np.zeros(len(new)), np.zeros(len(new)))
+        expected.update((key, len(expected)) for key in new)
+        if single is not None and single not in expected:
+            assert table.add_one(single, 0, 0, 0) == len(expected)
+            expected[single] = len(expected)
+        probe = [*batch, *singles, (99, "x")]
+        assert table.slots(_keys(probe)).tolist() == [expected.get(k, -1) for k in probe]
+        assert [table.slot(k) for k in probe] == [expected.get(k) for k in probe]
+    assert len(table) == len(expected)
 
 
 def test_memtable_refuses_a_key_twice() -> None:
     table = Memtable()
     with pytest.raises(ValueError, match="twice"):
-        table.add([(1, "a"), (1, "a")], np.array([2, 3]), np.zeros(2), np.zeros(2))
+        table.add(_keys([(1, "a"), (1, "a")]), np.array([2, 3]), np.zeros(2), np.zeros(2))
+    assert not table
 
 
 def test_data_of_nodes_flushed_since_their_visit_still_lands(store: PageStore) -> None:
     tree = ShardTree(store)
     tree.memtable_limit = 8  # the visit goes in two pieces of 4; a flush follows the second
-    root = Handles(np.array([0]), [tree.root_handle[1]])
+    root = Handles.of([tree.root_handle])
     names = [f"n{i}" for i in range(8)]
-    ids, keys = tree.visit_many(root, np.zeros(8, dtype=np.int64), names, hits=np.full(8, 2))
+    ids = tree.visit_many(root, np.zeros(8, dtype=np.int64), names, hits=np.full(8, 2))
+    keys = [(0, name) for name in names]
     assert not tree.memtable and len(tree.readers) == 1
     for node_id, key in zip(ids.tolist(), keys, strict=True):
         tree.update_data((node_id, key), lambda data, key=key: data.update(name=key[1]))
@@ -486,7 +539,7 @@ def test_visit_many_with_parents_among_its_keys_and_flushes(
 
 def test_visit_many_refuses_repeated_keys_and_changes_nothing(store: PageStore) -> None:
     tree = ShardTree(store)
-    root = Handles(np.array([0]), [tree.root_handle[1]])
+    root = Handles.of([tree.root_handle])
     with pytest.raises(ValueError, match="distinct"):
         tree.visit_many(root, np.zeros(2, dtype=np.int64), ["a", "a"])
     assert not tree.memtable and tree.next_id == 1 and tree.stats.nodes_created == 0
@@ -499,7 +552,7 @@ def test_visit_many_refuses_repeated_keys_and_changes_nothing(store: PageStore) 
 
 def test_a_first_build_updates_no_node_not_even_the_internal_root(store: PageStore) -> None:
     tree = ShardTree(store)
-    root = Handles(np.array([0]), [tree.root_handle[1]])
+    root = Handles.of([tree.root_handle])
     tree.visit_many(root, np.zeros(3, dtype=np.int64), ["a", "b", "c"])
     tree.flush()  # the internal root's entry is written; the next child pulls it in again
     tree.visit(tree.root_handle, "d")
