@@ -23,6 +23,7 @@ hash, computed one key at a time; they are read as before (:class:`LegacyFilter`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,8 +112,11 @@ def _folded(parents: np.ndarray, names: pa.Array) -> np.ndarray:
     return hashes
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def fold_key(key: Key) -> int:
-    """One key's 64-bit hash (:meth:`KeyHashes.folded`), in Python ints: the same value."""
+    """One key's 64-bit hash (:meth:`KeyHashes.folded`), in Python ints: the same value.
+    Remembered for the latest keys: a visit one key at a time hashes its key and its
+    parent's, and the same parents come again and again."""
     data = key[1].encode()
     value = (key[0] & _U64) ^ _mix_one((len(data) * _GOLDEN) & _U64)
     for start in range(0, len(data), 8):

@@ -29,9 +29,11 @@ from treestore.storage.keyfilter import KeyHashes, fold_key
 __all__ = ["ENTRY_BYTES", "Memtable"]
 
 
-ENTRY_BYTES = 320
-"""The memory one entry takes, measured (tracemalloc, 10-character names): 318 bytes
-for the key tuple with its int and name, the dict slot with its int, and the values."""
+ENTRY_BYTES = 128
+"""The memory one entry takes, measured at 1M entries with 10-character names
+(tracemalloc for numpy, Arrow's pool for the names): 74 bytes held (the int64 columns,
+the name, the key index at most half full), and 46 more while :meth:`Memtable.columns`
+sorts them for a flush."""
 
 
 class Memtable:
@@ -47,14 +49,17 @@ class Memtable:
         self.parents, self.ids, self.hits, self.counts = (array("q") for _ in range(4))
         self._chunks: list[pa.Array] = []  # the names, slot order, in the chunks added
         self._single: list[str] = []  # names added one at a time, after the chunks
+        self._unindexed: dict[Key, int] = {}
+        """Keys added one at a time since the last bulk call, by slot (the last slots): the
+        key index takes them, hashed as arrays, when a bulk call comes."""
         self.data: dict[int, dict[str, Any]] = {}
         """The new data of the entries whose attachments changed, by slot."""
 
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self.parents)
 
     def __bool__(self) -> bool:
-        return len(self.index) > 0
+        return len(self.parents) > 0
 
     def names(self) -> pa.Array:
         """Every entry's name, by slot (one string array)."""
@@ -69,6 +74,7 @@ class Memtable:
         """The slot of each key, -1 where the memtable lacks it."""
         if not self or not len(keys):
             return np.full(len(keys), -1, dtype=np.int64)
+        self._index_singles()
         parents = np.frombuffer(self.parents, dtype=np.int64)
         names, wanted = self.names(), keys.arrow_names()
 
@@ -82,15 +88,26 @@ class Memtable:
         return self.index.find(keys.folded(), same)
 
     def slot(self, key: Key) -> int | None:
-        """The slot of one key, None where the memtable lacks it."""
-        if not self:
-            return None
-        parents, names = self.parents, self.names()
+        """The slot of one key, None where the memtable lacks it (no array is rebuilt)."""
+        found = self._unindexed.get(key)
+        if found is not None or not self.index.size:
+            return found
+        parents = self.parents
         found = self.index.find_one(
-            fold_key(key),
-            lambda slot: parents[slot] == key[0] and names[slot].as_py() == key[1],
+            fold_key(key), lambda slot: parents[slot] == key[0] and self._name(slot) == key[1]
         )
         return None if found < 0 else found
+
+    def _name(self, slot: int) -> str:
+        """The name of the entry at ``slot``."""
+        singles_from = len(self) - len(self._single)
+        if slot >= singles_from:
+            return self._single[slot - singles_from]
+        for chunk in self._chunks:
+            if slot < len(chunk):
+                return str(chunk[slot].as_py())
+            slot -= len(chunk)
+        raise IndexError(slot)
 
     def ids_at(self, slots: np.ndarray) -> np.ndarray:
         """The node ids of the entries at ``slots``."""
@@ -112,6 +129,7 @@ class Memtable:
         hashes = keys.folded()
         if _repeats(keys, hashes):
             raise ValueError("memtable keys added twice")
+        self._index_singles()
         self.index.insert(hashes)
         for column, values in (
             (self.parents, keys.parents),
@@ -126,14 +144,22 @@ class Memtable:
 
     def add_one(self, key: Key, node_id: int, hits: int, count: int) -> int:
         """Add one entry (the memtable must lack ``key``); return its slot."""
-        slot = len(self)
-        self.index.insert(np.array([fold_key(key)], dtype=np.uint64))
+        slot = len(self.parents)
+        self._unindexed[key] = slot
         self.parents.append(key[0])
         self.ids.append(node_id)
         self.hits.append(hits)
         self.counts.append(count)
         self._single.append(key[1])
         return slot
+
+    def _index_singles(self) -> None:
+        """Give the key index the keys added one at a time since the last bulk call."""
+        if self._unindexed:
+            keys = list(self._unindexed)  # in slot order: the slots after the indexed ones
+            parents = np.fromiter((k[0] for k in keys), dtype=np.int64, count=len(keys))
+            self.index.insert(KeyHashes(parents, [k[1] for k in keys]).folded())
+            self._unindexed.clear()
 
     def columns(self) -> ChildColumns:
         """The entries in key order (by parent id, then name), with their data when some
@@ -161,6 +187,7 @@ class Memtable:
         """Drop every entry."""
         self.index.clear()
         self._chunks, self._single = [], []
+        self._unindexed.clear()
         self.data.clear()
         self.parents, self.ids, self.hits, self.counts = (array("q") for _ in range(4))
 

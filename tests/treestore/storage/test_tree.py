@@ -440,7 +440,7 @@ def test_memtable_finds_what_a_dict_finds(
     batches: list[list[tuple[int, str]]], singles: list[tuple[int, str]]
 ) -> None:
     """Batches and single keys added, through the key index's growth (past 512 keys):
-    every lookup agrees with a dict of the keys added."""
+    every lookup, one key at a time or many, agrees with a dict of the keys added."""
     table, expected = Memtable(), {}
     for batch, single in zip(batches, [*singles, *[None] * len(batches)], strict=False):
         new = [key for key in batch if key not in expected]
@@ -450,6 +450,8 @@ def test_memtable_finds_what_a_dict_finds(
             assert table.add_one(single, 0, 0, 0) == len(expected)
             expected[single] = len(expected)
         probe = [*batch, *singles, (99, "x")]
+        # one at a time first: the single keys are not in the key index yet
+        assert [table.slot(k) for k in probe] == [expected.get(k) for k in probe]
         assert table.slots(_keys(probe)).tolist() == [expected.get(k, -1) for k in probe]
         assert [table.slot(k) for k in probe] == [expected.get(k) for k in probe]
     assert len(table) == len(expected)
