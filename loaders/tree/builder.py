@@ -295,8 +295,7 @@ class TreeBuilder:
         if filter_column is not None:
             frontier = frontier.where(batch.flags(filter_column)[frontier.rows])
         if element.label is not None and len(frontier):
-            names = pa.array(np.full(len(frontier), element.label, dtype=object), pa.string())
-            frontier = self._visit(batch, element, frontier, names, label=True)
+            frontier = self._visit(batch, element, frontier, element.label, label=True)
         return self._apply_own(batch, element, frontier)
 
     def _apply_own(self, batch: _Batch, element: ElementSpec, frontier: _Frontier) -> _Frontier:
@@ -306,8 +305,7 @@ class TreeBuilder:
             return _concat(parts)
         if element.kind == "const":
             assert element.value is not None
-            names = pa.array(np.full(len(frontier), element.value, dtype=object), pa.string())
-            return self._visit(batch, element, frontier, names)
+            return self._visit(batch, element, frontier, element.value)
         values = batch.table.column(element.key or "").take(pa.array(frontier.rows))
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
@@ -327,21 +325,14 @@ class TreeBuilder:
         batch: _Batch,
         element: ElementSpec,
         frontier: _Frontier,
-        names: pa.Array,
+        names: pa.Array | str,
         label: bool = False,
     ) -> _Frontier:
-        """Visit each distinct (node, name) once, for all the paths that lead to it."""
-        present = pc.fill_null(pc.not_equal(names, ""), False).to_numpy(zero_copy_only=False)
-        if not present.all():
-            frontier = frontier.where(present)
-            names = names.filter(pa.array(present))
-        if isinstance(names, pa.ChunkedArray):
-            names = names.combine_chunks()
+        """Visit each distinct (node, name) once, for all the paths that lead to it
+        (``names``: each path's, or one for all)."""
+        codes, words, frontier = _coded_names(names, frontier)
         if not len(frontier):
             return frontier
-        encoded = pc.dictionary_encode(names)
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        words = encoded.dictionary
         pairs = frontier.nodes * len(words) + codes
         groups, first, inverse = unique_first_inverse(pairs)
         once = element.once and not label
@@ -372,9 +363,7 @@ class TreeBuilder:
         found = (reached >= 0) & seen
         if element.pending:
             lost = ~found
-            self._keep_pending(
-                batch, element, frontier.where(lost), names.filter(pa.array(lost)), label
-            )
+            self._keep_pending(batch, element, frontier.where(lost), words.take(codes[lost]), label)
         elif not once:
             batch.missed[frontier.rows[~found]] = True
         if once:  # of the paths to a created node, only the first goes on, with weight 1
@@ -546,6 +535,30 @@ class TreeBuilder:
                     data[spec.name] = [spec.kind, state]
 
             batch.tree.update_data(frontier.handles[node], update)
+
+
+def _coded_names(
+    names: pa.Array | str, frontier: _Frontier
+) -> tuple[np.ndarray, pa.Array, _Frontier]:
+    """Each path's name as a code into distinct words, and the paths that have a name (a
+    null or empty name stops a path). One name for all paths is coded without hashing."""
+    if isinstance(names, str):
+        if not names:
+            return (
+                np.zeros(0, np.int64),
+                pa.array([], pa.string()),
+                frontier.take(np.zeros(0, np.int64)),
+            )
+        return np.zeros(len(frontier), np.int64), pa.array([names], pa.string()), frontier
+    present = pc.fill_null(pc.not_equal(names, ""), False).to_numpy(zero_copy_only=False)
+    if not present.all():
+        frontier = frontier.where(present)
+        names = names.filter(pa.array(present))
+    if isinstance(names, pa.ChunkedArray):
+        names = names.combine_chunks()
+    encoded = pc.dictionary_encode(names)
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, encoded.dictionary, frontier
 
 
 def _resume_points(

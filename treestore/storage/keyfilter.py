@@ -35,7 +35,15 @@ from rbloom import Bloom
 
 from treestore.storage.entries import Key
 
-__all__ = ["FILTER_FORMAT", "KeyFilter", "KeyHashes", "LegacyFilter", "fold_key", "load_filter"]
+__all__ = [
+    "FILTER_FORMAT",
+    "KeyFilter",
+    "KeyHashes",
+    "LegacyFilter",
+    "fold_key",
+    "index_key",
+    "load_filter",
+]
 
 FILTER_FORMAT = "treestore-key-filter-1"
 """What a run index of format 2 records as its filter's kind (this module's hashing)."""
@@ -125,6 +133,17 @@ def fold_key(key: Key) -> int:
     return value
 
 
+def _parted(folded: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """:meth:`KeyHashes.indexed` from the folded hashes."""
+    spread = parents.view(np.uint64) * np.uint64(_GOLDEN) + np.uint64(_SALT1)
+    return folded ^ _mix(spread)
+
+
+def index_key(key: Key) -> int:
+    """One key's :meth:`KeyHashes.indexed` hash, in Python ints: the same value."""
+    return fold_key(key) ^ _mix_one((key[0] * _GOLDEN + _SALT1) & _U64)
+
+
 class KeyHashes:
     """Keys ``(parents[i], names[i])`` and their hashes, each kind computed once, on first
     use: the pair this module's filter probes, and the legacy XXH3 values."""
@@ -163,6 +182,18 @@ class KeyHashes:
         if self._folded is None:
             self._folded = _folded(self.parents, self.arrow_names())
         return self._folded
+
+    def indexed(self) -> np.ndarray:
+        """Each key's hash for the memtable's key index: the folded hash with the parent
+        id mixed in once more. Folding XORs the parent id into the name's first word, so
+        keys whose parent ids differ exactly as their names' first bytes do fold alike
+        (common with small ids and names that count); mixed again, they part.
+
+        >>> hashes = KeyHashes(np.array([1, 2]), ["0", "3"])  # "0" ^ "3" == 1 ^ 2
+        >>> [len(set(h.tolist())) for h in (hashes.folded(), hashes.indexed())]
+        [1, 2]
+        """
+        return _parted(self.folded(), self.parents)
 
     def pair(self) -> tuple[np.ndarray, np.ndarray]:
         """Two 64-bit hashes per key (uint64 arrays)."""

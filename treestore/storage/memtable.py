@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treestore.storage.entries import ChildColumns, Key
-from treestore.storage.keyfilter import KeyHashes, fold_key
+from treestore.storage.keyfilter import KeyHashes, index_key
 
 __all__ = ["ENTRY_BYTES", "KeyIndex", "Memtable"]
 
@@ -85,7 +85,7 @@ class Memtable:
                 equal &= named.to_numpy(zero_copy_only=False)
             return equal
 
-        return self.index.find(keys.folded(), same)
+        return self.index.find(keys.indexed(), same)
 
     def slot(self, key: Key) -> int | None:
         """The slot of one key, None where the memtable lacks it (no array is rebuilt)."""
@@ -94,7 +94,7 @@ class Memtable:
             return found
         parents = self.parents
         found = self.index.find_one(
-            fold_key(key), lambda slot: parents[slot] == key[0] and self._name(slot) == key[1]
+            index_key(key), lambda slot: parents[slot] == key[0] and self._name(slot) == key[1]
         )
         return None if found < 0 else found
 
@@ -126,11 +126,12 @@ class Memtable:
         ``ValueError`` and changes nothing."""
         if not len(keys):
             return
-        hashes = keys.folded()
-        if _repeats(keys, hashes):
-            raise ValueError("memtable keys added twice")
         self._index_singles()
-        self.index.insert(hashes)
+        start = self.index.size
+        new, other = self.index.insert(keys.indexed())
+        if len(new) and self._repeats(keys, new - start, other):
+            self.index.forget_from(start)
+            raise ValueError("memtable keys added twice")
         for column, values in (
             (self.parents, keys.parents),
             (self.ids, ids),
@@ -153,12 +154,28 @@ class Memtable:
         self._single.append(key[1])
         return slot
 
+    def _repeats(self, keys: KeyHashes, positions: np.ndarray, others: np.ndarray) -> bool:
+        """Whether the key at ``positions[i]`` of ``keys`` (being added from slot
+        ``len(self)`` on) is the key of slot ``others[i]`` (one of the batch, or one held).
+        Equal hashes of different keys are rare, so the pairs are compared one by one."""
+        start, names = len(self), keys.arrow_names()
+
+        def key(slot: int) -> Key:
+            if slot >= start:
+                return int(keys.parents[slot - start]), names[slot - start].as_py()
+            return self.parents[slot], self._name(slot)
+
+        return any(
+            key(start + p) == key(o)
+            for p, o in zip(positions.tolist(), others.tolist(), strict=True)
+        )
+
     def _index_singles(self) -> None:
         """Give the key index the keys added one at a time since the last bulk call."""
         if self._unindexed:
             keys = list(self._unindexed)  # in slot order: the slots after the indexed ones
             parents = np.fromiter((k[0] for k in keys), dtype=np.int64, count=len(keys))
-            self.index.insert(KeyHashes(parents, [k[1] for k in keys]).folded())
+            self.index.insert(KeyHashes(parents, [k[1] for k in keys]).indexed())
             self._unindexed.clear()
 
     def columns(self) -> ChildColumns:
@@ -192,19 +209,6 @@ class Memtable:
         self.parents, self.ids, self.hits, self.counts = (array("q") for _ in range(4))
 
 
-def _repeats(keys: KeyHashes, hashes: np.ndarray) -> bool:
-    """Whether some key comes twice among ``keys``: equal hashes (rare but for repeated
-    keys) are confirmed on the keys themselves."""
-    ordered = np.sort(hashes)
-    twins = ordered[1:][ordered[1:] == ordered[:-1]]
-    if not len(twins):
-        return False
-    positions = np.flatnonzero(np.isin(hashes, twins)).tolist()
-    names = keys.arrow_names().take(pa.array(positions)).to_pylist()
-    held = set(zip(keys.parents[positions].tolist(), names, strict=True))
-    return len(held) < len(positions)
-
-
 _EMPTY = -1
 _FIRST_CAPACITY = 1024
 
@@ -223,10 +227,12 @@ class KeyIndex:
     each hash match with the caller's exact comparison and probes on past a different key.
 
     >>> index = KeyIndex()
-    >>> index.insert(np.array([7, 7 + 1024, 3], dtype=np.uint64))  # 7 and 7 + 1024 collide
+    >>> _ = index.insert(np.array([7, 7 + 1024, 3], dtype=np.uint64))  # 7, 7 + 1024 collide
     >>> same = lambda positions, slots: np.ones(len(slots), dtype=bool)
     >>> index.find(np.array([7 + 1024, 5, 3], dtype=np.uint64), same).tolist()
     [1, -1, 2]
+    >>> [pair.tolist() for pair in index.insert(np.array([3], dtype=np.uint64))]  # hash met
+    [[3], [2]]
     """
 
     def __init__(self) -> None:
@@ -268,14 +274,26 @@ class KeyIndex:
             place = (place + 1) & mask
         return _EMPTY
 
-    def insert(self, hashes: np.ndarray) -> None:
-        """Give the next slots, in order, to keys with these hashes (keys not held yet)."""
+    def insert(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Give the next slots, in order, to keys with these hashes (keys not held yet).
+
+        Returns the pairs of slots ``(new, other)`` whose hashes are equal, met as the
+        new keys were placed: two keys of the batch that are the same always meet (they
+        probe the same positions in step), so the caller confirms these pairs on the keys
+        and calls :meth:`forget_from` to undo a batch that repeats a key."""
         size = self.size + len(hashes)
         if 2 * size > len(self._table):
             self._grow(size)
         self._hashes[self.size : size] = hashes
-        self._place(hashes, np.arange(self.size, size, dtype=np.int64))
+        met = self._place(hashes, np.arange(self.size, size, dtype=np.int64))
         self.size = size
+        return met
+
+    def forget_from(self, slot: int) -> None:
+        """Forget the keys of slots ``slot`` and up (the latest inserted: no older key
+        probed past them)."""
+        self._table[self._table >= slot] = _EMPTY
+        self.size = slot
 
     def insert_one(self, hashed: int) -> int:
         """:meth:`insert` of one key; returns its slot."""
@@ -295,17 +313,26 @@ class KeyIndex:
         """Forget every key."""
         self.__init__()  # type: ignore[misc]
 
-    def _place(self, hashes: np.ndarray, slots: np.ndarray) -> None:
+    def _place(self, hashes: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Write ``slots`` into empty positions, each from its hash's home on. Of the slots
         that probe the same empty position at once, one lands (read back to see which);
-        the others probe on."""
-        table, mask = self._table, np.uint64(len(self._table) - 1)
+        the others probe on. Returns the pairs ``(slot, other)`` of equal hashes met."""
+        table, held, mask = self._table, self._hashes, np.uint64(len(self._table) - 1)
         places = (hashes & mask).astype(np.int64)
+        met: list[tuple[np.ndarray, np.ndarray]] = []
         while len(slots):
             empty = table[places] == _EMPTY
             table[places[empty]] = slots[empty]
-            landed = empty & (table[places] == slots)
-            slots, places = slots[~landed], (places[~landed] + 1) & int(mask)
+            there = table[places]
+            going = there != slots
+            slots, places, there = slots[going], places[going], there[going]
+            equal = held[there] == held[slots]
+            if equal.any():
+                met.append((slots[equal], there[equal]))
+            places = (places + 1) & int(mask)
+        if not met:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate([m[0] for m in met]), np.concatenate([m[1] for m in met])
 
     def _grow(self, size: int) -> None:
         """Room for ``size`` keys at most half the table: the held keys placed anew."""
