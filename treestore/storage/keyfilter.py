@@ -7,7 +7,10 @@ padded to whole 8-byte words, are folded word by word with the parent id and the
 byte length through the MurmurHash3 finalizer, in numpy, whatever the batch; all-ASCII
 names get their padded words from one Arrow kernel (``utf8_rpad``). The filter sets
 7 bits per key in 10 bits per expected key, probing ``a + i * b`` in 32 bits (``a``, ``b``
-from the key's two hashes).
+from the key's two hashes). Filters of kind ``treestore-key-filter-2`` take the two
+hashes from :meth:`KeyHashes.indexed`, where the parent id is mixed in once more; the
+first kind took them from the folded hash alone, in which keys whose parent ids differ
+as their names' first bytes do collide (they pass each other's filters; still read).
 
 Runs written before (index format 1) hold an ``rbloom`` filter of each key's XXH3
 hash, computed one key at a time; they are read as before (:class:`LegacyFilter`).
@@ -45,8 +48,11 @@ __all__ = [
     "load_filter",
 ]
 
-FILTER_FORMAT = "treestore-key-filter-1"
-"""What a run index of format 2 records as its filter's kind (this module's hashing)."""
+FILTER_FORMAT = "treestore-key-filter-2"
+"""What a run index of format 2 records as the kind of the filters written now."""
+_FOLDED_ONLY = "treestore-key-filter-1"
+"""The first kind: probes from the folded hash alone (runs written before still hold it)."""
+_KINDS = (FILTER_FORMAT, _FOLDED_ONLY)
 _BITS_PER_KEY = 10
 _PROBES = 7
 _MAX_BITS = (1 << 32) - 1  # probe positions are 32-bit
@@ -158,7 +164,7 @@ class KeyHashes:
         self.parents = np.asarray(parents, dtype=np.int64)
         self.names = names
         self._folded = folded
-        self._pair: tuple[np.ndarray, np.ndarray] | None = None
+        self._pairs: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
         self._legacy = legacy
 
     def __len__(self) -> int:
@@ -195,15 +201,17 @@ class KeyHashes:
         """
         return _parted(self.folded(), self.parents)
 
-    def pair(self) -> tuple[np.ndarray, np.ndarray]:
-        """Two 64-bit hashes per key (uint64 arrays)."""
-        if self._pair is None:
-            folded = self.folded()
-            self._pair = (
-                _mix(folded ^ np.uint64(_SALT1)),
-                _mix(folded ^ np.uint64(_SALT2)) | np.uint64(1),
+    def pair(self, parted: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Two 64-bit hashes per key (uint64 arrays), from :meth:`indexed` (``parted``: the
+        filters written now) or from :meth:`folded` (the first kind's)."""
+        pair = self._pairs.get(parted)
+        if pair is None:
+            base = self.indexed() if parted else self.folded()
+            pair = self._pairs[parted] = (
+                _mix(base ^ np.uint64(_SALT1)),
+                _mix(base ^ np.uint64(_SALT2)) | np.uint64(1),
             )
-        return self._pair
+        return pair
 
     def legacy(self) -> list[int]:
         """Each key's XXH3 hash as format-1 filters hold it (signed 128-bit)."""
@@ -234,9 +242,11 @@ class KeyFilter:
     """A Bloom filter of :class:`KeyHashes` pairs over ``size`` bits (``bits``: packed,
     little-endian bit order)."""
 
-    def __init__(self, bits: np.ndarray, size: int) -> None:
+    def __init__(self, bits: np.ndarray, size: int, kind: str = FILTER_FORMAT) -> None:
         self.bits = bits
         self.size = size
+        self.kind = kind
+        self._parted = kind == FILTER_FORMAT
         self._open: np.ndarray | None = None  # one byte per bit while keys are added
 
     def _pack(self) -> None:
@@ -253,7 +263,7 @@ class KeyFilter:
     def _probes(self, hashes: KeyHashes) -> tuple[np.ndarray, np.ndarray]:
         """Each key's first probe and its stride: probe ``i`` is ``low + i * stride`` in 32
         bits, scaled to the filter's size by :meth:`_scaled`."""
-        first, step = hashes.pair()
+        first, step = hashes.pair(self._parted)
         return (first >> np.uint64(32)).astype(np.uint32), step.astype(np.uint32) | np.uint32(1)
 
     def _scaled(self, probes: np.ndarray) -> np.ndarray:
@@ -283,9 +293,9 @@ class KeyFilter:
     def holds(self, key: Key) -> bool:
         """Whether ``key`` may be in the filter (one key, in Python ints)."""
         self._pack()
-        folded = fold_key(key)
-        low = _mix_one(folded ^ _SALT1) >> 32
-        stride = (_mix_one(folded ^ _SALT2) | 1) & 0xFFFFFFFF
+        base = index_key(key) if self._parted else fold_key(key)
+        low = _mix_one(base ^ _SALT1) >> 32
+        stride = (_mix_one(base ^ _SALT2) | 1) & 0xFFFFFFFF
         for i in range(_PROBES):
             place = (((low + i * stride) & 0xFFFFFFFF) * self.size) >> 32
             if not (int(self.bits[place >> 3]) >> (place & 7)) & 1:
@@ -295,18 +305,19 @@ class KeyFilter:
     def save(self) -> dict[str, Any]:
         """What a run index records of the filter."""
         self._pack()
-        return {"kind": FILTER_FORMAT, "bits": self.size, "filter": self.bits.tobytes()}
+        return {"kind": self.kind, "bits": self.size, "filter": self.bits.tobytes()}
 
     @classmethod
     def load(cls, saved: dict[str, Any]) -> KeyFilter:
         """The filter :meth:`save` recorded (``ValueError`` if it is not one)."""
-        if saved.get("kind") != FILTER_FORMAT:
-            raise ValueError(f"an unknown key filter {saved.get('kind')!r}")
+        kind = saved.get("kind")
+        if kind not in _KINDS:
+            raise ValueError(f"an unknown key filter {kind!r}")
         size = int(saved["bits"])
         bits = np.frombuffer(saved["filter"], np.uint8)
         if len(bits) != (size + 7) // 8:
             raise ValueError("a key filter of the wrong size")
-        return cls(bits, size)
+        return cls(bits, size, kind)
 
 
 def _identity(value: int) -> int:

@@ -11,7 +11,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treestore.storage.keyfilter import KeyFilter, KeyHashes, LegacyFilter
+from treestore.storage.keyfilter import _KINDS as KINDS
+from treestore.storage.keyfilter import KeyFilter, KeyHashes, LegacyFilter, index_key
 from treestore.storage.pagestore import FilePageStore
 from treestore.storage.runs import RunReader
 from treestore.storage.state import ShardState
@@ -31,16 +32,40 @@ _LEGACY = Path(__file__).parent / "data" / "run-index-1"
 @given(_KEYS)
 def test_a_keys_hashes_do_not_depend_on_the_batch_or_the_way(keys: list[tuple[int, str]]) -> None:
     parents = np.array([k[0] for k in keys], dtype=np.int64)
-    together = KeyHashes(parents, [k[1] for k in keys]).pair()
-    as_arrow = KeyHashes(parents, pa.array([k[1] for k in keys], pa.string())).pair()
-    for i, key in enumerate(keys):
-        alone = KeyHashes(parents[i : i + 1], [key[1]]).pair()
-        assert (alone[0][0], alone[1][0]) == (together[0][i], together[1][i])
-        assert (as_arrow[0][i], as_arrow[1][i]) == (together[0][i], together[1][i])
-    built = KeyFilter.sized(len(keys))
-    built.add(KeyHashes(parents, [k[1] for k in keys]))
-    assert built.may_hold(KeyHashes(parents, [k[1] for k in keys])).all()  # no false negative
-    assert all(built.holds(key) for key in keys)
+    for parted in (True, False):  # the filters written now, and the first kind's
+        together = KeyHashes(parents, [k[1] for k in keys]).pair(parted)
+        as_arrow = KeyHashes(parents, pa.array([k[1] for k in keys], pa.string())).pair(parted)
+        for i, key in enumerate(keys):
+            alone = KeyHashes(parents[i : i + 1], [key[1]]).pair(parted)
+            assert (alone[0][0], alone[1][0]) == (together[0][i], together[1][i])
+            assert (as_arrow[0][i], as_arrow[1][i]) == (together[0][i], together[1][i])
+    indexed = KeyHashes(parents, [k[1] for k in keys]).indexed().tolist()
+    assert indexed == [index_key(key) for key in keys]
+    for kind in KINDS:
+        built = KeyFilter.load(KeyFilter(*_empty(len(keys)), kind).save())
+        built.add(KeyHashes(parents, [k[1] for k in keys]))
+        held = KeyFilter.load(built.save())
+        assert held.may_hold(KeyHashes(parents, [k[1] for k in keys])).all()  # no false negative
+        assert all(held.holds(key) for key in keys)
+
+
+def _empty(expected: int) -> tuple[np.ndarray, int]:
+    sized = KeyFilter.sized(expected)
+    return sized.bits, sized.size
+
+
+def test_keys_whose_folded_hashes_collide_pass_only_the_first_kinds_filter() -> None:
+    """``"0" ^ "3" == 1 ^ 2``: the keys fold alike. The first kind's filter of one lets the
+    other pass (a page read for nothing); the filters written now tell them apart."""
+    present, absent = (1, "0"), (2, "3")
+    first = KeyFilter(*_empty(1), KINDS[1])
+    first.add(KeyHashes(np.array([present[0]]), [present[1]]))
+    assert first.holds(absent) and KeyFilter.load(first.save()).holds(absent)
+    now = KeyFilter.sized(1)
+    assert now.kind == KINDS[0]
+    now.add(KeyHashes(np.array([present[0]]), [present[1]]))
+    assert now.holds(present) and not now.holds(absent)
+    assert now.may_hold(KeyHashes(np.array([1, 2]), ["0", "3"])).tolist() == [True, False]
 
 
 def test_about_one_in_a_hundred_absent_keys_pass() -> None:
