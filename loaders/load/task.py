@@ -220,7 +220,8 @@ def shard_task(
             keep = batch.column(KEEP).to_numpy(zero_copy_only=False).astype(bool)
             _per_source(per_source, "kept", orders[fresh])
             _per_source(per_source, "dropped", orders[fresh & ~keep])
-            work.add(batch.filter(pa.array(fresh & keep)))
+            kept = fresh & keep
+            work.add(batch if kept.all() else batch.filter(pa.array(kept)))
         clock.lap("records")
         work.apply_queued()
         clock.lap("apply")
