@@ -3,7 +3,11 @@
 Driver -> task: the columns every record row carries besides the job's fields
 (:data:`ORDER`, :data:`KEEP`; a row whose order is :data:`MARKER` only makes sure
 a shard with pending records gets a task) and a :class:`TaskSpec`, pickled to the
-executors with the task's function.
+executors with the task's function. A field that holds lists travels as JSON text
+(:func:`list_as_text`, :func:`lists_from_text`): Spark's Arrow writer spends about
+0.3 us of CPU a row on a list column even where the list is empty (measured on the
+seed's 11M rows: 1.6 s of the 12.2 s the shard stage takes on 2 cores without the
+tree work), and next to nothing on a null string.
 
 Task -> driver: rows of :data:`TASK_SCHEMA`, each one msgpack-encoded payload of a
 known kind: a :class:`ShardResult` per shard the task wrote, and one
@@ -15,14 +19,21 @@ these by :func:`loaders.load.report.summarize`; it is plain JSON, not these type
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pajson
 
 from loaders.tree.builder import TreeBuilder
 from treestore.storage.tree import ShardState
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 __all__ = [
     "KEEP",
@@ -35,6 +46,8 @@ __all__ = [
     "TaskTotals",
     "decode_results",
     "encode_results",
+    "list_as_text",
+    "lists_from_text",
 ]
 
 ORDER, KEEP = "__source_order", "__keep"
@@ -43,6 +56,7 @@ MARKER = -1
 """The source order of the one marker row a shard with pending records gets: the row makes
 sure the shard has a task even when no new record reaches it."""
 TASK_SCHEMA = "kind tinyint, payload binary"
+_LISTED = pa.schema([pa.field("v", pa.list_(pa.string()))])
 _SHARD_RESULT, _TASK_TOTALS = 0, 1
 
 
@@ -60,6 +74,8 @@ class TaskSpec:
     max_rejected: int
     expired_folder: str = "expired/unnamed"
     """Where the shards write the pending records that expire in this load."""
+    list_fields: tuple[str, ...] = ()
+    """The fields that hold lists, which travel as JSON text (:func:`list_as_text`)."""
 
 
 @dataclass(frozen=True)
@@ -129,3 +145,39 @@ def decode_results(rows: list[Any]) -> tuple[list[ShardResult], list[TaskTotals]
         else:
             totals.append(TaskTotals(**payload))
     return shards, totals
+
+
+def list_as_text(value: Column) -> Column:
+    """A list column as the tasks get it: ``{"v": [...]}`` as JSON text, null for a null
+    or empty list (a task reads both as no value)."""
+    from pyspark.sql import functions as F
+
+    return F.when(F.size(value) > 0, F.to_json(F.struct(value.alias("v"))))
+
+
+def lists_from_text(batch: pa.RecordBatch, names: Iterable[str]) -> pa.RecordBatch:
+    """``batch`` with the columns ``names`` (:func:`list_as_text`) read back as lists of
+    strings (null where the text is null), with one JSON parse per column."""
+    for name in names:
+        where = batch.schema.get_field_index(name)
+        if where < 0:
+            continue
+        text = batch.column(where)
+        valid = text.is_valid().to_numpy(zero_copy_only=False)
+        present = text.filter(pa.array(valid))
+        if len(present):
+            joined = pc.binary_join(pa.ListArray.from_arrays([0, len(present)], present), "\n")
+            data = joined[0].as_buffer()
+            parsed = pajson.read_json(
+                pa.BufferReader(data),
+                read_options=pajson.ReadOptions(block_size=data.size + 1),
+                parse_options=pajson.ParseOptions(explicit_schema=_LISTED),
+            )
+            values = parsed.column("v").combine_chunks()
+        else:
+            values = pa.array([], _LISTED.field("v").type)
+        gone = len(values)
+        places = np.where(valid, np.cumsum(valid) - 1, gone)
+        lists = pa.concat_arrays([values, pa.nulls(1, values.type)]).take(pa.array(places))
+        batch = batch.set_column(where, pa.field(name, lists.type), lists)
+    return batch

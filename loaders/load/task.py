@@ -31,6 +31,7 @@ from loaders.load.protocol import (
     TaskSpec,
     TaskTotals,
     encode_results,
+    lists_from_text,
 )
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.shard_frames import SHARD
@@ -194,6 +195,7 @@ def shard_task(
         dedup = BatchDedup(pages, spec.dedup_sources, spec.dedup_runs)
         clock = Timer("input")
         for batch in clock.waiting(batches):
+            batch = lists_from_text(batch, spec.list_fields)
             orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
             if len(orders) and orders[0] == MARKER:  # a shard with pending records gets a task
                 markers = orders == MARKER
