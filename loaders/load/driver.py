@@ -312,7 +312,7 @@ def _load_locked(
             for index, files in sorted(scan.fresh.items())
         ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-    mapped, listed = _mapped(union, job, builder)
+    mapped, text_lists = _mapped(union, job, builder)
     mapped = _with_markers(spark, mapped, writer.base.trees)
     size = sum(f.size for files in scan.fresh.values() for f in files)
     tasks = load_partitions(spark, job.shards, size)
@@ -330,7 +330,7 @@ def _load_locked(
         rejected_folder=f"rejected/{stamp}",
         expired_folder=f"expired/{stamp}-shards",
         max_rejected=max_rejected,
-        list_fields=listed,
+        list_fields=text_lists,
     )
     with (
         phases.phase("read, map and apply (Spark)"),
