@@ -160,12 +160,14 @@ class KeyHashes:
         names: Sequence[str] | pa.Array,
         folded: np.ndarray | None = None,
         legacy: list[int] | None = None,
+        indexed: np.ndarray | None = None,
     ) -> None:
         self.parents = np.asarray(parents, dtype=np.int64)
         self.names = names
         self._folded = folded
         self._pairs: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
         self._legacy = legacy
+        self._indexed = indexed
 
     def __len__(self) -> int:
         return len(self.parents)
@@ -199,7 +201,9 @@ class KeyHashes:
         >>> [len(set(h.tolist())) for h in (hashes.folded(), hashes.indexed())]
         [1, 2]
         """
-        return _parted(self.folded(), self.parents)
+        if self._indexed is None:
+            self._indexed = _parted(self.folded(), self.parents)
+        return self._indexed
 
     def pair(self, parted: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Two 64-bit hashes per key (uint64 arrays), from :meth:`indexed` (``parted``: the

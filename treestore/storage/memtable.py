@@ -109,6 +109,13 @@ class Memtable:
             slot -= len(chunk)
         raise IndexError(slot)
 
+    def keys(self) -> KeyHashes:
+        """Every entry's key, by slot, with the hashes the key index holds (a run's filter
+        of the entries takes them as they are)."""
+        self._index_singles()
+        parents = np.frombuffer(self.parents, dtype=np.int64).copy()
+        return KeyHashes(parents, self.names(), indexed=self.index.hashes())
+
     def ids_at(self, slots: np.ndarray) -> np.ndarray:
         """The node ids of the entries at ``slots``."""
         return np.frombuffer(self.ids, dtype=np.int64)[slots]
@@ -294,6 +301,10 @@ class KeyIndex:
         probed past them)."""
         self._table[self._table >= slot] = _EMPTY
         self.size = slot
+
+    def hashes(self) -> np.ndarray:
+        """The hashes of the keys held, by slot."""
+        return self._hashes[: self.size].copy()
 
     def insert_one(self, hashed: int) -> int:
         """:meth:`insert` of one key; returns its slot."""

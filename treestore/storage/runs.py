@@ -145,15 +145,18 @@ def write_run(
     chunks: Iterable[Columns],
     page_bytes: int = PAGE_BYTES,
     expected: int = 1024,
+    keys: KeyFilter | None = None,
 ) -> RunStats:
     """Write sorted entries, given as :data:`Columns` chunks, as run ``name``.
 
     A run is ``name.pages`` + ``name.index``. ``expected`` (an upper bound of the entry count) sizes
-    the Bloom filter.
+    the Bloom filter; ``keys``: the run's filter, filled already by the caller (who had the
+    keys' hashes at hand), instead.
     """
-    keys = KeyFilter.sized(expected)
+    filled = keys is not None
+    keys = keys if keys is not None else KeyFilter.sized(expected)
     with store.writer(f"{name}.pages") as out:
-        pages, total, size = _write_pages(out, chunks, keys, page_bytes)
+        pages, total, size = _write_pages(out, chunks, None if filled else keys, page_bytes)
     index_body = msgpack.packb(
         {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "filter": keys.save()}
     )
@@ -165,7 +168,7 @@ def write_run(
 
 
 def _write_pages(
-    out: BinaryIO, chunks: Iterable[Columns], keys: KeyFilter, page_bytes: int
+    out: BinaryIO, chunks: Iterable[Columns], keys: KeyFilter | None, page_bytes: int
 ) -> tuple[list[list[Any]], int, int]:
     """Write column chunks as pages on ``out``; return (page index rows, entries, bytes).
 
@@ -190,7 +193,8 @@ def _write_pages(
         else:
             name_array = pa.array(names, pa.string())
         last_parent = int(parent_array[-1])
-        keys.add(KeyHashes(parent_array, name_array))
+        if keys is not None:
+            keys.add(KeyHashes(parent_array, name_array))
         dtypes = int_dtypes(ints)  # type: ignore[arg-type]
         name_offsets = np.frombuffer(name_array.buffers()[1], np.int32, size + 1)
         name_bytes = memoryview(name_array.buffers()[2] or b"")

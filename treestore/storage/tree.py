@@ -31,6 +31,7 @@ from treestore.storage.compaction import (
     size_tiered,
 )
 from treestore.storage.entries import ChildColumns, merge_columns
+from treestore.storage.keyfilter import KeyFilter
 from treestore.storage.merging import merge_blocks
 from treestore.storage.pagestore import PageStore
 from treestore.storage.reading import ROOT_KEY, Node
@@ -100,9 +101,11 @@ class ShardTree(TreeWriter):
         number = len(self.stats.runs_written)
         return f"trees/shard-{self.shard:04d}/{self._tag}-{number:03d}"
 
-    def _write(self, chunks: Iterable[Columns], expected: int) -> str:
+    def _write(
+        self, chunks: Iterable[Columns], expected: int, keys: KeyFilter | None = None
+    ) -> str:
         name = self._run_name()
-        written = write_run(self.store, name, chunks, self.page_bytes, expected)
+        written = write_run(self.store, name, chunks, self.page_bytes, expected, keys)
         self._sums[name] = written.sum
         self.stats.runs_written.append(name)
         self.stats.bytes_written += written.bytes
@@ -113,7 +116,9 @@ class ShardTree(TreeWriter):
         if not self.memtable:
             return
         columns = self.memtable.columns()
-        name = self._write(_slices(columns), len(columns))
+        keys = KeyFilter.sized(len(columns))
+        keys.add(self.memtable.keys())  # hashed already, for the memtable's key index
+        name = self._write(_slices(columns), len(columns), keys)
         self.memtable.clear()
         self.readers.append(RunReader(self.store, name, self.shard))
         while newest := after_flush(self._own_entries()):
