@@ -6,9 +6,9 @@ an attachment changed) the node's whole new data. Every part of an entry lives i
 a column indexed by the entry's slot: the parent ids and the values in int64
 columns, the names in Arrow string chunks, so a bulk visit finds, adds and updates
 thousands of entries with array operations and no Python object per key. The key
-index (:class:`KeyIndex`, below) finds slots by the keys'
-64-bit hashes (:meth:`~treestore.storage.keyfilter.KeyHashes.folded`, the hash the
-runs' key filters are built from), each match confirmed on the parent id and the name.
+index (:class:`KeyIndex`, below) finds slots by the keys' 64-bit hashes
+(:meth:`~treestore.storage.keyfilter.KeyHashes.indexed`, the hash the runs' key
+filters are built from too), each match confirmed on the parent id and the name.
 :meth:`Memtable.columns` sorts the entries into key order with Arrow, ready to
 be written as a run.
 """
@@ -321,8 +321,9 @@ class KeyIndex:
         return slot
 
     def clear(self) -> None:
-        """Forget every key."""
-        self.__init__()  # type: ignore[misc]
+        """Forget every key (the table keeps its size: a memtable fills up again)."""
+        self._table.fill(_EMPTY)
+        self.size = 0
 
     def _place(self, hashes: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Write ``slots`` into empty positions, each from its hash's home on. Of the slots

@@ -455,6 +455,11 @@ def test_memtable_finds_what_a_dict_finds(
         assert table.slots(_keys(probe)).tolist() == [expected.get(k, -1) for k in probe]
         assert [table.slot(k) for k in probe] == [expected.get(k) for k in probe]
     assert len(table) == len(expected)
+    table.clear()  # emptied, the key index keeps its size: nothing is found, all adds again
+    keys = list(expected)
+    assert (table.slots(_keys(keys)) == -1).all() and all(table.slot(k) is None for k in keys)
+    table.add(_keys(keys[::-1]), np.arange(len(keys)), np.zeros(len(keys)), np.zeros(len(keys)))
+    assert table.slots(_keys(keys)).tolist() == list(range(len(keys)))[::-1]
 
 
 def test_memtable_refuses_a_key_twice() -> None:
