@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 import treestore.storage.tree as tree_module
 from treestore.errors import CorruptPageError
 from treestore.storage import page_cache, runs
+from treestore.storage.entries import ChildColumns, insertion_points
 from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.memtable import Memtable
 from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStore
@@ -567,12 +570,14 @@ def test_a_first_build_updates_no_node_not_even_the_internal_root(store: PageSto
     assert (tree.stats.nodes_created, tree.stats.nodes_updated) == (5, 0)
 
 
+_NAMES = ["a", "b", "c", "é", "zz", "abcdefgh", "abcdefghi", "abcdefgh\x00", "abcdefgi", "ééééé"]
+"""Names that share their first bytes, or differ only past 8 of them, among short ones."""
+
+
 @settings(deadline=None, max_examples=60)
 @given(
-    st.sets(
-        st.tuples(st.integers(0, 5), st.sampled_from(["a", "b", "c", "é", "zz", ""])), max_size=30
-    ),
-    st.lists(st.tuples(st.integers(-1, 6), st.sampled_from(["a", "b", "c", "é", "zz", "", "q"]))),
+    st.sets(st.tuples(st.integers(0, 5), st.sampled_from([*_NAMES, ""])), max_size=30),
+    st.lists(st.tuples(st.integers(-1, 6), st.sampled_from([*_NAMES, "", "q", "abcdefgh\x01"]))),
 )
 def test_a_runs_ids_are_found_page_by_page_for_any_keys(
     stored: set[tuple[int, str]], looked_up: list[tuple[int, str]]
@@ -606,3 +611,25 @@ def test_a_new_memory_store_never_reads_a_freed_ones_cached_pages() -> None:
         )
         assert found.tolist() == ids
         del store
+
+
+@settings(deadline=None, max_examples=100)
+@given(
+    stored=st.sets(st.tuples(st.integers(0, 3), st.sampled_from(_NAMES) | st.text(max_size=10))),
+    wanted=st.lists(st.tuples(st.integers(-1, 4), st.sampled_from(_NAMES) | st.text(max_size=10))),
+)
+def test_insertion_points_are_where_bisect_puts_each_key(
+    stored: set[tuple[int, str]], wanted: list[tuple[int, str]]
+) -> None:
+    """Keys in UTF-8 byte order, as runs keep them, names long and short, sharing their
+    first bytes or not."""
+    order = sorted(stored, key=lambda k: (k[0], k[1].encode()))
+    base = ChildColumns(
+        np.array([k[0] for k in order], dtype=np.int64),
+        pa.array([k[1] for k in order], pa.string()),
+        *[np.zeros(len(order), dtype=np.int64)] * 3,
+    )
+    parents = np.array([k[0] for k in wanted], dtype=np.int64)
+    found = insertion_points(base, parents, pa.array([k[1] for k in wanted], pa.string()))
+    encoded = [(k[0], k[1].encode()) for k in order]
+    assert found.tolist() == [bisect.bisect_left(encoded, (k[0], k[1].encode())) for k in wanted]
