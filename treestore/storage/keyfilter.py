@@ -234,7 +234,8 @@ class KeyHashes:
             names = [names[i] for i in rows.tolist()]
         folded = None if self._folded is None else self._folded[rows]
         legacy = None if self._legacy is None else [self._legacy[i] for i in rows.tolist()]
-        return KeyHashes(self.parents[rows], names, folded, legacy)
+        indexed = None if self._indexed is None else self._indexed[rows]
+        return KeyHashes(self.parents[rows], names, folded, legacy, indexed)
 
 
 def _legacy_hashes(parents: list[int], names: Sequence[str]) -> list[int]:

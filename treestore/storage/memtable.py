@@ -306,20 +306,6 @@ class KeyIndex:
         """The hashes of the keys held, by slot."""
         return self._hashes[: self.size].copy()
 
-    def insert_one(self, hashed: int) -> int:
-        """:meth:`insert` of one key; returns its slot."""
-        slot = self.size
-        if 2 * (slot + 1) > len(self._table):
-            self._grow(slot + 1)
-        table, mask = self._table, len(self._table) - 1
-        place = hashed & mask
-        while table[place] >= 0:
-            place = (place + 1) & mask
-        table[place] = slot
-        self._hashes[slot] = hashed
-        self.size = slot + 1
-        return slot
-
     def clear(self) -> None:
         """Forget every key (the table keeps its size: a memtable fills up again)."""
         self._table.fill(_EMPTY)

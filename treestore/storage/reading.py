@@ -130,13 +130,9 @@ class TreeReader:
         """The number of nodes, the internal root excluded (counted by scanning)."""
         return sum(1 for _ in self.walk())
 
-    def stored_ids(self, parents: np.ndarray, names: Sequence[str]) -> np.ndarray:
-        """The node id each key ``(parents[i], names[i])`` has in the runs, -1 where it has
-        none (looked up as columns, :meth:`RunReader.find_ids`)."""
-        return self.stored_ids_of(KeyHashes(parents, names))
-
-    def stored_ids_of(self, hashes: KeyHashes) -> np.ndarray:
-        """:meth:`stored_ids` of keys given with their hashes (hashed once for every run)."""
+    def stored_ids(self, hashes: KeyHashes) -> np.ndarray:
+        """The node id each of the keys ``hashes`` has in the runs, -1 where it has none
+        (looked up as columns, :meth:`RunReader.find_ids`; hashed once for every run)."""
         ids = np.full(len(hashes), -1, dtype=np.int64)
         if not self.readers:
             return ids

@@ -196,7 +196,7 @@ class TreeWriter(TreeReader):
         ids[in_memtable] = self.memtable.ids_at(slots[in_memtable])
         missing = np.flatnonzero(~in_memtable)
         if len(missing):
-            ids[missing] = self.stored_ids_of(keys.take(missing))
+            ids[missing] = self.stored_ids(keys.take(missing))
         return ids
 
     def visit_many(
