@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.jvm_archive import archive_path, ensure_archive, jvm_options
+
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+JVM_ARCHIVE = archive_path()
+"""Spark's classes archived for the run's JVMs (see :mod:`tests.jvm_archive`)."""
+os.environ.setdefault("SPARK_SUBMIT_OPTS", jvm_options(JVM_ARCHIVE))  # read by spark-submit
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -46,6 +52,7 @@ def spark() -> Iterator[object]:
     """The one local SparkSession of the test run (2 cores, small settings, UTC)."""
     from treestore.spark import get_session
 
+    ensure_archive(JVM_ARCHIVE)  # once per install: every later JVM of the run starts faster
     session = get_session("local[2]", app_name="treestore-tests")
     yield session
     session.stop()
@@ -85,6 +92,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """
     from tests.spark_cluster import start_cluster
 
+    ensure_archive(JVM_ARCHIVE)
     try:
         cluster = start_cluster(tmp_path_factory.mktemp("spark-cluster"))
     except RuntimeError as exc:

@@ -71,6 +71,9 @@ def start_cluster(folder: Path, workers: int = 2) -> Cluster:
     port = _free_port()
     env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
     env.pop("SPARK_LOCAL_DIRS", None)
+    # The master, the workers and the executors they start take the run's Java options
+    # (the executors' notice of them goes to their logs).
+    env.setdefault("JAVA_TOOL_OPTIONS", os.environ.get("SPARK_SUBMIT_OPTS", ""))
     for name in [n for n in env if n.startswith("AWS_")]:
         env.pop(name)  # executors reach an object store only with the settings tasks carry
     driver_only = folder / "driver-only"
