@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from loaders.sweep.columns import arrow_type, interval_bounds, time_as_long
 from loaders.sweep.cover_index import CoverIndex
+from loaders.sweep.parquet_intervals import read_intervals
 
 if TYPE_CHECKING:
     from pyspark import Broadcast
@@ -118,10 +119,9 @@ def _count(frame: DataFrame, ok: Column) -> tuple[int, int]:
     return int(row[0]), int(row[1] or 0)
 
 
-def _valid_intervals(frame: DataFrame, counts: BroadcastCounts) -> pa.Table:
-    """The intervals with their ``VALID`` flag collected as Arrow, counted, and the valid
-    ones kept: one job, where a count of the skipped ones would take another."""
-    table = frame.toArrow()
+def _valid_intervals(table: pa.Table, counts: BroadcastCounts) -> pa.Table:
+    """The intervals with their ``VALID`` flag, counted, and the valid ones kept (collected
+    with the flag: one job, where a count of the skipped ones would take another)."""
     valid = table.column(VALID)
     counts.intervals = table.num_rows
     counts.skipped_intervals = table.num_rows - pc.sum(valid).as_py() if table.num_rows else 0
@@ -191,11 +191,14 @@ def broadcast_sweep(
     added = [c.alias(name) for c, name in ((event_id, ID), (event_time, TIME)) if name in looked_up]
     located = events.where(event_ok).select(*[F.col(f"`{c}`") for c in events.columns], *added)
     counts = BroadcastCounts(count_events=lambda: _count(events, event_ok))
-    if limit is not None and intervals.count() > limit:  # the rows only (Parquet: its footers)
-        counts.intervals, counts.skipped_intervals = _count(intervals, valid)
-        if counts.intervals - counts.skipped_intervals > limit:
-            return None, counts
-    table = _valid_intervals(kept, counts)
+    table = read_intervals(intervals, columns, closed, count, kept.schema, limit)
+    if table is None:  # collected through Spark
+        if limit is not None and intervals.count() > limit:  # the rows only (Parquet: footers)
+            counts.intervals, counts.skipped_intervals = _count(intervals, valid)
+            if counts.intervals - counts.skipped_intervals > limit:
+                return None, counts
+        table = kept.toArrow()
+    table = _valid_intervals(table, counts)
     values = None
     if not count:
         filled = pc.fill_null(table.column(VALUE), 0).combine_chunks()

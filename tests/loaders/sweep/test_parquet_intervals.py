@@ -1,0 +1,153 @@
+"""The broadcast plan reads intervals that are a bare scan of Parquet files on the driver:
+the same answers and counts as when Spark collects them, and Spark's way whenever the
+frame is anything else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import loaders.sweep.broadcast_plan as broadcast_plan
+from loaders.sweep.driver import SweepReport, interval_sweep
+from loaders.sweep.options import CLOSED
+from loaders.sweep.parquet_intervals import parquet_files, read_intervals
+from tests.loaders.sweep.sweep_oracle import expected
+
+pytestmark = pytest.mark.spark
+
+INTERVALS = pa.table(
+    {
+        "id": pa.array([1, 1, 2, 1, None, 2, 1], pa.int32()),
+        "start": pa.array([0, 3, 2, 9, 1, None, 4], pa.int64()),
+        "end": pa.array([4, 6, 8, 2, 5, 3, 4], pa.int64()),
+        "points": pa.array([2, 5, 1, 4, 3, 6, None], pa.int64()),
+    }
+)
+
+
+@pytest.fixture
+def read_on_driver(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Records, for each broadcast sweep, whether the driver read the Parquet files."""
+    seen: list[bool] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> pa.Table | None:
+        table = read_intervals(*args, **kwargs)
+        seen.append(table is not None)
+        return table
+
+    monkeypatch.setattr(broadcast_plan, "read_intervals", recorded)
+    return seen
+
+
+def _sweep(spark: Any, events: Any, intervals: Any, **kwargs: Any) -> tuple[list[Any], Any]:
+    report = SweepReport()
+    rows = interval_sweep(spark, events, intervals, report=report, **kwargs).collect()
+    values = [r["value"] for r in sorted(rows, key=lambda r: r["n"])]
+    return values, (report.plan, report.intervals, report.skipped_intervals)
+
+
+@pytest.mark.parametrize("closed", CLOSED)
+@pytest.mark.parametrize("agg", ["sum", "count"])
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    intervals=st.lists(
+        st.tuples(
+            st.sampled_from([1, 2, None]),
+            st.one_of(st.none(), st.integers(0, 9)),
+            st.integers(0, 9),
+            st.integers(0, 5),
+        ),
+        max_size=12,
+    ),
+    events=st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 9)), min_size=1, max_size=8),
+)
+def test_read_on_the_driver_gives_what_spark_collects(
+    spark: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    read_on_driver: list[bool],
+    agg: str,
+    closed: str,
+    intervals: list[Any],
+    events: list[Any],
+) -> None:
+    """Null ids and starts, start > end and empty intervals, against the oracle and against
+    the same rows collected through Spark (values, plan and counts)."""
+    file = tmp_path_factory.mktemp("intervals") / "intervals.parquet"
+    rows = [*intervals, (1, 3, 3, 7), (2, 8, 1, 4)]
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array([r[0] for r in rows], pa.int32()),
+                "start": pa.array([r[1] for r in rows], pa.int64()),
+                "end": pa.array([r[2] for r in rows], pa.int64()),
+                "points": pa.array([r[3] for r in rows], pa.int64()),
+            }
+        ),
+        file,
+    )
+    e = spark.createDataFrame(
+        [(i, t, n) for n, (i, t) in enumerate(events)], "id bigint, time bigint, n int"
+    )
+    from_files = spark.read.parquet(str(file))
+    collected = spark.createDataFrame(rows, "id int, start bigint, end bigint, points bigint")
+    options = {"agg": agg, "closed": closed, "plan": "broadcast"}
+    got, counts = _sweep(spark, e, from_files, **options)
+    assert (got, counts) == _sweep(spark, e, collected, **options)
+    assert read_on_driver[-2:] == [True, False]  # the list is the test's, across examples
+    valid = [(i, s, t, v) for i, s, t, v in rows if i is not None and s is not None]
+    assert got == expected(events, valid, agg, closed)
+
+
+def test_only_a_bare_scan_of_parquet_files_is_read_on_the_driver(
+    spark: Any, tmp_path: Path, read_on_driver: list[bool]
+) -> None:
+    from pyspark.sql import functions as F
+
+    pq.write_table(INTERVALS, tmp_path / "one.parquet")
+    (tmp_path / "parted" / "day=1").mkdir(parents=True)
+    pq.write_table(INTERVALS, tmp_path / "parted" / "day=1" / "part.parquet")
+    (tmp_path / "intervals.csv").write_text(
+        "id,start,end,points\n1,0,4,2\n1,3,6,5\n2,2,8,1\n1,9,2,4\n,1,5,3\n2,,3,6\n1,4,4,\n"
+    )
+    bare = spark.read.parquet(str(tmp_path / "one.parquet"))
+    assert parquet_files(bare) == [f"file://{tmp_path}/one.parquet"]
+    others = {
+        "filtered": bare.where(F.col("points") > 1),
+        "projected": bare.select("id", "start", "end", "points"),
+        "partitioned": spark.read.parquet(str(tmp_path / "parted")),
+        "csv": spark.read.csv(str(tmp_path / "intervals.csv"), header=True, inferSchema=True),
+    }
+    assert parquet_files(others["partitioned"]) is None
+    assert all(parquet_files(frame) is None for frame in others.values())
+    events = spark.createDataFrame([(1, 4, 0), (2, 3, 1)], "id bigint, time bigint, n int")
+    answers = {name: _sweep(spark, events, frame)[0] for name, frame in others.items()}
+    assert answers["projected"] == answers["csv"] == answers["partitioned"] == [7, 1]
+    assert answers["filtered"] == [7, 0]
+    assert read_on_driver == [False] * 4
+    assert _sweep(spark, events, bare) == ([7, 1], ("broadcast", 7, 3))
+    assert read_on_driver[-1] is True
+
+
+def test_times_that_are_not_whole_numbers_and_rows_past_the_limit_go_through_spark(
+    spark: Any, tmp_path: Path, read_on_driver: list[bool]
+) -> None:
+    doubles = INTERVALS.set_column(1, "start", INTERVALS.column("start").cast(pa.float64()))
+    pq.write_table(doubles, tmp_path / "doubles.parquet")
+    pq.write_table(INTERVALS, tmp_path / "longs.parquet")
+    events = spark.createDataFrame([(1, 4, 0), (2, 3, 1)], "id bigint, time bigint, n int")
+    assert _sweep(spark, events, spark.read.parquet(str(tmp_path / "doubles.parquet")))[0] == [
+        7,
+        1,
+    ]
+    assert read_on_driver == [False]
+    longs = spark.read.parquet(str(tmp_path / "longs.parquet"))
+    # 7 rows, 4 valid: past a limit of 6 the footers say 7 (Spark counts the valid ones)
+    assert _sweep(spark, events, longs, broadcast_limit=6) == ([7, 1], ("broadcast", 7, 3))
+    assert _sweep(spark, events, longs, broadcast_limit=3) == ([7, 1], ("range", 7, 3))
+    assert read_on_driver[1:] == [False, False]
