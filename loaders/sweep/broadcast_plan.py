@@ -1,8 +1,9 @@
 """The sweep's broadcast plan for ``sum`` and ``count``: no shuffle, no sort of the events.
 
-The valid intervals are collected to the driver as Arrow, indexed there
-(:class:`loaders.sweep.cover_index.CoverIndex`: per id, the running totals of the
-``b+`` and ``b-`` rows sorted by time) and broadcast. The events are not moved:
+The valid intervals are collected to the driver as Arrow (or read there from their
+Parquet files when they are a bare scan of them: :mod:`loaders.sweep.parquet_intervals`),
+indexed there (:class:`loaders.sweep.cover_index.CoverIndex`: per id, the running
+totals of the ``b+`` and ``b-`` rows sorted by time) and broadcast. The events are not moved:
 each Spark task looks up the batches of its own input partition with
 vectorized binary searches, so a hot id costs no single task more than its
 share of the events. :func:`loaders.sweep.driver.interval_sweep` picks this plan when
@@ -146,8 +147,10 @@ def broadcast_sweep(
     Parquet source reads from its footers; the valid ones only when there are more
     rows than that): with more than ``limit`` valid ones the result is None (the
     caller takes the range plan). Otherwise the intervals are collected once, with
-    a flag that says which are valid, and counted from there. The events are not
-    counted: the counts' ``count_events`` does that when called.
+    a flag that says which are valid, and counted from there. Intervals that are a
+    bare scan of local Parquet files are read on the driver instead, their footers
+    counted first (:func:`~loaders.sweep.parquet_intervals.read_intervals`): no Spark
+    job. The events are not counted: the counts' ``count_events`` does that when called.
 
     Args:
         spark: the session.
