@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -58,22 +59,20 @@ def _spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
+def _stamp(path: Path) -> str:
+    """A file's path, size and time: a new install of it makes a new archive."""
+    found = path.stat()
+    return f"{path} {found.st_size} {found.st_mtime_ns}"
+
+
 def archive_path() -> Path:
-    """Where the archive for this Java, Spark install and options lives (in the venv)."""
-    jars = sorted((_spark_home() / "jars").glob("*.jar"))
-    try:
-        java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    except OSError:  # no Java: the Spark tests say so
-        java = ""
-    key = hashlib.sha256(
-        "\n".join(
-            [
-                java,
-                BASE_OPTIONS,
-                *(f"{j.name} {j.stat().st_size} {j.stat().st_mtime_ns}" for j in jars),
-            ]
-        ).encode()
-    ).hexdigest()[:16]
+    """Where the archive for this Java, Spark install and options lives (in the venv). The
+    Java install is known by its binary: no JVM starts to ask (``make test-fast`` starts
+    none)."""
+    java = shutil.which("java")
+    stamps = [_stamp(Path(java).resolve()) if java else "", BASE_OPTIONS]
+    stamps += [_stamp(jar) for jar in sorted((_spark_home() / "jars").glob("*.jar"))]
+    key = hashlib.sha256("\n".join(stamps).encode()).hexdigest()[:16]
     return Path(sys.prefix) / "treestore-test-jvm" / f"spark-{key}.jsa"
 
 

@@ -78,37 +78,24 @@ def read_intervals(
     files = parquet_files(frame)
     if files is None:
         return None
-    try:
-        return _read(files, columns, closed, count, kept, limit)
-    except (OSError, ValueError, pa.ArrowException):  # Spark reads them, or says why
-        return None
-
-
-def _read(
-    files: list[str],
-    columns: dict[str, str],
-    closed: str,
-    count: bool,
-    kept: StructType,
-    limit: int | None,
-) -> pa.Table | None:
     import pyarrow.dataset as ds
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    paths = [unquote(urlparse(file).path) for file in files]
-    dataset = ds.dataset(paths, format="parquet")
-    if limit is not None and dataset.count_rows() > limit:
-        return None
-    roles = ["id", "start", "end"] + ([] if count else ["value"])
-    table = dataset.to_table(columns=[columns[role] for role in roles])
     schema = to_arrow_schema(kept)  # id, start, end, value, valid: as Spark would send them
-    id_ = table.column(columns["id"]).cast(schema.field(0).type)
-    start, end = (table.column(columns[role]).cast(pa.int64()) for role in ("start", "end"))
-    value_type = schema.field(3).type
-    if count:  # not looked at: the count's value is a constant
-        value = pa.nulls(table.num_rows, value_type).fill_null(0)
-    else:
-        value = table.column(columns["value"]).cast(value_type)
+    read = ["id", "start", "end"] + ([] if count else ["value"])
+    try:  # any failure: Spark reads them, or says why
+        dataset = ds.dataset([unquote(urlparse(file).path) for file in files], format="parquet")
+        if limit is not None and dataset.count_rows() > limit:
+            return None
+        table = dataset.to_table(columns=[columns[role] for role in read])
+        id_ = table.column(columns["id"]).cast(schema.field(0).type)
+        start, end = (table.column(columns[role]).cast(pa.int64()) for role in ("start", "end"))
+        if count:  # not looked at: the count's value is a constant
+            value = pa.nulls(table.num_rows, schema.field(3).type).fill_null(0)
+        else:
+            value = table.column(columns["value"]).cast(schema.field(3).type)
+    except (OSError, ValueError, pa.ArrowException):
+        return None
     ordered = pc.less_equal(start, end) if closed == "both" else pc.less(start, end)
     present = pc.and_(pc.and_(pc.is_valid(id_), pc.is_valid(start)), pc.is_valid(end))
     valid = pc.and_(present, pc.fill_null(ordered, False))
