@@ -151,3 +151,33 @@ def test_times_that_are_not_whole_numbers_and_rows_past_the_limit_go_through_spa
     assert _sweep(spark, events, longs, broadcast_limit=6) == ([7, 1], ("broadcast", 7, 3))
     assert _sweep(spark, events, longs, broadcast_limit=3) == ([7, 1], ("range", 7, 3))
     assert read_on_driver[1:] == [False, False]
+
+
+def test_files_that_cannot_be_read_on_the_driver_are_left_to_spark(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A file gone or damaged after Spark listed it: the driver's read gives way (None)
+    rather than failing, and Spark reads or reports the files itself."""
+    from pyspark.sql.types import StructType
+
+    columns = {"id": "id", "start": "start", "end": "end", "value": "points", "time": "time"}
+    kept = StructType.fromJson(
+        {
+            "type": "struct",
+            "fields": [
+                {"name": n, "type": t, "nullable": True, "metadata": {}}
+                for n, t in [("__id", "integer"), ("__start", "long"), ("__end", "long"),
+                             ("__value", "long"), ("__valid", "boolean")]
+            ],
+        }
+    )  # fmt: skip
+    for damage in ("gone", "damaged"):
+        file = tmp_path / f"{damage}.parquet"
+        pq.write_table(INTERVALS, file)
+        frame = spark.read.parquet(str(file))
+        assert read_intervals(frame, columns, "both", False, kept, None) is not None
+        if damage == "gone":
+            file.unlink()
+        else:
+            file.write_bytes(file.read_bytes()[:40])
+        assert read_intervals(frame, columns, "both", False, kept, None) is None
