@@ -12,6 +12,10 @@ if TYPE_CHECKING:
 
 __all__ = ["arrow_type", "interval_bounds", "time_as_long"]
 
+# The range plan's generalised rows: id, time as a number, role (EVENT, START, END), its
+# rank at equal times, the interval's value, and the packed (id, time, rank) sort key.
+ID, TIME, ROLE, KIND, VALUE, KEY = "__id", "__time", "__role", "__kind", "__value", "__key"
+
 
 def time_as_long(frame: DataFrame, column: str) -> Column:
     """``column`` as a number: microseconds for timestamps, days for dates, else long or double."""

@@ -30,6 +30,8 @@ __all__ = [
     "KIND_ORDER",
     "START",
     "Aggregation",
+    "RunningSums",
+    "carry_totals",
     "make_aggregation",
     "sweep_rows",
 ]
@@ -152,6 +154,75 @@ def running_totals(
     return _vectorized(
         aggregation, np.asarray(ids), np.asarray(roles), np.asarray(values), first_id, first_total
     )
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
+class RunningSums:
+    """The one pass of sum/count over one partition's sorted rows, fed in slices.
+
+    Each row gets its running total from zero (restarting at id changes); the rows of
+    the partition's first id are flagged as its head (a carry-in from earlier
+    partitions corrects them afterwards); :meth:`summary` tells the driver the
+    partition's first and last ids and their totals (see :func:`carry_totals`).
+    """
+
+    def __init__(self, aggregation: Aggregation) -> None:
+        self.aggregation = aggregation
+        self.state: tuple[Any, Any] | None = None
+        self.first: Any = None
+        self.first_net: Any = 0
+        self.head_open = True
+        self.rows = 0
+
+    def feed(self, ids: Any, roles: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The running totals and head flags of the next (non-empty) slice of rows."""
+        self.rows += len(ids)
+        if self.first is None:
+            self.first = _plain(ids[0])
+        running = running_totals(self.aggregation, ids, roles, values, self.state)
+        head = np.zeros(len(ids), dtype=bool)
+        if self.head_open:
+            other = np.flatnonzero(ids != ids[0]) if ids[0] == self.first else np.array([0])
+            end = int(other[0]) if len(other) else len(ids)
+            head[:end] = True
+            if end:
+                self.first_net = running[end - 1].item()
+            self.head_open = end == len(ids)
+        self.state = (_plain(ids[-1]), running[-1].item())
+        return running, head
+
+    def summary(self, partition: int) -> dict[str, Any]:
+        """A msgpack-able summary of the rows fed so far, for :func:`carry_totals`."""
+        last_id, last_net = self.state if self.state is not None else (None, 0)
+        return {
+            "partition": partition,
+            "first": self.first,
+            "last": last_id,
+            "rows": self.rows,
+            "first_net": self.first_net,
+            "last_net": last_net,
+        }
+
+
+def carry_totals(summaries: list[dict[str, Any]]) -> dict[int, Any]:
+    """Each partition's carry-in for sum/count: its first id's total from earlier partitions."""
+    carry: dict[int, Any] = {}
+    open_id: Any = object()
+    total: Any = 0
+    for summary in sorted(summaries, key=lambda s: s["partition"]):
+        if summary["rows"] == 0:
+            continue
+        first, last = summary["first"], summary["last"]
+        if first == open_id and total:
+            carry[summary["partition"]] = total
+        if first == last and first == open_id:
+            total += summary["first_net"]
+        else:
+            open_id, total = last, summary["last_net"]
+    return carry
 
 
 def sweep_rows(

@@ -13,12 +13,21 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgpack
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
 
-from loaders.sweep.columns import arrow_type, interval_bounds, time_as_long
+from loaders.sweep.columns import (
+    ID,
+    KEY,
+    KIND,
+    ROLE,
+    TIME,
+    VALUE,
+    arrow_type,
+    interval_bounds,
+    time_as_long,
+)
 from loaders.sweep.kernels import (
     END,
     EVENT,
@@ -28,8 +37,14 @@ from loaders.sweep.kernels import (
     PartitionSummary,
     carry_ins,
     replay,
-    running_totals,
     sweep_rows,
+)
+from loaders.sweep.range_sum import (
+    Packing,
+    corrected,
+    sorted_partitions,
+    sorted_rows_sum,
+    unsorted_packed_sum,
 )
 from loaders.sweep.report import SweepReport
 
@@ -37,10 +52,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
-__all__ = ["carry_totals", "range_sweep"]
-
-ID, TIME, ROLE, KIND, VALUE, KEY = "__id", "__time", "__role", "__kind", "__value", "__key"
-PART, HEAD, SUMMARY = "__partition", "__head", "__summary"
+__all__ = ["range_sweep"]
 
 
 def range_sweep(
@@ -62,17 +74,26 @@ def range_sweep(
     _, rows, counts = _generalised(events, intervals, columns, closed)
     count_row = counts.first()
     assert count_row is not None
-    rows = _packed_key(rows, report, count_row)
+    rows, packing = _packed_key(rows, report, count_row)
     report.events, report.skipped_events = int(count_row[0]), int(count_row[1] or 0)
     report.intervals = int(count_row["intervals"])
     report.skipped_intervals = int(count_row["skipped_intervals"] or 0)
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    order = [F.col(KEY)] if report.packed_key else [F.col(ID), F.col(TIME), F.col(KIND)]
+    if aggregation.vectorized and packing is not None:
+        kept = report.events - report.skipped_events
+        kept += 2 * (report.intervals - report.skipped_intervals)
+        n = sorted_partitions(n, kept)
+        swept = unsorted_packed_sum(
+            rows, packing, n, closed, aggregation, events, columns, out_type
+        )
+        return _corrected(swept, out_type, report)
+    order = [F.col(KEY)] if packing is not None else [F.col(ID), F.col(TIME), F.col(KIND)]
     arranged = rows.repartitionByRange(n, *order).sortWithinPartitions(*order)
     # Python needs only the id, the role, the value and the events' own columns.
     arranged = arranged.select(ID, ROLE, VALUE, *[f"`{c}`" for c in events.columns])
     if aggregation.vectorized:
-        return _one_pass_sum(arranged, aggregation, events, out_type, report)
+        swept = sorted_rows_sum(arranged, aggregation, events, out_type)
+        return _corrected(swept, out_type, report)
     arranged = arranged.persist(StorageLevel.MEMORY_AND_DISK)
     summary_rows = arranged.mapInArrow(_summary_task(), "summary binary").collect()
     summaries = [msgpack.unpackb(r["summary"], strict_map_key=False) for r in summary_rows]
@@ -144,35 +165,35 @@ def _generalised(
     return kept_events, rows, counts
 
 
-def _packed_key(rows: DataFrame, report: SweepReport, ranges: Any) -> DataFrame:
-    """Add one long sort key (id, time, kind) when ids and times are whole numbers that fit."""
+def _packed_key(
+    rows: DataFrame, report: SweepReport, ranges: Any
+) -> tuple[DataFrame, Packing | None]:
+    """Add one long sort key (id, time, kind) when ids and times are whole numbers that
+    fit, with how it packs them; else a constant key and None."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegralType
 
+    unpacked = rows.withColumn(KEY, F.lit(0).cast("long")), None
     if (
         not isinstance(rows.schema[ID].dataType, IntegralType)
         or rows.schema[TIME].dataType.simpleString() != "bigint"
     ):
-        return rows.withColumn(KEY, F.lit(0).cast("long"))
+        return unpacked
     lows = [v for v in (ranges["id_low"], ranges["id_low_b"]) if v is not None]
     highs = [v for v in (ranges["id_high"], ranges["id_high_b"]) if v is not None]
     t_lows = [v for v in (ranges["time_low"], ranges["time_low_b"]) if v is not None]
     t_highs = [v for v in (ranges["time_high"], ranges["time_high_b"]) if v is not None]
     if not lows or not t_lows:
-        return rows.withColumn(KEY, F.lit(0).cast("long"))
+        return unpacked
     bounds = (min(lows), max(highs), min(t_lows), max(t_highs))
     id_bits = max(1, int(bounds[1] - bounds[0]).bit_length())
     time_bits = max(1, int(bounds[3] - bounds[2]).bit_length())
     if id_bits + time_bits + 2 > 63:
         report.notes.append("ids and times too wide to pack: sorting by three columns")
-        return rows.withColumn(KEY, F.lit(0).cast("long"))
+        return unpacked
     report.packed_key = True
-    key = (
-        F.shiftleft((F.col(ID) - F.lit(bounds[0])).cast("long"), time_bits + 2)
-        + F.shiftleft(F.col(TIME) - F.lit(bounds[2]), 2)
-        + F.col(KIND)
-    )
-    return rows.withColumn(KEY, key)
+    packing = Packing(int(bounds[0]), int(bounds[2]), time_bits)
+    return rows.withColumn(KEY, packing.key()), packing
 
 
 def _summary_task() -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -215,14 +236,9 @@ def _sweep_task(
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            if aggregation.vectorized:
-                ids = batch.column(ID).to_numpy(zero_copy_only=False)
-                roles = batch.column(ROLE).to_numpy(zero_copy_only=False)
-                values = pc.fill_null(batch.column(VALUE), 0).to_numpy(zero_copy_only=False)
-            else:
-                ids = batch.column(ID).to_pylist()
-                roles = batch.column(ROLE).to_pylist()
-                values = batch.column(VALUE).to_pylist()
+            ids = batch.column(ID).to_pylist()
+            roles = batch.column(ROLE).to_pylist()
+            values = batch.column(VALUE).to_pylist()
             results, state = sweep_rows(aggregation, ids, roles, values, state)
             events = batch.filter(pc.equal(batch.column(ROLE), EVENT))
             if events.num_rows:
@@ -239,136 +255,7 @@ def _balance(report: SweepReport, sizes: list[int]) -> None:
     report.median_partition_rows = statistics.median(sizes) if sizes else 0
 
 
-def _local_sum_task(
-    aggregation: Aggregation, event_fields: list[pa.Field], value_arrow_type: pa.DataType
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The one pass of sum/count: sweep from zero, flag the first id's rows, summarize."""
-    event_columns = [f.name for f in event_fields]
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        partition = context.partitionId() if context else 0
-        state: tuple[Any, Any] | None = None
-        first: Any = None
-        first_net: Any = 0
-        head_open = True
-        rows = 0
-        names = [*event_columns, "value", PART, HEAD, SUMMARY]
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            rows += batch.num_rows
-            ids = batch.column(ID).to_numpy(zero_copy_only=False)
-            roles = batch.column(ROLE).to_numpy(zero_copy_only=False)
-            values = pc.fill_null(batch.column(VALUE), 0).to_numpy(zero_copy_only=False)
-            if first is None:
-                first = ids[0].item() if hasattr(ids[0], "item") else ids[0]
-            running = running_totals(aggregation, ids, roles, values, state)
-            head = np.zeros(len(ids), dtype=bool)
-            if head_open:
-                other = np.flatnonzero(ids != ids[0]) if ids[0] == first else np.array([0])
-                end = int(other[0]) if len(other) else len(ids)
-                head[:end] = True
-                if end:
-                    first_net = running[end - 1].item()
-                head_open = end == len(ids)
-            last = ids[-1].item() if hasattr(ids[-1], "item") else ids[-1]
-            state = (last, running[-1].item())
-            is_event = roles == EVENT
-            events = batch.filter(pa.array(is_event))
-            if events.num_rows:
-                columns = [events.column(c) for c in event_columns]
-                yield pa.RecordBatch.from_arrays(
-                    [
-                        *columns,
-                        pa.array(running[is_event], type=value_arrow_type),
-                        pa.array(np.full(events.num_rows, partition, dtype=np.int32)),
-                        pa.array(head[is_event]),
-                        pa.nulls(events.num_rows, pa.binary()),
-                    ],
-                    names,
-                )
-        last_id, last_net = state if state is not None else (None, 0)
-        summary = {
-            "partition": partition,
-            "first": first,
-            "last": last_id,
-            "rows": rows,
-            "first_net": first_net,
-            "last_net": last_net,
-        }
-        empty = [pa.nulls(1, f.type) for f in event_fields] + [pa.nulls(1, value_arrow_type)]
-        yield pa.RecordBatch.from_arrays(
-            [
-                *empty,
-                pa.array([partition], pa.int32()),
-                pa.nulls(1, pa.bool_()),
-                pa.array([msgpack.packb(summary)], pa.binary()),
-            ],
-            names,
-        )
-
-    return run
-
-
-def carry_totals(summaries: list[dict[str, Any]]) -> dict[int, Any]:
-    """Each partition's carry-in for sum/count: its first id's total from earlier partitions."""
-    carry: dict[int, Any] = {}
-    open_id: Any = object()
-    total: Any = 0
-    for summary in sorted(summaries, key=lambda s: s["partition"]):
-        if summary["rows"] == 0:
-            continue
-        first, last = summary["first"], summary["last"]
-        if first == open_id and total:
-            carry[summary["partition"]] = total
-        if first == last and first == open_id:
-            total += summary["first_net"]
-        else:
-            open_id, total = last, summary["last_net"]
-    return carry
-
-
-def _one_pass_sum(
-    arranged: DataFrame,
-    aggregation: Aggregation,
-    events: DataFrame,
-    out_type: DataType,
-    report: SweepReport,
-) -> DataFrame:
-    """sum/count in one sweep: results are corrected afterwards by each partition's carry-in."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType, BooleanType, IntegerType
-
-    value_arrow = arrow_type(out_type, arranged)
-    fields = [pa.field(f.name, arrow_type(f.dataType, arranged)) for f in events.schema.fields]
-    task = _local_sum_task(aggregation, fields, value_arrow)
-    schema = StructType(
-        [
-            *events.schema.fields,
-            StructField("value", out_type),
-            StructField(PART, IntegerType()),
-            StructField(HEAD, BooleanType()),
-            StructField(SUMMARY, BinaryType()),
-        ]
-    )
-    swept = arranged.mapInArrow(task, schema).persist(StorageLevel.MEMORY_AND_DISK)
-    rows = swept.where(F.col(SUMMARY).isNotNull()).select(SUMMARY).collect()
-    summaries = [msgpack.unpackb(r[SUMMARY], strict_map_key=False) for r in rows]
-    _balance(report, [s["rows"] for s in summaries])
-    carry = carry_totals(summaries)
-    correction = F.lit(0).cast(out_type)
-    if carry:
-        table = F.create_map(
-            *[x for p, c in carry.items() for x in (F.lit(p), F.lit(c).cast(out_type))]
-        )
-        correction = F.when(
-            F.col(HEAD), F.coalesce(table[F.col(PART)], F.lit(0).cast(out_type))
-        ).otherwise(0)
-    result = swept.where(F.col(SUMMARY).isNull()).withColumn(
-        "value", (F.col("value") + correction).cast(out_type)
-    )
-    return result.drop(PART, HEAD, SUMMARY)
+def _corrected(swept: DataFrame, out_type: DataType, report: SweepReport) -> DataFrame:
+    result, sizes = corrected(swept, out_type)
+    _balance(report, sizes)
+    return result

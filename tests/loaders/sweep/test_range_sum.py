@@ -1,0 +1,123 @@
+"""Sum and count on the range plan with a packed key: partitions sorted in Python, the
+events' id and time rebuilt from the key, partitions sized to what a worker sorts."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from loaders.sweep import range_sum
+from loaders.sweep.driver import SweepReport, interval_sweep
+from tests.loaders.sweep.sweep_oracle import expected
+
+pytestmark = pytest.mark.spark
+
+EPOCH = datetime(2024, 1, 1)
+
+
+def _sweep(spark: Any, events: Any, intervals: Any, **kwargs: Any) -> tuple[Any, Any]:
+    report = SweepReport()
+    result = interval_sweep(spark, events, intervals, plan="range", report=report, **kwargs)
+    return result, report
+
+
+@pytest.mark.parametrize(
+    ("id_type", "time_type"), [("smallint", "int"), ("int", "timestamp"), ("bigint", "bigint")]
+)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    events=st.lists(st.tuples(st.integers(-3, 3), st.integers(-20, 20)), min_size=1, max_size=30),
+    intervals=st.lists(
+        st.tuples(st.integers(-3, 3), st.integers(-20, 20), st.integers(0, 15), st.integers(-9, 9)),
+        max_size=30,
+    ),
+    agg=st.sampled_from(["sum", "count"]),
+    closed=st.sampled_from(["both", "left", "right", "neither"]),
+)
+@example(events=[(0, 0), (0, 0)], intervals=[], agg="sum", closed="both")  # empty partitions
+def test_events_come_back_whole_with_the_oracles_values(
+    spark: Any,
+    monkeypatch: Any,
+    id_type: str,
+    time_type: str,
+    events: list[Any],
+    intervals: list[Any],
+    agg: str,
+    closed: str,
+) -> None:
+    monkeypatch.setattr(range_sum, "ROWS_PER_SORTED_PARTITION", 7)  # many partitions, carries
+    intervals = [(i, s, s + length, v) for i, s, length, v in intervals]
+
+    def at(t: int) -> Any:
+        return EPOCH + timedelta(seconds=t) if time_type == "timestamp" else t
+
+    e = spark.createDataFrame(
+        [(i, at(t), f"tag{n}") for n, (i, t) in enumerate(events)],
+        f"id {id_type}, time {time_type}, tag string",
+    )
+    b = spark.createDataFrame(
+        [(i, at(s), at(x), v) for i, s, x, v in intervals],
+        f"id {id_type}, start {time_type}, end {time_type}, points bigint",
+    )
+    result, report = _sweep(spark, e, b, agg=agg, closed=closed, partitions=2)
+    rows = result.collect()
+    assert report.packed_key
+    assert report.partitions >= math.ceil((len(events) + 2 * len(intervals)) / 7)
+    got = sorted(((r["tag"], r["id"], r["time"], r["value"]) for r in rows), key=str)
+    want = sorted(
+        (
+            (f"tag{n}", i, at(t), value)
+            for n, ((i, t), value) in enumerate(
+                zip(events, expected(events, intervals, agg, closed), strict=True)
+            )
+        ),
+        key=str,
+    )
+    assert got == want
+    assert result.drop("value").schema.fields == e.schema.fields
+
+
+def test_double_and_null_values_sum_like_the_broadcast_plan(spark: Any) -> None:
+    e = spark.createDataFrame([(1, t) for t in range(0, 60, 3)], "id bigint, time bigint")
+    b = spark.createDataFrame(
+        [(1, s, s + 10, None if s % 4 == 0 else s / 8) for s in range(0, 60, 2)],
+        "id bigint, start bigint, end bigint, points double",
+    )
+    ranged = _sweep(spark, e, b, partitions=5)[0].collect()
+    broadcast = interval_sweep(spark, e, b, plan="broadcast").collect()
+    # eighths add up exactly in floating point
+    assert sorted((r["time"], r["value"]) for r in ranged) == sorted(
+        (r["time"], r["value"]) for r in broadcast
+    )
+
+
+def test_the_packed_sum_leaves_the_sort_to_python(spark: Any) -> None:
+    e = spark.createDataFrame([(1, 5), (2, 6)], "id bigint, time bigint")
+    b = spark.createDataFrame(
+        [(1, 0, 9, 3), (2, 6, 6, 4)], "id bigint, start bigint, end bigint, points bigint"
+    )
+    plans = {}
+    for agg in ("sum", "max"):
+        report = SweepReport()
+        result = interval_sweep(spark, e, b, agg=agg, plan="range", report=report)
+        assert sorted(r["value"] for r in result.collect()) == [3, 4]
+        plans[agg] = result._jdf.queryExecution().executedPlan().toString()
+    assert "Sort [" not in plans["sum"]
+    assert "Sort [" in plans["max"]  # the other aggregations keep Spark's sort
+
+
+def test_partitions_grow_with_the_rows_a_worker_sorts(spark: Any, monkeypatch: Any) -> None:
+    e = spark.createDataFrame([(1, t) for t in range(100)], "id bigint, time bigint")
+    b = spark.createDataFrame([(1, 0, 99, 1)], "id bigint, start bigint, end bigint, points bigint")
+    _, report = _sweep(spark, e, b, partitions=3)
+    assert report.partitions == 3
+    monkeypatch.setattr(range_sum, "ROWS_PER_SORTED_PARTITION", 10)
+    result, report = _sweep(spark, e, b, partitions=3)
+    assert report.partitions == math.ceil(102 / 10)
+    assert report.max_partition_rows <= 2 * 10
+    assert sorted(r["value"] for r in result.collect()) == [1] * 100
