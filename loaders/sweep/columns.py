@@ -13,8 +13,10 @@ if TYPE_CHECKING:
 __all__ = ["arrow_type", "interval_bounds", "time_as_long"]
 
 # The range plan's generalised rows: id, time as a number, role (EVENT, START, END), its
-# rank at equal times, the interval's value, and the packed (id, time, rank) sort key.
+# rank at equal times, the interval's value, the interval's end on its start's row, and
+# the packed (id, time, rank) sort key.
 ID, TIME, ROLE, KIND, VALUE, KEY = "__id", "__time", "__role", "__kind", "__value", "__key"
+END_TIME = "__end"
 
 
 def time_as_long(frame: DataFrame, column: str) -> Column:

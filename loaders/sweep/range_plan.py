@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgpack
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
 
 from loaders.sweep.columns import (
+    END_TIME,
     ID,
     KEY,
     KIND,
@@ -35,17 +37,13 @@ from loaders.sweep.kernels import (
     START,
     Aggregation,
     PartitionSummary,
+    RunningSums,
     carry_ins,
+    carry_totals,
     replay,
     sweep_rows,
 )
-from loaders.sweep.range_sum import (
-    Packing,
-    corrected,
-    sorted_partitions,
-    sorted_rows_sum,
-    unsorted_packed_sum,
-)
+from loaders.sweep.packed_range import Packing, packed_sweep
 from loaders.sweep.report import SweepReport
 
 if TYPE_CHECKING:
@@ -53,6 +51,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType
 
 __all__ = ["range_sweep"]
+
+PART, HEAD, SUMMARY = "__partition", "__head", "__summary"
 
 
 def range_sweep(
@@ -79,20 +79,22 @@ def range_sweep(
     report.intervals = int(count_row["intervals"])
     report.skipped_intervals = int(count_row["skipped_intervals"] or 0)
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    if aggregation.vectorized and packing is not None:
+    if packing is not None:
         kept = report.events - report.skipped_events
         kept += 2 * (report.intervals - report.skipped_intervals)
-        n = sorted_partitions(n, kept)
-        swept = unsorted_packed_sum(
-            rows, packing, n, closed, aggregation, events, columns, out_type
+        packed = packed_sweep(
+            rows, packing, n, kept, closed, aggregation, events, columns, out_type
         )
-        return _corrected(swept, out_type, report)
-    order = [F.col(KEY)] if packing is not None else [F.col(ID), F.col(TIME), F.col(KIND)]
+        report.partitions, report.max_partition_rows, report.median_partition_rows = packed.balance
+        report.sampled_rows = packed.sampled_rows
+        return packed.frame
+    rows = rows.drop(END_TIME)
+    order = [F.col(ID), F.col(TIME), F.col(KIND)]
     arranged = rows.repartitionByRange(n, *order).sortWithinPartitions(*order)
     # Python needs only the id, the role, the value and the events' own columns.
     arranged = arranged.select(ID, ROLE, VALUE, *[f"`{c}`" for c in events.columns])
     if aggregation.vectorized:
-        swept = sorted_rows_sum(arranged, aggregation, events, out_type)
+        swept = _sorted_rows_sum(arranged, aggregation, events, out_type)
         return _corrected(swept, out_type, report)
     arranged = arranged.persist(StorageLevel.MEMORY_AND_DISK)
     summary_rows = arranged.mapInArrow(_summary_task(), "summary binary").collect()
@@ -127,6 +129,7 @@ def _generalised(
         F.lit(EVENT).alias(ROLE),
         F.lit(order[EVENT]).alias(KIND),
         F.lit(None).cast(intervals.schema[columns["value"]].dataType).alias(VALUE),
+        F.lit(None).cast("long").alias(END_TIME),
         *payload,
     )
     nulls = [F.lit(None).cast(events.schema[c].dataType).alias(c) for c in events.columns]
@@ -137,6 +140,7 @@ def _generalised(
             F.lit(role).alias(ROLE),
             F.lit(order[role]).alias(KIND),
             value.alias(VALUE),
+            (end if role == START else F.when(F.lit(False), end)).alias(END_TIME),
             *nulls,
         )
         for time, role in ((start, START), (end, END))
@@ -256,6 +260,122 @@ def _balance(report: SweepReport, sizes: list[int]) -> None:
 
 
 def _corrected(swept: DataFrame, out_type: DataType, report: SweepReport) -> DataFrame:
-    result, sizes = corrected(swept, out_type)
+    result, sizes = _corrected_sums(swept, out_type)
     _balance(report, sizes)
     return result
+
+
+def _schema(events: DataFrame, out_type: DataType) -> StructType:
+    from pyspark.sql.types import BinaryType, BooleanType, IntegerType
+
+    return StructType(
+        [
+            *events.schema.fields,
+            StructField("value", out_type),
+            StructField(PART, IntegerType()),
+            StructField(HEAD, BooleanType()),
+            StructField(SUMMARY, BinaryType()),
+        ]
+    )
+
+
+def _swept_batch(
+    columns: list[pa.Array], names: list[str], value: pa.Array, partition: int, head: np.ndarray
+) -> pa.RecordBatch:
+    """Event rows with their running value, partition and head flag."""
+    rows = len(value)
+    return pa.RecordBatch.from_arrays(
+        [
+            *columns,
+            value,
+            pa.array(np.full(rows, partition, dtype=np.int32)),
+            pa.array(head),
+            pa.nulls(rows, pa.binary()),
+        ],
+        names,
+    )
+
+
+def _summary_batch(
+    fields: list[pa.Field], value_type: pa.DataType, summary: dict[str, Any], names: list[str]
+) -> pa.RecordBatch:
+    """The one row that carries a partition's summary to the driver."""
+    return pa.RecordBatch.from_arrays(
+        [
+            *[pa.nulls(1, f.type) for f in fields],
+            pa.nulls(1, value_type),
+            pa.array([summary["partition"]], pa.int32()),
+            pa.nulls(1, pa.bool_()),
+            pa.array([msgpack.packb(summary)], pa.binary()),
+        ],
+        names,
+    )
+
+
+def _partition() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.partitionId() if context else 0
+
+
+def _sorted_rows_task(
+    aggregation: Aggregation, fields: list[pa.Field], value_type: pa.DataType
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Rows already sorted by Spark: sweep batch by batch."""
+    event_columns = [f.name for f in fields]
+    names = [*event_columns, "value", PART, HEAD, SUMMARY]
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partition = _partition()
+        sums = RunningSums(aggregation)
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            ids = batch.column(ID).to_numpy(zero_copy_only=False)
+            roles = batch.column(ROLE).to_numpy(zero_copy_only=False)
+            values = pc.fill_null(batch.column(VALUE), 0).to_numpy(zero_copy_only=False)
+            running, head = sums.feed(ids, roles, values)
+            is_event = roles == EVENT
+            events = batch.filter(pa.array(is_event))
+            if events.num_rows:
+                columns = [events.column(c) for c in event_columns]
+                value = pa.array(running[is_event], type=value_type)
+                yield _swept_batch(columns, names, value, partition, head[is_event])
+        yield _summary_batch(fields, value_type, sums.summary(partition), names)
+
+    return run
+
+
+def _sorted_rows_sum(
+    arranged: DataFrame, aggregation: Aggregation, events: DataFrame, out_type: DataType
+) -> DataFrame:
+    """Sum/count over rows Spark sorted within range partitions: the swept rows, to be
+    :func:`corrected`."""
+    fields = [pa.field(f.name, arrow_type(f.dataType, arranged)) for f in events.schema.fields]
+    task = _sorted_rows_task(aggregation, fields, arrow_type(out_type, arranged))
+    return arranged.mapInArrow(task, _schema(events, out_type))
+
+
+def _corrected_sums(swept: DataFrame, out_type: DataType) -> tuple[DataFrame, list[int]]:
+    """The swept rows, kept, with each partition's head rows corrected by its carry-in;
+    and each partition's row count."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    swept = swept.persist(StorageLevel.MEMORY_AND_DISK)
+    rows = swept.where(F.col(SUMMARY).isNotNull()).select(SUMMARY).collect()
+    summaries = [msgpack.unpackb(r[SUMMARY], strict_map_key=False) for r in rows]
+    carry = carry_totals(summaries)
+    correction = F.lit(0).cast(out_type)
+    if carry:
+        table = F.create_map(
+            *[x for p, c in carry.items() for x in (F.lit(p), F.lit(c).cast(out_type))]
+        )
+        correction = F.when(
+            F.col(HEAD), F.coalesce(table[F.col(PART)], F.lit(0).cast(out_type))
+        ).otherwise(0)
+    result = swept.where(F.col(SUMMARY).isNull()).withColumn(
+        "value", (F.col("value") + correction).cast(out_type)
+    )
+    return result.drop(PART, HEAD, SUMMARY), [s["rows"] for s in summaries]

@@ -24,6 +24,7 @@ class SweepReport:
     max_partition_rows: int = 0
     median_partition_rows: float = 0.0
     packed_key: bool = False
+    sampled_rows: int = 0  # when set, the balance is as a sample of this many rows foresaw it
     plan: str = "range"
     index_bytes: int = 0
     notes: list[str] = field(default_factory=list)
@@ -68,9 +69,13 @@ class SweepReport:
                 f"({self.index_bytes / 1e6:,.1f} MB), looked up where the events lie (no shuffle)"
             )
         else:
+            foreseen = (
+                f" (foreseen by a sample of {self.sampled_rows:,})" if self.sampled_rows else ""
+            )
             how = (
                 f"plan range: partitions {self.partitions}: max {self.max_partition_rows:,} rows, "
-                f"median {self.median_partition_rows:,.0f} rows; packed sort key: {self.packed_key}"
+                f"median {self.median_partition_rows:,.0f} rows{foreseen}; "
+                f"packed sort key: {self.packed_key}"
             )
         return [
             f"events {self.events:,} (skipped {self.skipped_events:,} with a null id or time)",

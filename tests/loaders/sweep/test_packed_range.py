@@ -1,4 +1,5 @@
-"""Sum and count on the range plan with a packed key: partitions sorted in Python, the
+"""The range plan with a packed key: partitions that need nothing from each other (an
+interval's start copied into every partition it stays open into), sorted in Python, the
 events' id and time rebuilt from the key, partitions sized to what a worker sorts."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from loaders.sweep import range_sum
+from loaders.sweep import packed_range
 from loaders.sweep.driver import SweepReport, interval_sweep
+from loaders.sweep.options import AGGREGATIONS
 from tests.loaders.sweep.sweep_oracle import expected
 
 pytestmark = pytest.mark.spark
@@ -36,7 +38,7 @@ def _sweep(spark: Any, events: Any, intervals: Any, **kwargs: Any) -> tuple[Any,
         st.tuples(st.integers(-3, 3), st.integers(-20, 20), st.integers(0, 15), st.integers(-9, 9)),
         max_size=30,
     ),
-    agg=st.sampled_from(["sum", "count"]),
+    agg=st.sampled_from(AGGREGATIONS),
     closed=st.sampled_from(["both", "left", "right", "neither"]),
 )
 @example(events=[(0, 0), (0, 0)], intervals=[], agg="sum", closed="both")  # empty partitions
@@ -50,7 +52,7 @@ def test_events_come_back_whole_with_the_oracles_values(
     agg: str,
     closed: str,
 ) -> None:
-    monkeypatch.setattr(range_sum, "ROWS_PER_SORTED_PARTITION", 7)  # many partitions, carries
+    monkeypatch.setattr(packed_range, "ROWS_PER_SORTED_PARTITION", 7)  # many partitions, carries
     intervals = [(i, s, s + length, v) for i, s, length, v in intervals]
 
     def at(t: int) -> Any:
@@ -67,7 +69,6 @@ def test_events_come_back_whole_with_the_oracles_values(
     result, report = _sweep(spark, e, b, agg=agg, closed=closed, partitions=2)
     rows = result.collect()
     assert report.packed_key
-    assert report.partitions >= math.ceil((len(events) + 2 * len(intervals)) / 7)
     got = sorted(((r["tag"], r["id"], r["time"], r["value"]) for r in rows), key=str)
     want = sorted(
         (
@@ -96,19 +97,49 @@ def test_double_and_null_values_sum_like_the_broadcast_plan(spark: Any) -> None:
     )
 
 
-def test_the_packed_sum_leaves_the_sort_to_python(spark: Any) -> None:
+def test_no_sort_and_no_cache_with_a_packed_key_but_both_without(spark: Any) -> None:
     e = spark.createDataFrame([(1, 5), (2, 6)], "id bigint, time bigint")
     b = spark.createDataFrame(
         [(1, 0, 9, 3), (2, 6, 6, 4)], "id bigint, start bigint, end bigint, points bigint"
     )
-    plans = {}
     for agg in ("sum", "max"):
-        report = SweepReport()
-        result = interval_sweep(spark, e, b, agg=agg, plan="range", report=report)
+        result, report = _sweep(spark, e, b, agg=agg)
         assert sorted(r["value"] for r in result.collect()) == [3, 4]
-        plans[agg] = result._jdf.queryExecution().executedPlan().toString()
-    assert "Sort [" not in plans["sum"]
-    assert "Sort [" in plans["max"]  # the other aggregations keep Spark's sort
+        plan = result._jdf.queryExecution().executedPlan().toString()
+        assert report.packed_key and "Sort [" not in plan and "InMemory" not in plan
+    named = spark.createDataFrame([("x", 5)], "id string, time bigint")
+    b = spark.createDataFrame(
+        [("x", 0, 9, 3)], "id string, start bigint, end bigint, points bigint"
+    )
+    result, report = _sweep(spark, named, b)
+    assert [r["value"] for r in result.collect()] == [3]
+    plan = result._jdf.queryExecution().executedPlan().toString()
+    assert not report.packed_key and "Sort [" in plan and "InMemory" in plan
+
+
+def test_long_intervals_are_open_in_every_partition_they_cross(spark: Any) -> None:
+    events = [(1, t) for t in range(0, 300, 3)] + [(2, t) for t in range(0, 300, 7)]
+    intervals = [(1, 0, 299, 1), (1, 50, 250, 10), (2, 10, 20, 5), (2, 0, 299, 100)]
+    intervals += [(1, s, s + 4, 1000) for s in range(0, 300, 30)]
+    e = spark.createDataFrame(events, "id bigint, time bigint")
+    b = spark.createDataFrame(intervals, "id bigint, start bigint, end bigint, points bigint")
+    for agg in ("sum", "set"):
+        result, report = _sweep(spark, e, b, agg=agg, partitions=9)
+        assert report.partitions == 9
+        got = sorted((r["id"], r["time"], r["value"]) for r in result.collect())
+        want = sorted(
+            (i, t, v)
+            for (i, t), v in zip(events, expected(events, intervals, agg, "both"), strict=True)
+        )
+        assert got == want
+
+
+def test_a_keys_partition_is_how_many_bounds_lie_below_it(spark: Any) -> None:
+    keys = [-5, 0, 1, 2, 3, 4, 7, 9, 10, 11, 40, 41, 100]
+    frame = spark.createDataFrame([(k,) for k in keys], "k bigint")
+    for bounds in ([], [3], [0, 9], [1, 2, 3, 10, 40], list(range(0, 100, 7))):
+        got = frame.select(packed_range._bucket(frame["k"], bounds).alias("b")).collect()
+        assert [r["b"] for r in got] == [sum(b < k for b in bounds) for k in keys], bounds
 
 
 def test_partitions_grow_with_the_rows_a_worker_sorts(spark: Any, monkeypatch: Any) -> None:
@@ -116,7 +147,7 @@ def test_partitions_grow_with_the_rows_a_worker_sorts(spark: Any, monkeypatch: A
     b = spark.createDataFrame([(1, 0, 99, 1)], "id bigint, start bigint, end bigint, points bigint")
     _, report = _sweep(spark, e, b, partitions=3)
     assert report.partitions == 3
-    monkeypatch.setattr(range_sum, "ROWS_PER_SORTED_PARTITION", 10)
+    monkeypatch.setattr(packed_range, "ROWS_PER_SORTED_PARTITION", 10)
     result, report = _sweep(spark, e, b, partitions=3)
     assert report.partitions == math.ceil(102 / 10)
     assert report.max_partition_rows <= 2 * 10

@@ -1,0 +1,257 @@
+"""The range plan when one long key packs (id, time, rank) (:class:`Packing`): partitions
+that need nothing from each other.
+
+The driver samples the keys and picks the partitions' bounds; each row goes to the
+partition its key falls in (``repartitionById``), and an interval's start row also
+goes to every later partition the interval stays open into, so each partition is
+swept from an empty state: no carries between partitions, nothing cached, and the
+result is computed once, when it is used. Only the key, the interval's value and the
+events' columns the key does not hold cross the shuffle; each partition is sorted by
+numpy in its Python worker (no sort in the JVM), and the events' id and time are
+rebuilt from the key. Partitions are sized so that one fits a Python worker
+(:data:`ROWS_PER_SORTED_PARTITION`).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import StructField, StructType
+
+from loaders.sweep.columns import END_TIME, ID, KEY, KIND, ROLE, TIME, VALUE, arrow_type
+from loaders.sweep.kernels import (
+    END,
+    EVENT,
+    KIND_ORDER,
+    START,
+    Aggregation,
+    running_totals,
+    sweep_rows,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType
+
+__all__ = ["ROWS_PER_SORTED_PARTITION", "PackedSweep", "Packing", "packed_sweep"]
+
+ROWS_PER_SORTED_PARTITION = 4_000_000
+"""At most about this many rows per partition sorted in a Python worker (16 bytes a
+row when the events' id and time are rebuilt from the key)."""
+
+SAMPLE_ROWS_PER_PARTITION = 1_000
+"""Keys sampled per partition to place the bounds (at least 10,000 in all)."""
+
+OUT_BATCH = 65_536
+PART, END_KEY = "__part", "__end_key"
+
+
+@dataclass(frozen=True)
+class Packing:
+    """How the sort key packs (id, time, rank): ``(id - id_low) << (time_bits + 2) |
+    (time - time_low) << 2 | rank``."""
+
+    id_low: int
+    time_low: int
+    time_bits: int
+
+    def key(self, time: str = TIME, rank: Column | None = None) -> Column:
+        """The key of a generalised row (at another time and rank when given)."""
+        from pyspark.sql import functions as F
+
+        return (
+            F.shiftleft((F.col(ID) - F.lit(self.id_low)).cast("long"), self.time_bits + 2)
+            + F.shiftleft(F.col(time).cast("long") - F.lit(self.time_low), 2)
+            + (F.col(KIND) if rank is None else rank)
+        )
+
+    def relative_ids(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's id less ``id_low`` (the same order and equalities as the ids)."""
+        return keys >> (self.time_bits + 2)
+
+    def times(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's time."""
+        return ((keys >> 2) & ((1 << self.time_bits) - 1)) + self.time_low
+
+
+@dataclass(frozen=True)
+class PackedSweep:
+    """The swept events (computed when used) and the partitions' balance as the sample
+    foresees it: (partitions, most rows, median rows)."""
+
+    frame: DataFrame
+    balance: tuple[int, int, float]
+    sampled_rows: int
+
+
+def packed_sweep(
+    rows: DataFrame,
+    packing: Packing,
+    partitions: int,
+    kept_rows: int,
+    closed: str,
+    aggregation: Aggregation,
+    events: DataFrame,
+    columns: dict[str, str],
+    out_type: DataType,
+) -> PackedSweep:
+    """Sweep the generalised rows (with their key) in partitions that need nothing from
+    each other: ``partitions`` at least, more when a worker would sort too many rows."""
+    from pyspark.sql import functions as F
+
+    wanted = max(partitions, math.ceil(kept_rows / ROWS_PER_SORTED_PARTITION))
+    end_rank = F.lit(KIND_ORDER[closed][END])
+    keyed = rows.withColumn(END_KEY, F.when(F.col(ROLE) == START, packing.key(END_TIME, end_rank)))
+    bounds, sample, fraction = _bounds(keyed, wanted, kept_rows)
+    first = _bucket(F.col(KEY), bounds)
+    last = F.when(F.col(ROLE) == START, _bucket(F.col(END_KEY), bounds)).otherwise(first)
+    id_column, time_column = _rebuilt_columns(events, columns)
+    passed = [c for c in events.columns if c not in (id_column, time_column)]
+    routed = keyed.select(
+        F.explode(F.sequence(first, last)).alias(PART),
+        KEY,
+        VALUE,
+        *[F.col(f"`{c}`") for c in passed],
+    )
+    count = len(bounds) + 1
+    arranged = routed.repartitionById(count, F.col(PART)).drop(PART)
+    fields = [pa.field(f.name, arrow_type(f.dataType, rows)) for f in events.schema.fields]
+    task = _sweep_task(
+        aggregation,
+        packing,
+        closed,
+        _Rebuilt(id_column, time_column, fields),
+        arrow_type(out_type, rows),
+    )
+    schema = StructType([*events.schema.fields, StructField("value", out_type)])
+    frame = arranged.mapInArrow(task, schema)
+    return PackedSweep(frame, _balance(sample, bounds, fraction), len(sample))
+
+
+def _bounds(keyed: DataFrame, partitions: int, kept_rows: int) -> tuple[list[int], Any, float]:
+    """The partitions' upper bounds from a sample of the keys (one job), the sampled
+    rows (key, end key) and the sampled fraction."""
+    wanted = max(10_000, SAMPLE_ROWS_PER_PARTITION * partitions)
+    fraction = min(1.0, wanted / max(kept_rows, 1))
+    picked = keyed.select(KEY, END_KEY)
+    if fraction < 1:
+        picked = picked.sample(fraction=fraction, seed=20)
+    table = picked.toArrow()
+    keys = np.sort(table.column(KEY).to_numpy())
+    if not len(keys) or partitions < 2:
+        return [], table, fraction
+    at = (np.arange(1, partitions) * len(keys)) // partitions
+    return sorted({int(k) for k in keys[at]}), table, fraction
+
+
+def _bucket(key: Column, bounds: list[int]) -> Column:
+    """The partition a key falls in: how many bounds lie below it (a balanced tree of
+    comparisons, so each row makes about log2 of the partitions' count of them)."""
+    from pyspark.sql import functions as F
+
+    def within(low: int, high: int) -> Column:
+        if low == high:
+            return F.lit(low)
+        middle = (low + high) // 2
+        return F.when(key <= F.lit(bounds[middle]), within(low, middle)).otherwise(
+            within(middle + 1, high)
+        )
+
+    return within(0, len(bounds))
+
+
+def _balance(sample: Any, bounds: list[int], fraction: float) -> tuple[int, int, float]:
+    """(partitions, most rows, median rows) as the sample foresees them, copies of the
+    starts of intervals open across bounds included."""
+    keys = sample.column(KEY).to_numpy()
+    ends = sample.column(END_KEY).fill_null(-1).to_numpy()
+    edges = np.asarray(bounds, dtype=np.int64)
+    first = np.searchsorted(edges, keys, side="left")
+    last = np.where(ends >= 0, np.searchsorted(edges, ends, side="left"), first)
+    sizes = np.zeros(len(bounds) + 2, dtype=np.int64)
+    np.add.at(sizes, first, 1)
+    np.add.at(sizes, last + 1, -1)
+    counts = np.cumsum(sizes)[:-1] / fraction
+    return len(counts), int(counts.max(initial=0)), float(statistics.median(counts.tolist()))
+
+
+@dataclass(frozen=True)
+class _Rebuilt:
+    """Which event columns the sweep rebuilds from the key, and the events' fields."""
+
+    id_column: str | None
+    time_column: str | None
+    fields: list[pa.Field]
+
+
+def _rebuilt_columns(events: DataFrame, columns: dict[str, str]) -> tuple[str | None, str | None]:
+    """The events' id and time columns when whole numbers: the key holds them exactly."""
+    from pyspark.sql.types import IntegralType
+
+    def integral(column: str) -> str | None:
+        return column if isinstance(events.schema[column].dataType, IntegralType) else None
+
+    return integral(columns["id"]), integral(columns["time"])
+
+
+def _sweep_task(
+    aggregation: Aggregation,
+    packing: Packing,
+    closed: str,
+    rebuilt: _Rebuilt,
+    value_type: pa.DataType,
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """One partition, unsorted: sort it by key with numpy, sweep it from an empty state."""
+    names = [*[f.name for f in rebuilt.fields], "value"]
+    role_of_rank = np.zeros(4, dtype=np.int64)
+    for role, rank in KIND_ORDER[closed].items():
+        role_of_rank[rank] = role
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        kept = [b for b in batches if b.num_rows]
+        if not kept:
+            return
+        table = pa.Table.from_batches(kept)
+        keys = table.column(KEY).to_numpy()
+        order = np.argsort(keys)
+        keys = keys[order]
+        ids = packing.relative_ids(keys)
+        roles = role_of_rank[keys & 3]
+        values = table.column(VALUE).take(order)
+        results = _results(ids, roles, values)
+        is_event = roles == EVENT
+        for low in range(0, int(is_event.sum()), OUT_BATCH):
+            yield _events_batch(table, keys, order, is_event, results, low)
+
+    def _results(ids: Any, roles: Any, values: pa.ChunkedArray) -> Any:
+        if aggregation.vectorized:
+            filled = pc.fill_null(values, 0).to_numpy()
+            return running_totals(aggregation, ids, roles, filled, None)[roles == EVENT]
+        results, _ = sweep_rows(aggregation, ids.tolist(), roles.tolist(), values.to_pylist())
+        return results
+
+    def _events_batch(
+        table: pa.Table, keys: Any, order: Any, is_event: Any, results: Any, low: int
+    ) -> pa.RecordBatch:
+        picked = np.flatnonzero(is_event)[low : low + OUT_BATCH]
+        event_keys = keys[picked]
+        out = []
+        for field in rebuilt.fields:
+            if field.name == rebuilt.id_column:
+                ids = packing.relative_ids(event_keys) + packing.id_low
+                out.append(pa.array(ids).cast(field.type))
+            elif field.name == rebuilt.time_column:
+                out.append(pa.array(packing.times(event_keys)).cast(field.type))
+            else:
+                out.append(table.column(field.name).take(order[picked]).combine_chunks())
+        value = pa.array(results[low : low + OUT_BATCH], type=value_type)
+        return pa.RecordBatch.from_arrays([*out, value], names)
+
+    return run
