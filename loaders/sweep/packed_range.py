@@ -1,9 +1,10 @@
 """The range plan when one long key packs (id, time, rank) (:class:`Packing`): partitions
 that need nothing from each other.
 
-The driver samples the keys and picks the partitions' bounds; each row goes to the
-partition its key falls in (``repartitionById``), and an interval's start row also
-goes to every later partition the interval stays open into, so each partition is
+The driver samples the keys and picks the partitions' bounds; an event goes to the
+partition its key falls in (``repartitionById``), and an interval, as one row (the
+keys of its start and end), to every partition from its start's to its end's, where
+it makes a start row and an end row, so each partition is
 swept from an empty state: no carries between partitions, nothing cached, and the
 result is computed once, when it is used. Only the key, the interval's value and the
 events' columns the key does not hold cross the shuffle; each partition is sorted by
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
 
-from loaders.sweep.columns import END_TIME, ID, KEY, KIND, ROLE, TIME, VALUE, arrow_type
+from loaders.sweep.columns import END_TIME, ID, KEY, KIND, TIME, VALUE, arrow_type
 from loaders.sweep.kernels import (
     END,
     EVENT,
@@ -92,59 +93,84 @@ class PackedSweep:
 
 
 def packed_sweep(
-    rows: DataFrame,
+    event_rows: DataFrame,
+    spans: DataFrame,
     packing: Packing,
-    partitions: int,
-    kept_rows: int,
+    sizes: tuple[int, int],
     closed: str,
     aggregation: Aggregation,
     events: DataFrame,
     columns: dict[str, str],
     out_type: DataType,
 ) -> PackedSweep:
-    """Sweep the generalised rows (with their key) in partitions that need nothing from
-    each other: ``partitions`` at least, more when a worker would sort too many rows."""
+    """Sweep the events' rows and the intervals (``spans``: id, start, end, value) in
+    partitions that need nothing from each other. ``sizes`` is (the partitions asked
+    for, the rows to sweep): more partitions when a worker would sort too many rows."""
     from pyspark.sql import functions as F
 
+    partitions, kept_rows = sizes
     wanted = max(partitions, math.ceil(kept_rows / ROWS_PER_SORTED_PARTITION))
-    end_rank = F.lit(KIND_ORDER[closed][END])
-    keyed = rows.withColumn(END_KEY, F.when(F.col(ROLE) == START, packing.key(END_TIME, end_rank)))
-    bounds, sample, fraction = _bounds(keyed, wanted, kept_rows)
-    first = _bucket(F.col(KEY), bounds)
-    last = F.when(F.col(ROLE) == START, _bucket(F.col(END_KEY), bounds)).otherwise(first)
+    ranks = KIND_ORDER[closed]
+    keyed_events = event_rows.withColumn(KEY, packing.key())
+    keyed_spans = spans.select(
+        packing.key(TIME, F.lit(ranks[START])).alias(KEY),
+        packing.key(END_TIME, F.lit(ranks[END])).alias(END_KEY),
+        VALUE,
+    )
+    bounds, sample, fraction = _bounds(keyed_events, keyed_spans, wanted, kept_rows)
     id_column, time_column = _rebuilt_columns(events, columns)
     passed = [c for c in events.columns if c not in (id_column, time_column)]
-    routed = keyed.select(
-        F.explode(F.sequence(first, last)).alias(PART),
+    routed_events = keyed_events.select(
+        _bucket(F.col(KEY), bounds).alias(PART),
         KEY,
+        F.lit(None).cast("long").alias(END_KEY),
         VALUE,
         *[F.col(f"`{c}`") for c in passed],
     )
+    # An interval travels as one row, to every partition from its start's to its end's.
+    first, last = _bucket(F.col(KEY), bounds), _bucket(F.col(END_KEY), bounds)
+    routed_spans = keyed_spans.select(
+        F.explode(F.when(first == last, F.array(first)).otherwise(F.sequence(first, last))).alias(
+            PART
+        ),
+        KEY,
+        END_KEY,
+        VALUE,
+        *[F.lit(None).cast(events.schema[c].dataType).alias(c) for c in passed],
+    )
     count = len(bounds) + 1
+    routed = routed_events.unionByName(routed_spans)
     arranged = routed.repartitionById(count, F.col(PART)).drop(PART)
-    fields = [pa.field(f.name, arrow_type(f.dataType, rows)) for f in events.schema.fields]
+    fields = [pa.field(f.name, arrow_type(f.dataType, events)) for f in events.schema.fields]
     task = _sweep_task(
         aggregation,
         packing,
         closed,
         _Rebuilt(id_column, time_column, fields),
-        arrow_type(out_type, rows),
+        arrow_type(out_type, events),
     )
     schema = StructType([*events.schema.fields, StructField("value", out_type)])
     frame = arranged.mapInArrow(task, schema)
     return PackedSweep(frame, _balance(sample, bounds, fraction), len(sample))
 
 
-def _bounds(keyed: DataFrame, partitions: int, kept_rows: int) -> tuple[list[int], Any, float]:
+def _bounds(
+    keyed_events: DataFrame, keyed_spans: DataFrame, partitions: int, kept_rows: int
+) -> tuple[list[int], Any, float]:
     """The partitions' upper bounds from a sample of the keys (one job), the sampled
-    rows (key, end key) and the sampled fraction."""
+    rows (key, and the end's key for an interval) and the sampled fraction."""
+    from pyspark.sql import functions as F
+
     wanted = max(10_000, SAMPLE_ROWS_PER_PARTITION * partitions)
     fraction = min(1.0, wanted / max(kept_rows, 1))
-    picked = keyed.select(KEY, END_KEY)
+    picked = keyed_events.select(KEY, F.lit(None).cast("long").alias(END_KEY)).unionByName(
+        keyed_spans.select(KEY, END_KEY)
+    )
     if fraction < 1:
         picked = picked.sample(fraction=fraction, seed=20)
     table = picked.toArrow()
-    keys = np.sort(table.column(KEY).to_numpy())
+    ends = table.column(END_KEY).drop_null().to_numpy()
+    keys = np.sort(np.concatenate([table.column(KEY).to_numpy(), ends]))
     if not len(keys) or partitions < 2:
         return [], table, fraction
     at = (np.arange(1, partitions) * len(keys)) // partitions
@@ -168,16 +194,17 @@ def _bucket(key: Column, bounds: list[int]) -> Column:
 
 
 def _balance(sample: Any, bounds: list[int], fraction: float) -> tuple[int, int, float]:
-    """(partitions, most rows, median rows) as the sample foresees them, copies of the
-    starts of intervals open across bounds included."""
+    """(partitions, most rows, median rows sorted) as the sample foresees them, the
+    copies of intervals open across bounds included."""
     keys = sample.column(KEY).to_numpy()
     ends = sample.column(END_KEY).fill_null(-1).to_numpy()
     edges = np.asarray(bounds, dtype=np.int64)
     first = np.searchsorted(edges, keys, side="left")
     last = np.where(ends >= 0, np.searchsorted(edges, ends, side="left"), first)
+    weight = np.where(ends >= 0, 2, 1)  # an interval's copy makes a start and an end
     sizes = np.zeros(len(bounds) + 2, dtype=np.int64)
-    np.add.at(sizes, first, 1)
-    np.add.at(sizes, last + 1, -1)
+    np.add.at(sizes, first, weight)
+    np.add.at(sizes, last + 1, -weight)
     counts = np.cumsum(sizes)[:-1] / fraction
     return len(counts), int(counts.max(initial=0)), float(statistics.median(counts.tolist()))
 
@@ -219,13 +246,19 @@ def _sweep_task(
         if not kept:
             return
         table = pa.Table.from_batches(kept)
-        keys = table.column(KEY).to_numpy()
+        # Each interval's row makes two: its start (the row's key) and its end.
+        spans = pc.indices_nonzero(pc.is_valid(table.column(END_KEY)))
+        ends = table.column(END_KEY).take(spans)
+        keys = np.concatenate([table.column(KEY).to_numpy(), pc.fill_null(ends, 0).to_numpy()])
+        values = pa.chunked_array(
+            [*table.column(VALUE).chunks, *table.column(VALUE).take(spans).chunks],
+            table.schema.field(VALUE).type,
+        )
         order = np.argsort(keys)
         keys = keys[order]
         ids = packing.relative_ids(keys)
         roles = role_of_rank[keys & 3]
-        values = table.column(VALUE).take(order)
-        results = _results(ids, roles, values)
+        results = _results(ids, roles, values.take(order))
         is_event = roles == EVENT
         for low in range(0, int(is_event.sum()), OUT_BATCH):
             yield _events_batch(table, keys, order, is_event, results, low)

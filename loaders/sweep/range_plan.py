@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgpack
@@ -21,7 +22,6 @@ from pyspark.sql.types import StructField, StructType
 from loaders.sweep.columns import (
     END_TIME,
     ID,
-    KEY,
     KIND,
     ROLE,
     TIME,
@@ -71,10 +71,11 @@ def range_sweep(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    _, rows, counts = _generalised(events, intervals, columns, closed)
-    count_row = counts.first()
+    generalised = _generalised(events, intervals, columns, closed)
+    count_row = generalised.counts.first()
     assert count_row is not None
-    rows, packing = _packed_key(rows, report, count_row)
+    rows = generalised.rows
+    packing = _packing(rows, report, count_row)
     report.events, report.skipped_events = int(count_row[0]), int(count_row[1] or 0)
     report.intervals = int(count_row["intervals"])
     report.skipped_intervals = int(count_row["skipped_intervals"] or 0)
@@ -83,12 +84,19 @@ def range_sweep(
         kept = report.events - report.skipped_events
         kept += 2 * (report.intervals - report.skipped_intervals)
         packed = packed_sweep(
-            rows, packing, n, kept, closed, aggregation, events, columns, out_type
+            generalised.events,
+            generalised.spans,
+            packing,
+            (n, kept),
+            closed,
+            aggregation,
+            events,
+            columns,
+            out_type,
         )
         report.partitions, report.max_partition_rows, report.median_partition_rows = packed.balance
         report.sampled_rows = packed.sampled_rows
         return packed.frame
-    rows = rows.drop(END_TIME)
     order = [F.col(ID), F.col(TIME), F.col(KIND)]
     arranged = rows.repartitionByRange(n, *order).sortWithinPartitions(*order)
     # Python needs only the id, the role, the value and the events' own columns.
@@ -106,13 +114,24 @@ def range_sweep(
     return arranged.mapInArrow(task, schema)
 
 
+@dataclass(frozen=True)
+class _Generalised:
+    """The generalised rows (events, starts and ends), the events' rows alone, the
+    valid intervals as (id, start, end, value) and the job that counts the inputs."""
+
+    rows: DataFrame
+    events: DataFrame
+    spans: DataFrame
+    counts: DataFrame
+
+
 def _generalised(
     events: DataFrame,
     intervals: DataFrame,
     columns: dict[str, str],
     closed: str,
-) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """(events kept, generalised rows, skipped-row counts)."""
+) -> _Generalised:
+    """The generalised rows and the rest of :class:`_Generalised`."""
     from pyspark.sql import functions as F
 
     order = KIND_ORDER[closed]
@@ -129,7 +148,6 @@ def _generalised(
         F.lit(EVENT).alias(ROLE),
         F.lit(order[EVENT]).alias(KIND),
         F.lit(None).cast(intervals.schema[columns["value"]].dataType).alias(VALUE),
-        F.lit(None).cast("long").alias(END_TIME),
         *payload,
     )
     nulls = [F.lit(None).cast(events.schema[c].dataType).alias(c) for c in events.columns]
@@ -140,12 +158,14 @@ def _generalised(
             F.lit(role).alias(ROLE),
             F.lit(order[role]).alias(KIND),
             value.alias(VALUE),
-            (end if role == START else F.when(F.lit(False), end)).alias(END_TIME),
             *nulls,
         )
         for time, role in ((start, START), (end, END))
     )
     rows = a_rows.unionByName(b_plus).unionByName(b_minus)
+    spans = kept_intervals.select(
+        interval_id.alias(ID), start.alias(TIME), end.alias(END_TIME), value.alias(VALUE)
+    )
     # One job counts the skipped rows and finds the id and time ranges (for the packed key).
     event_ok = event_id.isNotNull() & event_time.isNotNull()
     interval_ok = F.coalesce(valid, F.lit(False))
@@ -166,18 +186,15 @@ def _generalised(
             F.max(F.when(interval_ok, end)).alias("time_high_b"),
         )
     )
-    return kept_events, rows, counts
+    return _Generalised(rows, a_rows, spans, counts)
 
 
-def _packed_key(
-    rows: DataFrame, report: SweepReport, ranges: Any
-) -> tuple[DataFrame, Packing | None]:
-    """Add one long sort key (id, time, kind) when ids and times are whole numbers that
-    fit, with how it packs them; else a constant key and None."""
-    from pyspark.sql import functions as F
+def _packing(rows: DataFrame, report: SweepReport, ranges: Any) -> Packing | None:
+    """How one long sort key packs (id, time, kind), when ids and times are whole
+    numbers that fit; else None."""
     from pyspark.sql.types import IntegralType
 
-    unpacked = rows.withColumn(KEY, F.lit(0).cast("long")), None
+    unpacked = None
     if (
         not isinstance(rows.schema[ID].dataType, IntegralType)
         or rows.schema[TIME].dataType.simpleString() != "bigint"
@@ -196,8 +213,7 @@ def _packed_key(
         report.notes.append("ids and times too wide to pack: sorting by three columns")
         return unpacked
     report.packed_key = True
-    packing = Packing(int(bounds[0]), int(bounds[2]), time_bits)
-    return rows.withColumn(KEY, packing.key()), packing
+    return Packing(int(bounds[0]), int(bounds[2]), time_bits)
 
 
 def _summary_task() -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
