@@ -7,11 +7,14 @@ time, without the many-to-many non-equi join:
 1. Generalise: events become ``a`` rows, each interval a ``b+`` row at its start
    and a ``b-`` row at its end. At equal times the kinds sort in the order that
    ``closed`` implies (see :data:`loaders.sweep.kernels.KIND_ORDER`).
-2. Range-partition by (id, time, kind) with sampled bounds
-   (``repartitionByRange``), so one hot id spans several partitions instead of
-   overloading one task, and sort within partitions. When ids and times are
-   whole numbers that fit, the three are packed into one long sort key
-   (Spark's sort then compares one prefix instead of three columns).
+2. Range-partition by (id, time, kind) with sampled bounds, so one hot id spans
+   several partitions instead of overloading one task. When ids and times are
+   whole numbers that fit, the three are packed into one long key
+   (:mod:`loaders.sweep.packed_range`): the driver samples the keys and places
+   the bounds, every interval goes to each partition it spans, so each
+   partition is sorted (by numpy) and swept from an empty state, and steps 3 and
+   4 below are not needed. Otherwise Spark range-partitions
+   (``repartitionByRange``) and sorts within partitions.
 3. A first, light pass reports per partition its first and last id and, for
    them, the values opened minus closed there. The driver adds these up into
    each partition's *carry-in*: the intervals of its first id still open at its
@@ -100,7 +103,9 @@ def interval_sweep(
             that starts as ``initial``; ``value_type`` is then its Spark type.
         closed: which ends are inside: ``both`` ([s, e], the default, as the
             seed's SQL), ``left`` ([s, e)), ``right`` ((s, e]) or ``neither``.
-        partitions: how many range partitions (default: the shuffle partitions).
+        partitions: how many range partitions (default: the shuffle partitions);
+            with a packed key, more when one would hold over about 4M rows to
+            sort, and fewer when the sampled keys repeat.
         plan: ``range`` sweeps range partitions of the generalised rows (every
             aggregation); ``broadcast`` (sum and count) indexes the intervals on
             the driver and looks the events up where they lie, without a shuffle;

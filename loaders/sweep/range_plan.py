@@ -1,9 +1,10 @@
 """The sweep's range plan, for every aggregation and past memory: the generalised rows
-(events ``a``, interval starts ``b+`` and ends ``b-``) range-partitioned by (id, time,
-kind) with sampled bounds (``repartitionByRange``), so a hot id spans several
-partitions, sorted within partitions (by one packed long key when ids and times are
-whole numbers) and swept with a running state; what each partition's first and last
-ids opened and closed is carried into the next partitions by the driver.
+(events ``a``, interval starts ``b+`` and ends ``b-``) in ranges of (id, time, kind)
+with sampled bounds, so a hot id spans several partitions, each swept with a running
+state. With a packed key the partitions need nothing from each other
+(:mod:`loaders.sweep.packed_range`); otherwise Spark range-partitions and sorts the
+rows (``repartitionByRange``), and what each partition's first and last ids opened
+and closed is carried into the next partitions by the driver.
 """
 
 from __future__ import annotations
