@@ -117,9 +117,11 @@ def interval_sweep(
 
     Returns:
         The events' columns plus ``value``; an event no interval covers gets the
-        aggregation's empty value (0, an empty list, or null for min/max). The
-        swept rows stay cached (memory, then disk) so that the sweep runs once;
-        ``spark.catalog.clearCache()`` releases them.
+        aggregation's empty value (0, an empty list, or null for min/max). With
+        a packed key the range plan's result is computed when used (each action
+        sweeps again); otherwise the swept rows stay cached (memory, then disk)
+        so that the sweep runs once, and ``spark.catalog.clearCache()`` releases
+        them.
     """
     spec = _validate(
         events,

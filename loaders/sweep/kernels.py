@@ -131,6 +131,10 @@ def _vectorized(
     if aggregation.name == "count":
         step = np.where(roles == START, 1, np.where(roles == END, -1, 0)).astype(np.int64)
     else:
+        if values.dtype.kind == "O":  # decimals: their sum is a double
+            values = values.astype(np.float64)
+        elif values.dtype.kind in "iu":  # so that negating the smallest value cannot wrap
+            values = values.astype(np.int64)
         filled = np.nan_to_num(values.astype(np.float64)) if values.dtype.kind == "f" else values
         signed = np.where(roles == START, filled, np.where(roles == END, -filled, 0))
         step = signed.astype(np.float64 if values.dtype.kind == "f" else np.int64)

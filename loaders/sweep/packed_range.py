@@ -45,7 +45,9 @@ __all__ = ["ROWS_PER_SORTED_PARTITION", "PackedSweep", "Packing", "packed_sweep"
 
 ROWS_PER_SORTED_PARTITION = 4_000_000
 """At most about this many rows per partition sorted in a Python worker (16 bytes a
-row when the events' id and time are rebuilt from the key)."""
+row when the events' id and time are rebuilt from the key). When the sample foresees
+a partition of more than twice this (copies of long intervals, or many rows with one
+key, which no bound can split), the plan sorts in Spark and carries instead."""
 
 SAMPLE_ROWS_PER_PARTITION = 1_000
 """Keys sampled per partition to place the bounds (at least 10,000 in all)."""
@@ -68,7 +70,7 @@ class Packing:
         from pyspark.sql import functions as F
 
         return (
-            F.shiftleft((F.col(ID) - F.lit(self.id_low)).cast("long"), self.time_bits + 2)
+            F.shiftleft(F.col(ID).cast("long") - F.lit(self.id_low), self.time_bits + 2)
             + F.shiftleft(F.col(time).cast("long") - F.lit(self.time_low), 2)
             + (F.col(KIND) if rank is None else rank)
         )
@@ -84,12 +86,14 @@ class Packing:
 
 @dataclass(frozen=True)
 class PackedSweep:
-    """The swept events (computed when used) and the partitions' balance as the sample
-    foresees it: (partitions, most rows, median rows)."""
+    """The swept events (computed when used; None when the sample foresees a partition
+    too big for a worker to sort, see ``refusal``) and the partitions' balance as the
+    sample foresees it: (partitions, most rows, median rows)."""
 
-    frame: DataFrame
+    frame: DataFrame | None
     balance: tuple[int, int, float]
     sampled_rows: int
+    refusal: str = ""
 
 
 def packed_sweep(
@@ -118,6 +122,14 @@ def packed_sweep(
         VALUE,
     )
     bounds, sample, fraction = _bounds(keyed_events, keyed_spans, wanted, kept_rows)
+    balance = _balance(sample, bounds, fraction)
+    if balance[1] > 2 * ROWS_PER_SORTED_PARTITION:
+        refusal = (
+            f"range plan: a partition would hold about {balance[1]:,} rows to sort (long "
+            "intervals copied into many partitions, or many rows with one id and time): "
+            "sorting in Spark and carrying open intervals between partitions instead"
+        )
+        return PackedSweep(None, balance, len(sample), refusal)
     id_column, time_column = _rebuilt_columns(events, columns)
     passed = [c for c in events.columns if c not in (id_column, time_column)]
     routed_events = keyed_events.select(
@@ -151,7 +163,7 @@ def packed_sweep(
     )
     schema = StructType([*events.schema.fields, StructField("value", out_type)])
     frame = arranged.mapInArrow(task, schema)
-    return PackedSweep(frame, _balance(sample, bounds, fraction), len(sample))
+    return PackedSweep(frame, balance, len(sample))
 
 
 def _bounds(
@@ -259,21 +271,23 @@ def _sweep_task(
         ids = packing.relative_ids(keys)
         roles = role_of_rank[keys & 3]
         results = _results(ids, roles, values.take(order))
-        is_event = roles == EVENT
-        for low in range(0, int(is_event.sum()), OUT_BATCH):
-            yield _events_batch(table, keys, order, is_event, results, low)
+        event_rows = np.flatnonzero(roles == EVENT)
+        for low in range(0, len(event_rows), OUT_BATCH):
+            yield _events_batch(table, keys, order, event_rows, results, low)
 
     def _results(ids: Any, roles: Any, values: pa.ChunkedArray) -> Any:
         if aggregation.vectorized:
-            filled = pc.fill_null(values, 0).to_numpy()
+            # count needs no values (they may be of any type)
+            counted = aggregation.name == "count"
+            filled = np.zeros(len(ids)) if counted else pc.fill_null(values, 0).to_numpy()
             return running_totals(aggregation, ids, roles, filled, None)[roles == EVENT]
         results, _ = sweep_rows(aggregation, ids.tolist(), roles.tolist(), values.to_pylist())
         return results
 
     def _events_batch(
-        table: pa.Table, keys: Any, order: Any, is_event: Any, results: Any, low: int
+        table: pa.Table, keys: Any, order: Any, event_rows: Any, results: Any, low: int
     ) -> pa.RecordBatch:
-        picked = np.flatnonzero(is_event)[low : low + OUT_BATCH]
+        picked = event_rows[low : low + OUT_BATCH]
         event_keys = keys[picked]
         out = []
         for field in rebuilt.fields:

@@ -95,9 +95,13 @@ def range_sweep(
             columns,
             out_type,
         )
-        report.partitions, report.max_partition_rows, report.median_partition_rows = packed.balance
-        report.sampled_rows = packed.sampled_rows
-        return packed.frame
+        if packed.frame is not None:
+            report.partitions, report.max_partition_rows, report.median_partition_rows = (
+                packed.balance
+            )
+            report.sampled_rows = packed.sampled_rows
+            return packed.frame
+        report.notes.append(packed.refusal)
     order = [F.col(ID), F.col(TIME), F.col(KIND)]
     arranged = rows.repartitionByRange(n, *order).sortWithinPartitions(*order)
     # Python needs only the id, the role, the value and the events' own columns.
@@ -195,24 +199,23 @@ def _packing(rows: DataFrame, report: SweepReport, ranges: Any) -> Packing | Non
     numbers that fit; else None."""
     from pyspark.sql.types import IntegralType
 
-    unpacked = None
     if (
         not isinstance(rows.schema[ID].dataType, IntegralType)
         or rows.schema[TIME].dataType.simpleString() != "bigint"
     ):
-        return unpacked
+        return None
     lows = [v for v in (ranges["id_low"], ranges["id_low_b"]) if v is not None]
     highs = [v for v in (ranges["id_high"], ranges["id_high_b"]) if v is not None]
     t_lows = [v for v in (ranges["time_low"], ranges["time_low_b"]) if v is not None]
     t_highs = [v for v in (ranges["time_high"], ranges["time_high_b"]) if v is not None]
     if not lows or not t_lows:
-        return unpacked
+        return None
     bounds = (min(lows), max(highs), min(t_lows), max(t_highs))
     id_bits = max(1, int(bounds[1] - bounds[0]).bit_length())
     time_bits = max(1, int(bounds[3] - bounds[2]).bit_length())
     if id_bits + time_bits + 2 > 63:
         report.notes.append("ids and times too wide to pack: sorting by three columns")
-        return unpacked
+        return None
     report.packed_key = True
     return Packing(int(bounds[0]), int(bounds[2]), time_bits)
 
@@ -351,7 +354,10 @@ def _sorted_rows_task(
                 continue
             ids = batch.column(ID).to_numpy(zero_copy_only=False)
             roles = batch.column(ROLE).to_numpy(zero_copy_only=False)
-            values = pc.fill_null(batch.column(VALUE), 0).to_numpy(zero_copy_only=False)
+            if aggregation.name == "count":  # needs no values (they may be of any type)
+                values = np.zeros(len(ids))
+            else:
+                values = pc.fill_null(batch.column(VALUE), 0).to_numpy(zero_copy_only=False)
             running, head = sums.feed(ids, roles, values)
             is_event = roles == EVENT
             events = batch.filter(pa.array(is_event))
@@ -368,7 +374,7 @@ def _sorted_rows_sum(
     arranged: DataFrame, aggregation: Aggregation, events: DataFrame, out_type: DataType
 ) -> DataFrame:
     """Sum/count over rows Spark sorted within range partitions: the swept rows, to be
-    :func:`corrected`."""
+    :func:`_corrected_sums`."""
     fields = [pa.field(f.name, arrow_type(f.dataType, arranged)) for f in events.schema.fields]
     task = _sorted_rows_task(aggregation, fields, arrow_type(out_type, arranged))
     return arranged.mapInArrow(task, _schema(events, out_type))

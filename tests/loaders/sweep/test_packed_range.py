@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -52,7 +53,7 @@ def test_events_come_back_whole_with_the_oracles_values(
     agg: str,
     closed: str,
 ) -> None:
-    monkeypatch.setattr(packed_range, "ROWS_PER_SORTED_PARTITION", 7)  # many partitions, carries
+    monkeypatch.setattr(packed_range, "ROWS_PER_SORTED_PARTITION", 7)  # many partitions, copies
     intervals = [(i, s, s + length, v) for i, s, length, v in intervals]
 
     def at(t: int) -> Any:
@@ -152,3 +153,54 @@ def test_partitions_grow_with_the_rows_a_worker_sorts(spark: Any, monkeypatch: A
     assert report.partitions == math.ceil(102 / 10)
     assert report.max_partition_rows <= 2 * 10
     assert sorted(r["value"] for r in result.collect()) == [1] * 100
+
+
+def test_int_ids_far_apart_pack_without_overflow(spark: Any) -> None:
+    far = [-2_000_000_000, 2_000_000_000]
+    e = spark.createDataFrame([(i, 5) for i in far], "id int, time bigint")
+    b = spark.createDataFrame(
+        [(i, 0, 9, 3) for i in far], "id int, start bigint, end bigint, points int"
+    )
+    result, report = _sweep(spark, e, b, partitions=2)
+    assert report.packed_key
+    assert sorted((r["id"], r["time"], r["value"]) for r in result.collect()) == [
+        (-2_000_000_000, 5, 3),
+        (2_000_000_000, 5, 3),
+    ]
+
+
+@pytest.mark.parametrize("id_type", ["bigint", "string"])
+def test_count_takes_values_of_any_type_and_sum_adds_decimals(spark: Any, id_type: str) -> None:
+    ids = ["1", "2"] if id_type == "string" else [1, 2]
+    e = spark.createDataFrame([(ids[0], 5), (ids[1], 5)], f"id {id_type}, time bigint")
+    labels = spark.createDataFrame(
+        [(ids[0], 0, 9, "x"), (ids[0], 2, 6, None), (ids[1], 7, 9, "y")],
+        f"id {id_type}, start bigint, end bigint, label string",
+    )
+    result, report = _sweep(spark, e, labels, agg="count", value_col="label", partitions=2)
+    assert report.packed_key == (id_type == "bigint")
+    assert sorted((r["id"], r["value"]) for r in result.collect()) == [(ids[0], 2), (ids[1], 0)]
+    cents = spark.createDataFrame(
+        [(ids[0], 0, 9, Decimal("0.50")), (ids[0], 2, 6, Decimal("0.25"))],
+        f"id {id_type}, start bigint, end bigint, points decimal(10,2)",
+    )
+    result, _ = _sweep(spark, e, cents, partitions=2)
+    assert sorted((r["id"], r["value"]) for r in result.collect()) == [(ids[0], 0.75), (ids[1], 0)]
+
+
+def test_a_partition_too_big_to_sort_in_a_worker_falls_back_to_spark(
+    spark: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(packed_range, "ROWS_PER_SORTED_PARTITION", 5)
+    events = [(1, t) for t in range(0, 100)]
+    intervals = [(1, 0, 99, v) for v in range(1, 21)]  # each open across every partition
+    e = spark.createDataFrame(events, "id bigint, time bigint")
+    b = spark.createDataFrame(intervals, "id bigint, start bigint, end bigint, points bigint")
+    for agg in ("sum", "max"):
+        result, report = _sweep(spark, e, b, agg=agg, partitions=2)
+        assert any("sorting in Spark and carrying" in note for note in report.notes)
+        assert "Sort [" in result._jdf.queryExecution().executedPlan().toString()
+        got = sorted((r["time"], r["value"]) for r in result.collect())
+        assert got == sorted(
+            zip((t for _, t in events), expected(events, intervals, agg, "both"), strict=True)
+        )

@@ -248,3 +248,24 @@ def test_a_report_counts_events_once_when_read_and_takes_counts_set_instead() ->
     report.count_events_when_read(count)
     report.events, report.skipped_events = 5, 0  # set by a plan: the pending count never runs
     assert (report.events, report.skipped_events, calls) == (5, 0, [1])
+
+
+@pytest.mark.parametrize("agg", ["sum", "set"])
+def test_string_ids_sweep_with_carries_between_partitions(spark: Any, agg: str) -> None:
+    # no packed key: Spark sorts, and a hot id's open intervals are carried
+    intervals = [(7, s, s + 40, s % 5) for s in range(0, 400, 3)] + [(8, 0, 1000, 100)]
+    events = [(7, t) for t in range(0, 440, 2)] + [(8, 5), (9, 5)]
+    e = spark.createDataFrame(
+        [(str(i), t, n) for n, (i, t) in enumerate(events)], "id string, time bigint, n int"
+    )
+    b = spark.createDataFrame(
+        [(str(i), s, x, v) for i, s, x, v in intervals],
+        "id string, start bigint, end bigint, points bigint",
+    )
+    report = SweepReport()
+    rows = interval_sweep(spark, e, b, agg=agg, partitions=6, plan="range", report=report)
+    got = [r["value"] for r in sorted(rows.collect(), key=lambda r: r["n"])]
+    assert not report.packed_key and report.partitions == 6
+    assert [list(v) if isinstance(v, list) else v for v in got] == expected(
+        events, intervals, agg, "both"
+    )
