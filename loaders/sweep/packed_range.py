@@ -160,6 +160,7 @@ def packed_sweep(
         closed,
         _Rebuilt(id_column, time_column, fields),
         arrow_type(out_type, events),
+        OUT_BATCH,
     )
     schema = StructType([*events.schema.fields, StructField("value", out_type)])
     frame = arranged.mapInArrow(task, schema)
@@ -246,8 +247,11 @@ def _sweep_task(
     closed: str,
     rebuilt: _Rebuilt,
     value_type: pa.DataType,
+    batch_rows: int,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """One partition, unsorted: sort it by key with numpy, sweep it from an empty state."""
+    """One partition, unsorted: sort it by key with numpy, sweep it from an empty state;
+    rows go out (and, for the aggregations kept as Python objects, are swept) in slices
+    of ``batch_rows``."""
     names = [*[f.name for f in rebuilt.fields], "value"]
     role_of_rank = np.zeros(4, dtype=np.int64)
     for role, rank in KIND_ORDER[closed].items():
@@ -272,7 +276,7 @@ def _sweep_task(
         roles = role_of_rank[keys & 3]
         results = _results(ids, roles, values.take(order))
         event_rows = np.flatnonzero(roles == EVENT)
-        for low in range(0, len(event_rows), OUT_BATCH):
+        for low in range(0, len(event_rows), batch_rows):
             yield _events_batch(table, keys, order, event_rows, results, low)
 
     def _results(ids: Any, roles: Any, values: pa.ChunkedArray) -> Any:
@@ -281,13 +285,25 @@ def _sweep_task(
             counted = aggregation.name == "count"
             filled = np.zeros(len(ids)) if counted else pc.fill_null(values, 0).to_numpy()
             return running_totals(aggregation, ids, roles, filled, None)[roles == EVENT]
-        results, _ = sweep_rows(aggregation, ids.tolist(), roles.tolist(), values.to_pylist())
+        # slice by slice, so that only one slice's rows are Python objects at a time
+        results: list[Any] = []
+        state = None
+        for low in range(0, len(ids), batch_rows):
+            high = low + batch_rows
+            part, state = sweep_rows(
+                aggregation,
+                ids[low:high].tolist(),
+                roles[low:high].tolist(),
+                values.slice(low, batch_rows).to_pylist(),
+                state,
+            )
+            results.extend(part)
         return results
 
     def _events_batch(
         table: pa.Table, keys: Any, order: Any, event_rows: Any, results: Any, low: int
     ) -> pa.RecordBatch:
-        picked = event_rows[low : low + OUT_BATCH]
+        picked = event_rows[low : low + batch_rows]
         event_keys = keys[picked]
         out = []
         for field in rebuilt.fields:
@@ -298,7 +314,7 @@ def _sweep_task(
                 out.append(pa.array(packing.times(event_keys)).cast(field.type))
             else:
                 out.append(table.column(field.name).take(order[picked]).combine_chunks())
-        value = pa.array(results[low : low + OUT_BATCH], type=value_type)
+        value = pa.array(results[low : low + batch_rows], type=value_type)
         return pa.RecordBatch.from_arrays([*out, value], names)
 
     return run

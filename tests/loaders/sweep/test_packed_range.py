@@ -54,6 +54,7 @@ def test_events_come_back_whole_with_the_oracles_values(
     closed: str,
 ) -> None:
     monkeypatch.setattr(packed_range, "ROWS_PER_SORTED_PARTITION", 7)  # many partitions, copies
+    monkeypatch.setattr(packed_range, "OUT_BATCH", 3)  # swept and sent out in slices
     intervals = [(i, s, s + length, v) for i, s, length, v in intervals]
 
     def at(t: int) -> Any:
