@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
-__all__ = ["arrow_type", "interval_bounds", "time_as_long"]
+__all__ = ["arrow_type", "interval_bounds", "summed_values", "time_as_long"]
 
 # The range plan's generalised rows: id, time as a number, role (EVENT, START, END), its
-# rank at equal times, the interval's value, the interval's end on its start's row, and
-# the packed (id, time, rank) sort key.
+# rank at equal times, the interval's value, and the packed (id, time, rank) sort key;
+# an interval's end time on its one row (before it makes a start row and an end row).
 ID, TIME, ROLE, KIND, VALUE, KEY = "__id", "__time", "__role", "__kind", "__value", "__key"
 END_TIME = "__end"
 
@@ -53,3 +55,11 @@ def arrow_type(data_type: DataType, frame: DataFrame) -> pa.DataType:
 
     zone = frame.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     return to_arrow_type(data_type, timezone=zone)
+
+
+def summed_values(aggregation: str, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The intervals' values as numpy for a vectorized sweep: nulls add 0; ``count``
+    reads none of them (they may be of any type)."""
+    if aggregation == "count":
+        return np.zeros(len(values))
+    return pc.fill_null(values, 0).to_numpy(zero_copy_only=False)

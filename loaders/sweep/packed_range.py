@@ -26,7 +26,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructField, StructType
 
-from loaders.sweep.columns import END_TIME, ID, KEY, KIND, TIME, VALUE, arrow_type
+from loaders.sweep.columns import (
+    END_TIME,
+    ID,
+    KEY,
+    KIND,
+    TIME,
+    VALUE,
+    arrow_type,
+    summed_values,
+)
 from loaders.sweep.kernels import (
     END,
     EVENT,
@@ -281,9 +290,7 @@ def _sweep_task(
 
     def _results(ids: Any, roles: Any, values: pa.ChunkedArray) -> Any:
         if aggregation.vectorized:
-            # count needs no values (they may be of any type)
-            counted = aggregation.name == "count"
-            filled = np.zeros(len(ids)) if counted else pc.fill_null(values, 0).to_numpy()
+            filled = summed_values(aggregation.name, values)
             return running_totals(aggregation, ids, roles, filled, None)[roles == EVENT]
         # slice by slice, so that only one slice's rows are Python objects at a time
         results: list[Any] = []

@@ -23,12 +23,14 @@ from pyspark.sql.types import StructField, StructType
 from loaders.sweep.columns import (
     END_TIME,
     ID,
+    KEY,
     KIND,
     ROLE,
     TIME,
     VALUE,
     arrow_type,
     interval_bounds,
+    summed_values,
     time_as_long,
 )
 from loaders.sweep.kernels import (
@@ -75,8 +77,7 @@ def range_sweep(
     generalised = _generalised(events, intervals, columns, closed)
     count_row = generalised.counts.first()
     assert count_row is not None
-    rows = generalised.rows
-    packing = _packing(rows, report, count_row)
+    packing = _packing(generalised, report, count_row)
     report.events, report.skipped_events = int(count_row[0]), int(count_row[1] or 0)
     report.intervals = int(count_row["intervals"])
     report.skipped_intervals = int(count_row["skipped_intervals"] or 0)
@@ -102,7 +103,10 @@ def range_sweep(
             report.sampled_rows = packed.sampled_rows
             return packed.frame
         report.notes.append(packed.refusal)
-    order = [F.col(ID), F.col(TIME), F.col(KIND)]
+    rows = generalised.rows()
+    if packing is not None:  # Spark sorts by the one packed key
+        rows = rows.withColumn(KEY, packing.key())
+    order = [F.col(KEY)] if packing is not None else [F.col(ID), F.col(TIME), F.col(KIND)]
     arranged = rows.repartitionByRange(n, *order).sortWithinPartitions(*order)
     # Python needs only the id, the role, the value and the events' own columns.
     arranged = arranged.select(ID, ROLE, VALUE, *[f"`{c}`" for c in events.columns])
@@ -121,13 +125,33 @@ def range_sweep(
 
 @dataclass(frozen=True)
 class _Generalised:
-    """The generalised rows (events, starts and ends), the events' rows alone, the
-    valid intervals as (id, start, end, value) and the job that counts the inputs."""
+    """The events' rows, the valid intervals as (id, start, end, value) and the job that
+    counts the inputs; :meth:`rows` makes the generalised rows from them."""
 
-    rows: DataFrame
     events: DataFrame
     spans: DataFrame
     counts: DataFrame
+    closed: str
+
+    def rows(self) -> DataFrame:
+        """The events' rows, then each interval's start row and end row."""
+        from pyspark.sql import functions as F
+
+        order = KIND_ORDER[self.closed]
+        payload = [c for c in self.events.columns if c not in (ID, TIME, ROLE, KIND, VALUE)]
+        nulls = [F.lit(None).cast(self.events.schema[c].dataType).alias(c) for c in payload]
+        b_plus, b_minus = (
+            self.spans.select(
+                ID,
+                F.col(time).alias(TIME),
+                F.lit(role).alias(ROLE),
+                F.lit(order[role]).alias(KIND),
+                VALUE,
+                *nulls,
+            )
+            for time, role in ((TIME, START), (END_TIME, END))
+        )
+        return self.events.unionByName(b_plus).unionByName(b_minus)
 
 
 def _generalised(
@@ -155,19 +179,6 @@ def _generalised(
         F.lit(None).cast(intervals.schema[columns["value"]].dataType).alias(VALUE),
         *payload,
     )
-    nulls = [F.lit(None).cast(events.schema[c].dataType).alias(c) for c in events.columns]
-    b_plus, b_minus = (
-        kept_intervals.select(
-            interval_id.alias(ID),
-            time.alias(TIME),
-            F.lit(role).alias(ROLE),
-            F.lit(order[role]).alias(KIND),
-            value.alias(VALUE),
-            *nulls,
-        )
-        for time, role in ((start, START), (end, END))
-    )
-    rows = a_rows.unionByName(b_plus).unionByName(b_minus)
     spans = kept_intervals.select(
         interval_id.alias(ID), start.alias(TIME), end.alias(END_TIME), value.alias(VALUE)
     )
@@ -191,18 +202,19 @@ def _generalised(
             F.max(F.when(interval_ok, end)).alias("time_high_b"),
         )
     )
-    return _Generalised(rows, a_rows, spans, counts)
+    return _Generalised(a_rows, spans, counts, closed)
 
 
-def _packing(rows: DataFrame, report: SweepReport, ranges: Any) -> Packing | None:
+def _packing(generalised: _Generalised, report: SweepReport, ranges: Any) -> Packing | None:
     """How one long sort key packs (id, time, kind), when ids and times are whole
     numbers that fit; else None."""
     from pyspark.sql.types import IntegralType
 
-    if (
-        not isinstance(rows.schema[ID].dataType, IntegralType)
-        or rows.schema[TIME].dataType.simpleString() != "bigint"
-    ):
+    events, spans = generalised.events, generalised.spans
+    ids_whole = all(isinstance(f.schema[ID].dataType, IntegralType) for f in (events, spans))
+    times = (events.schema[TIME], spans.schema[TIME], spans.schema[END_TIME])
+    times_long = all(t.dataType.simpleString() == "bigint" for t in times)
+    if not (ids_whole and times_long):
         return None
     lows = [v for v in (ranges["id_low"], ranges["id_low_b"]) if v is not None]
     highs = [v for v in (ranges["id_high"], ranges["id_high_b"]) if v is not None]
@@ -354,10 +366,7 @@ def _sorted_rows_task(
                 continue
             ids = batch.column(ID).to_numpy(zero_copy_only=False)
             roles = batch.column(ROLE).to_numpy(zero_copy_only=False)
-            if aggregation.name == "count":  # needs no values (they may be of any type)
-                values = np.zeros(len(ids))
-            else:
-                values = pc.fill_null(batch.column(VALUE), 0).to_numpy(zero_copy_only=False)
+            values = summed_values(aggregation.name, batch.column(VALUE))
             running, head = sums.feed(ids, roles, values)
             is_event = roles == EVENT
             events = batch.filter(pa.array(is_event))
