@@ -217,6 +217,11 @@ def first_seen_groups(keys: list[pa.ChunkedArray], rows: int) -> tuple[np.ndarra
     holds each key column's codes as :func:`unify_codes` gave them."""
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if len(keys) == 1 and not keys[0].null_count:
+        codes = np.concatenate([c.indices.to_numpy() for c in keys[0].chunks])
+        first = first_rows_if_in_order(codes)
+        if first is not None:
+            return codes, first
     combined = np.zeros(rows, dtype=np.int64)
     for unified in keys:
         size = len(unified.chunk(0).dictionary) if unified.num_chunks else 0
@@ -239,6 +244,33 @@ def first_seen_groups(keys: list[pa.ChunkedArray], rows: int) -> tuple[np.ndarra
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return rank[inverse], first[order]
+
+
+def first_rows_if_in_order(codes: np.ndarray) -> np.ndarray | None:
+    """If ``codes`` number their values in the order they first appear (the first row
+    has code 0 and each row's code is at most one past every code before it), each
+    code's first row; else None. What the dictionaries of ``dictionary_encode`` and
+    of their unification give, checked in one pass, block by block (no sort)."""
+    if not len(codes) or codes[0] != 0:
+        return None
+    found = []
+    highest = -1
+    for start in range(0, len(codes), _BLOCK):
+        block = codes[start : start + _BLOCK]
+        running = np.maximum.accumulate(block)
+        np.maximum(running, highest, out=running)
+        before = np.empty_like(running)
+        before[0] = highest
+        before[1:] = running[:-1]
+        before += 1
+        if (block > before).any():
+            return None
+        found.append(np.flatnonzero(block == before) + start)
+        highest = int(running[-1])
+    return np.concatenate(found)
+
+
+_BLOCK = 1 << 20
 
 
 ARROW_FOLDS = {"s": "sum", "m": "min", "M": "max", "c": "count_distinct"}

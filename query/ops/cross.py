@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -98,17 +98,21 @@ class CrossOp(Op):
         left = _rows_where(side, self.left, rows)
         right = _rows_where(side, self.right, rows)
         right_counts = np.bincount(group[right], minlength=len(starts))
-        right_first = np.concatenate([[0], np.cumsum(right_counts)[:-1]])
+        right_first = np.cumsum(right_counts) - right_counts
         per_left = right_counts[group[left]]
         total = int(per_left.sum())
-        left_out = np.repeat(np.arange(len(left)), per_left)  # places among the left rows
-        # place of each output row inside its left row's block of right rows
-        block_start = np.repeat(np.cumsum(per_left) - per_left, per_left)
-        inside = np.arange(total) - block_start
-        right_out = np.repeat(right_first[group[left]], per_left) + inside
+        kind = np.int32 if max(total, rows) < 1 << 31 else np.int64
+        # each output row's place among the right rows: its left row's block of right
+        # rows starts at right_first, and output rows run through the block in order
+        right_out = np.arange(total, dtype=kind)
+        right_out += np.repeat(
+            (right_first[group[left]] - (np.cumsum(per_left) - per_left)).astype(kind), per_left
+        )
+        left_codes = _coded(values, left)
+        right_codes = _coded(values, right)
         return total, [
-            _coded(values, left).take(pa.array(left_out)),
-            _coded(values, right).take(pa.array(right_out)),
+            _repeated(left_codes, lambda codes: np.repeat(codes, per_left), total),
+            _repeated(right_codes, lambda codes: codes[right_out], total),
         ]
 
 
@@ -116,6 +120,17 @@ def _coded(values: pa.Array, rows: np.ndarray) -> pa.Array:
     """The values of ``rows``, dictionary-coded (each distinct value once)."""
     chosen = values.take(pa.array(rows))
     return chosen if chosen.type == pa.null() else pc.dictionary_encode(chosen)
+
+
+def _repeated(coded: pa.Array, pick: Callable[[np.ndarray], np.ndarray], total: int) -> pa.Array:
+    """The ``total`` rows ``pick`` chooses from ``coded``'s rows (given their numbers):
+    on the codes in numpy where it can (the pairs are most of a query's rows)."""
+    if coded.type == pa.null():
+        return pa.nulls(total)
+    if coded.null_count:
+        return coded.take(pa.array(pick(np.arange(len(coded)))))
+    codes = coded.indices.to_numpy()
+    return pa.DictionaryArray.from_arrays(pa.array(pick(codes)), coded.dictionary)
 
 
 def _rows_where(side: pa.Array | str, text: str, rows: int) -> np.ndarray:

@@ -5,6 +5,7 @@ items sorted as text, handed on coded (see :mod:`query.ops.columns`)."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,13 +24,10 @@ class Items:
     dictionary codes (of text), in row order, and how many items each row holds."""
 
     codes: pa.DictionaryArray
-    counts: np.ndarray
-    """Per row of the chunk, its number of items."""
-
-    @property
-    def count(self) -> int:
-        """The chunk's rows."""
-        return len(self.counts)
+    count: int
+    """The chunk's rows."""
+    counts: np.ndarray | None
+    """Per row of the chunk, its number of items; None when each row holds one."""
 
     @classmethod
     def of(cls, values: pa.Array) -> Items:
@@ -39,16 +37,20 @@ class Items:
         if isinstance(values, pa.ListArray) and pa.types.is_dictionary(values.type.value_type):
             lengths = pc.fill_null(pc.list_value_length(values), 0)
             codes = _text_codes(values.flatten())
-            return cls(codes, lengths.to_numpy(zero_copy_only=False))
+            return cls(codes, len(values), lengths.to_numpy(zero_copy_only=False))
         if isinstance(values, pa.DictionaryArray):
             words = values.dictionary.cast(pa.string())
             if (
                 not len(words)
                 or not pc.any(pc.or_(pc.match_substring(words, ","), pc.equal(words, ""))).as_py()
             ):
+                if not values.null_count:
+                    return cls(_text_codes(values), len(values), None)
                 present = pc.is_valid(values)
-                codes = _text_codes(values.filter(present) if values.null_count else values)
-                return cls(codes, present.to_numpy(zero_copy_only=False).astype(np.int64))
+                codes = _text_codes(values.filter(present))
+                return cls(
+                    codes, len(values), present.to_numpy(zero_copy_only=False).astype(np.int64)
+                )
             values = plain(values)
         text = values.cast(pa.string())
         if len(text) and pc.any(pc.match_substring(text, ",")).as_py():
@@ -61,7 +63,7 @@ class Items:
         if not present.all():
             text, rows = text.filter(pa.array(present)), rows[present]
         counts = np.bincount(rows, minlength=len(values)) if len(rows) else np.zeros(len(values))
-        return cls(pc.dictionary_encode(text), counts.astype(np.int64))
+        return cls(pc.dictionary_encode(text), len(values), counts.astype(np.int64))
 
 
 def _text_codes(codes: pa.DictionaryArray) -> pa.DictionaryArray:
@@ -105,30 +107,85 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
     def fill(chosen: range) -> None:
         for i in chosen:
             into = pairs[places[i] : places[i + 1]]
-            owners = np.repeat(group[rows[i] : rows[i + 1]], parts[i].counts)
-            np.multiply(owners, width, out=into)
+            owners = group[rows[i] : rows[i + 1]]
+            counts = parts[i].counts
+            np.multiply(owners if counts is None else np.repeat(owners, counts), width, out=into)
             into += rank[unified.chunk(i).indices.to_numpy(zero_copy_only=False)]
 
     map_in_threads(fill, _split(range(len(parts)), sizes, pieces))
-    pairs.sort()
     cuts = np.linspace(0, groups, pieces + 1).astype(np.int64)
-    ends = np.searchsorted(pairs, cuts * width)
     sorted_words = dictionary.take(pa.array(ordered))
+    if groups * width <= min(MARKS_PER_PAIR * len(pairs), MARKS_MOST):
+        lists = _lists_by_marks(pairs, groups, width, pieces)
+    else:
+        lists = _lists_by_sort(pairs, width, cuts)
+    made = map_in_threads(lambda piece: _coded_lists(*lists(piece), sorted_words), range(pieces))
+    return made[0] if len(made) == 1 else pa.concat_arrays(made)
 
-    def lists(piece: int) -> pa.ListArray:
+
+MARKS_PER_PAIR = 16
+"""Pairs are marked in a table of one byte per (group, item) when it is at most this
+many bytes per pair (and :data:`MARKS_MOST` in all); sorted otherwise."""
+MARKS_MOST = 1 << 30
+
+
+def _lists_by_sort(
+    pairs: np.ndarray, width: int, cuts: np.ndarray
+) -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
+    """Sort the pairs; per range of groups ``cuts[piece]`` to ``cuts[piece + 1]``, its
+    distinct items (ranks) and each group's start among them (and the end)."""
+    pairs.sort()
+    ends = np.searchsorted(pairs, cuts * width)
+
+    def lists(piece: int) -> tuple[np.ndarray, np.ndarray]:
         first, last = int(cuts[piece]), int(cuts[piece + 1])
         kept = distinct_of_sorted(pairs[ends[piece] : ends[piece + 1]])
         bounds = np.searchsorted(kept, np.arange(first, last + 1, dtype=np.int64) * width)
-        items = np.remainder(kept, width, out=kept)  # each pair's item, by its rank
-        coded = pa.DictionaryArray.from_arrays(
-            pa.array(items.astype(np.int32, copy=False)), sorted_words
-        )
-        return pa.ListArray.from_arrays(
-            pa.array(bounds.astype(np.int32)), coded, mask=pa.array(np.diff(bounds) == 0)
-        )
+        return np.remainder(kept, width, out=kept), bounds  # each pair's item, by its rank
 
-    made = map_in_threads(lists, range(pieces))
-    return made[0] if len(made) == 1 else pa.concat_arrays(made)
+    return lists
+
+
+def _lists_by_marks(
+    pairs: np.ndarray, groups: int, width: int, pieces: int
+) -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
+    """Mark each pair in a table of ``groups`` x ``width`` bytes (no sort: the marks come
+    out in order); per range of groups, its distinct items and each group's start among
+    them. The table is read a band of groups at a time."""
+    marks = pooled_empty(groups * width, np.bool_)
+    marks.fill(False)
+    halves = np.linspace(0, len(pairs), pieces + 1).astype(np.int64)
+
+    def mark(piece: int) -> None:  # several threads may mark one byte: all write True
+        marks[pairs[halves[piece] : halves[piece + 1]]] = True
+
+    map_in_threads(mark, range(pieces))
+    table = marks.reshape(groups, width)
+    cuts = np.linspace(0, groups, pieces + 1).astype(np.int64)
+    band = max(1, _BAND_BYTES // width)
+
+    def lists(piece: int) -> tuple[np.ndarray, np.ndarray]:
+        items, counts = [], []
+        for start in range(int(cuts[piece]), int(cuts[piece + 1]), band):
+            rows = table[start : min(start + band, int(cuts[piece + 1]))]
+            counts.append(np.count_nonzero(rows, axis=1))
+            items.append((np.flatnonzero(rows) % width).astype(np.int32))
+        bounds = np.concatenate([[0], np.cumsum(np.concatenate(counts or [[]]))])
+        return np.concatenate(items or [np.zeros(0, np.int32)]), bounds.astype(np.int64)
+
+    return lists
+
+
+_BAND_BYTES = 1 << 22
+
+
+def _coded_lists(items: np.ndarray, bounds: np.ndarray, words: pa.Array) -> pa.ListArray:
+    """Lists of ``items`` (ranks into ``words``), group i's from ``bounds[i]`` to
+    ``bounds[i + 1]``; null for a group without any."""
+    coded = pa.DictionaryArray.from_arrays(pa.array(items.astype(np.int32, copy=False)), words)
+    return pa.ListArray.from_arrays(
+        pa.array(bounds.astype(np.int32)), coded, mask=pa.array(np.diff(bounds) == 0)
+    )
 
 
 def _split(indices: range, sizes: list[int], pieces: int) -> list[range]:

@@ -194,12 +194,15 @@ def test_coded_columns_cross_the_transport_as_rows_would(shards, driver_ops) -> 
     st.lists(st.tuples(st.integers(0, 6), _VALUE), max_size=30),
     st.lists(st.integers(0, 30), max_size=4),
     st.integers(1, 4),
+    st.booleans(),
 )
-def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads) -> None:  # type: ignore[no-untyped-def]
+def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads, marked) -> None:  # type: ignore[no-untyped-def]
     """Big J work splits over threads (pairs made by ranges of parts, lists put together
-    by ranges of groups, joined text by ranges of rows): forced here on small inputs."""
+    by ranges of groups, joined text by ranges of rows): forced here on small inputs,
+    with the pairs marked in a table (read in bands of 2 groups) or sorted."""
     import numpy as np
 
+    import query.ops.items
     import treestore.arrays
     from query.ops.items import Items, distinct_items_of
 
@@ -217,11 +220,44 @@ def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads
         }
         expected.append(",".join(sorted(found)) if found else None)
     saved = (treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count)
+    marks = (query.ops.items.MARKS_PER_PAIR, query.ops.items._BAND_BYTES)
     treestore.arrays.THREADED_SIZE = 0
     treestore.arrays.os.cpu_count = lambda: threads  # type: ignore[assignment]
+    query.ops.items.MARKS_PER_PAIR = 10**9 if marked else 0
+    query.ops.items._BAND_BYTES = 1
     try:
         coded = distinct_items_of(parts, group, groups)
         joined = plain(coded)
     finally:
         treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count = saved
+        query.ops.items.MARKS_PER_PAIR, query.ops.items._BAND_BYTES = marks
     assert joined.to_pylist() == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=40), st.integers(1, 8))
+def test_first_rows_in_order_is_found_without_a_sort(codes, block) -> None:  # type: ignore[no-untyped-def]
+    """Codes that number their values in first-appearance order give each code's first
+    row; any other codes give None (the caller then sorts). Read in blocks of 1-8."""
+    import numpy as np
+
+    import query.ops.columns
+    from query.ops.columns import first_rows_if_in_order
+
+    seen: list[int] = []
+    firsts: list[int] = []
+    for row, code in enumerate(codes):
+        if code not in seen:
+            seen.append(code)
+            firsts.append(row)
+    in_order = seen == list(range(len(seen))) and bool(codes)
+    saved = query.ops.columns._BLOCK
+    query.ops.columns._BLOCK = block
+    try:
+        found = first_rows_if_in_order(np.array(codes, dtype=np.int32))
+    finally:
+        query.ops.columns._BLOCK = saved
+    if in_order:
+        assert found is not None and found.tolist() == firsts
+    else:
+        assert found is None
