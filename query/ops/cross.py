@@ -104,10 +104,9 @@ class CrossOp(Op):
         kind = np.int32 if max(total, rows) < 1 << 31 else np.int64
         # each output row's place among the right rows: its left row's block of right
         # rows starts at right_first, and output rows run through the block in order
+        shift = right_first[group[left]] - (np.cumsum(per_left) - per_left)
         right_out = np.arange(total, dtype=kind)
-        right_out += np.repeat(
-            (right_first[group[left]] - (np.cumsum(per_left) - per_left)).astype(kind), per_left
-        )
+        np.add(right_out, np.repeat(shift.astype(kind), per_left), out=right_out)
         left_codes = _coded(values, left)
         right_codes = _coded(values, right)
         return total, [
