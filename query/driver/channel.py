@@ -57,16 +57,18 @@ class JobState(Protocol):
         ...
 
 
-def _read_exactly(connection: socket.socket, size: int) -> bytes | None:
-    """``size`` bytes from ``connection``, or None if it closes first."""
-    chunks, left = [], size
-    while left:
-        chunk = connection.recv(min(left, 1 << 20))
-        if not chunk:
+def _read_exactly(connection: socket.socket, size: int) -> bytearray | None:
+    """``size`` bytes from ``connection``, or None if it closes first (read straight
+    into one buffer: a piece can be tens of MB)."""
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    done = 0
+    while done < size:
+        got = connection.recv_into(view[done:], size - done)
+        if not got:
             return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+        done += got
+    return buffer
 
 
 class _Waiting:
@@ -75,10 +77,10 @@ class _Waiting:
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.in_memory = 0
-        self.pieces: dict[tuple[int, int], tuple[int, bytes | tuple[int, int]]] = {}
+        self.pieces: dict[tuple[int, int], tuple[int, bytes | bytearray | tuple[int, int]]] = {}
         self.spill: IO[bytes] | None = None
 
-    def put(self, shard: int, number: int, kind: int, payload: bytes) -> None:
+    def put(self, shard: int, number: int, kind: int, payload: bytes | bytearray) -> None:
         if (shard, number) in self.pieces:
             return
         if self.in_memory + len(payload) <= self.budget:
@@ -91,12 +93,12 @@ class _Waiting:
         self.spill.write(payload)
         self.pieces[shard, number] = (kind, (offset, len(payload)))
 
-    def take(self, shard: int, number: int) -> tuple[int, bytes] | None:
+    def take(self, shard: int, number: int) -> tuple[int, bytes | bytearray] | None:
         found = self.pieces.pop((shard, number), None)
         if found is None:
             return None
         kind, where = found
-        if isinstance(where, bytes):
+        if isinstance(where, bytes | bytearray):
             self.in_memory -= len(where)
             return kind, where
         assert self.spill is not None
