@@ -47,6 +47,7 @@ __all__ = [
     "plain_columns",
     "rows_of",
     "run_on_columns",
+    "unified_chunks",
     "unify_codes",
     "whole_runs",
 ]
@@ -208,7 +209,53 @@ def encode_key(key: pa.Array) -> pa.DictionaryArray:
 
 def unify_codes(chunks: list[pa.DictionaryArray]) -> pa.ChunkedArray:
     """A key column's chunks as :func:`encode_key` gave them, under one dictionary."""
-    return pa.chunked_array(chunks, chunks[0].type if chunks else None).unify_dictionaries()
+    return unified_chunks(chunks, chunks[0].type if chunks else None)
+
+
+def unified_chunks(chunks: list[pa.DictionaryArray], kind: pa.DataType | None) -> pa.ChunkedArray:
+    """``chunks`` under one dictionary: the first chunk's values, then each later chunk's
+    new values in its dictionary's order (so codes keep the order values first appear
+    in, where each chunk's do). Over :data:`~treestore.arrays.THREADED_SIZE` / 4
+    dictionary values, each half of the chunks is unified in its own thread, then the
+    second half's codes are moved onto the union of the two."""
+    whole = pa.chunked_array(chunks, kind)
+    sizes = [len(chunk.dictionary) for chunk in chunks]
+    if len(chunks) < 2 or thread_count(4 * sum(sizes)) < 2:
+        return whole.unify_dictionaries()
+    middle = int(np.searchsorted(np.cumsum(sizes), sum(sizes) / 2)) + 1
+    middle = min(max(middle, 1), len(chunks) - 1)
+    front, back = map_in_threads(
+        lambda part: pa.chunked_array(part, kind).unify_dictionaries(),
+        [chunks[:middle], chunks[middle:]],
+    )
+    first, second = front.chunk(0).dictionary, back.chunk(0).dictionary
+    both = pa.chunked_array(
+        [_all_codes(first, kind), _all_codes(second, kind)], kind
+    ).unify_dictionaries()
+    dictionary = both.chunk(1).dictionary
+    moved = both.chunk(1).indices.to_numpy()  # each code of the second half's union
+    index_type = kind.index_type if kind is not None else pa.int32()
+    return pa.chunked_array(
+        [pa.DictionaryArray.from_arrays(c.indices, dictionary) for c in front.chunks]
+        + [
+            pa.DictionaryArray.from_arrays(
+                pa.array(moved[c.indices.to_numpy(zero_copy_only=False)], index_type)
+                if not c.null_count
+                else pc.take(pa.array(moved, index_type), c.indices),
+                dictionary,
+            )
+            for c in back.chunks
+        ],
+        kind,
+    )
+
+
+def _all_codes(dictionary: pa.Array, kind: pa.DataType | None) -> pa.DictionaryArray:
+    """Every value of ``dictionary`` once, in its order, as a dictionary array."""
+    index_type = kind.index_type if kind is not None else pa.int32()
+    return pa.DictionaryArray.from_arrays(
+        pa.array(np.arange(len(dictionary)), index_type), dictionary
+    )
 
 
 def first_seen_groups(keys: list[pa.ChunkedArray], rows: int) -> tuple[np.ndarray, np.ndarray]:

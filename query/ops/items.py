@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from query.ops.columns import plain
+from query.ops.columns import plain, unified_chunks
 from treestore.arrays import distinct_of_sorted, map_in_threads, pooled_empty, thread_count
 
 __all__ = ["Items", "distinct_items", "distinct_items_of"]
@@ -89,8 +89,7 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
     found by binary search. Over :data:`~treestore.arrays.THREADED_SIZE` items, the
     pairs are made and the groups' lists put together in threads, a range of parts or
     of groups each."""
-    unified = pa.chunked_array([p.codes for p in parts], pa.dictionary(pa.int32(), pa.string()))
-    unified = unified.unify_dictionaries()
+    unified = unified_chunks([p.codes for p in parts], pa.dictionary(pa.int32(), pa.string()))
     dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], pa.string())
     ordered = pc.array_sort_indices(dictionary).to_numpy()
     width = max(1, len(ordered))

@@ -212,3 +212,23 @@ def test_column_functions_make_no_round_trips_of_their_own(spark: Any) -> None:
         py4j.clientserver.ClientServerConnection.send_command = original  # type: ignore[method-assign]
     assert len(sent) <= 8, len(sent)
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+
+
+def test_arrow_memory_is_kept_between_a_querys_steps_on_driver_and_workers(spark: Any) -> None:
+    """Arrow's allocator keeps freed memory for a second (not 10 ms) in the driver and in
+    the executors' Python workers, so a query's next step does not fault its pages in
+    again."""
+    import os
+
+    import pyarrow as pa
+
+    from treestore.spark import PURGE_DELAY_ENV, PURGE_DELAY_MS
+
+    def read_env(batches: Any) -> Any:
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"delay": [os.environ.get(PURGE_DELAY_ENV, "")]})
+
+    seen = spark.range(0, 2, 1, 2).mapInArrow(read_env, "delay string").collect()
+    assert os.environ[PURGE_DELAY_ENV] == PURGE_DELAY_MS
+    assert {row.delay for row in seen} == {PURGE_DELAY_MS}
+    assert spark.conf.get(f"spark.executorEnv.{PURGE_DELAY_ENV}") == PURGE_DELAY_MS

@@ -261,3 +261,32 @@ def test_first_rows_in_order_is_found_without_a_sort(codes, block) -> None:  # t
         assert found is not None and found.tolist() == firsts
     else:
         assert found is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(st.none() | st.sampled_from("abcdefg"), max_size=6), min_size=1, max_size=6)
+)
+def test_chunks_unified_in_two_halves_match_one_unification(chunks) -> None:  # type: ignore[no-untyped-def]
+    """Unified half by half in threads (forced here on small inputs), the chunks get the
+    same dictionary, in the same order, and the same values as one unification."""
+    import pyarrow.compute as pc
+
+    import treestore.arrays
+    from query.ops.columns import unified_chunks
+
+    coded = [pc.dictionary_encode(pa.array(chunk, pa.string())) for chunk in chunks]
+    kind = pa.dictionary(pa.int32(), pa.string())
+    expected = pa.chunked_array(coded, kind).unify_dictionaries()
+    saved = (treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count)
+    treestore.arrays.THREADED_SIZE = 0
+    treestore.arrays.os.cpu_count = lambda: 2  # type: ignore[assignment]
+    try:
+        found = unified_chunks(coded, kind)
+    finally:
+        treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count = saved
+    assert [c.to_pylist() for c in found.chunks] == [c.to_pylist() for c in expected.chunks]
+    assert found.chunk(0).dictionary.equals(expected.chunk(0).dictionary)
+    assert [c.indices.to_pylist() for c in found.chunks] == [
+        c.indices.to_pylist() for c in expected.chunks
+    ]
