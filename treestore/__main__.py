@@ -1,5 +1,5 @@
 """``python -m treestore``: the same as the ``treestore`` command."""
 
-from shell.cli import main
+from shell.entry import run
 
-raise SystemExit(main())
+run()

@@ -75,3 +75,41 @@ def _running(pid: str) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+_INTERRUPT_WHILE_LOADING = """
+import os, signal, sys
+
+class InterruptOnLoad:
+    def find_spec(self, name, path, target=None):
+        if name == "shell.cli":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptOnLoad())
+from shell.entry import run
+run()
+"""
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130() -> None:
+    """Ctrl-C while the command's modules load (before its own handling is in place)."""
+    process = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_WHILE_LOADING, "info", "nowhere"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (process.returncode, process.stderr, process.stdout) == (130, "interrupted\n", "")
+
+
+def test_a_command_line_that_ends_normally_keeps_its_status(tmp_path: Path) -> None:
+    """Only Ctrl-C ends the process early: other statuses go through ``sys.exit``."""
+    process = subprocess.run(
+        [sys.executable, "-m", "treestore", "info", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert process.returncode == 2, process.stderr
+    assert "Traceback" not in process.stderr
