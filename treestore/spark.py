@@ -98,13 +98,14 @@ def check_master(master: str, seconds: float = 5.0) -> None:
 
 
 PURGE_DELAY_ENV = "MIMALLOC_PURGE_DELAY"
-PURGE_DELAY_MS = "1000"
+PURGE_DELAY_MS = "10000"
 """How long Arrow's allocator (mimalloc) keeps memory freed before it gives it back to
 the system; set for the driver and the executors' Python workers unless already set.
 Its default, 10 ms, gives back the big temporary arrays of one step of a query before
 the next step asks for as much again, which then costs page faults: on the seed's
-regrouping query, 0.7-1.1 s of CPU time of 6-7 s. A second keeps a query's memory
-between its steps and still gives it back soon after."""
+regrouping query, 0.7-1.1 s of CPU time of 6-7 s. Ten seconds (jemalloc's default)
+keeps a query's memory between its steps and for the next query, and still gives it
+back soon after."""
 
 
 def get_session(master: str | None = None, *, app_name: str = "treestore") -> SparkSession:

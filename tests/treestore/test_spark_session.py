@@ -215,7 +215,7 @@ def test_column_functions_make_no_round_trips_of_their_own(spark: Any) -> None:
 
 
 def test_arrow_memory_is_kept_between_a_querys_steps_on_driver_and_workers(spark: Any) -> None:
-    """Arrow's allocator keeps freed memory for a second (not 10 ms) in the driver and in
+    """Arrow's allocator keeps freed memory for ten seconds (not 10 ms) in the driver and in
     the executors' Python workers, so a query's next step does not fault its pages in
     again."""
     import os
