@@ -218,50 +218,44 @@ def unified_chunks(chunks: list[pa.DictionaryArray], kind: pa.DataType | None) -
     in, where each chunk's do). Over :data:`~treestore.arrays.THREADED_SIZE` / 4
     dictionary values, each half of the chunks is unified in its own thread, then the
     second half's codes are moved onto the union of the two."""
-    whole = pa.chunked_array(chunks, kind)
     sizes = [len(chunk.dictionary) for chunk in chunks]
-    if len(chunks) < 2 or thread_count(4 * sum(sizes)) < 2:
-        return whole.unify_dictionaries()
-    middle = int(np.searchsorted(np.cumsum(sizes), sum(sizes) / 2)) + 1
-    middle = min(max(middle, 1), len(chunks) - 1)
+    if kind is None or len(chunks) < 2 or thread_count(4 * sum(sizes)) < 2:
+        return pa.chunked_array(chunks, kind).unify_dictionaries()
+    middle = min(
+        max(int(np.searchsorted(np.cumsum(sizes), sum(sizes) / 2)) + 1, 1), len(chunks) - 1
+    )
     front, back = map_in_threads(
         lambda part: pa.chunked_array(part, kind).unify_dictionaries(),
         [chunks[:middle], chunks[middle:]],
     )
-    first, second = front.chunk(0).dictionary, back.chunk(0).dictionary
     both = pa.chunked_array(
-        [_all_codes(first, kind), _all_codes(second, kind)], kind
+        [_every_code(front.chunk(0).dictionary, kind), _every_code(back.chunk(0).dictionary, kind)],
+        kind,
     ).unify_dictionaries()
     dictionary = both.chunk(1).dictionary
-    moved = both.chunk(1).indices.to_numpy()  # each code of the second half's union
-    index_type = kind.index_type if kind is not None else pa.int32()
+    moved = both.chunk(1).indices  # each code of the second half's union, in the union of both
     return pa.chunked_array(
         [pa.DictionaryArray.from_arrays(c.indices, dictionary) for c in front.chunks]
         + [
-            pa.DictionaryArray.from_arrays(
-                pa.array(moved[c.indices.to_numpy(zero_copy_only=False)], index_type)
-                if not c.null_count
-                else pc.take(pa.array(moved, index_type), c.indices),
-                dictionary,
-            )
+            pa.DictionaryArray.from_arrays(pc.take(moved, c.indices), dictionary)
             for c in back.chunks
         ],
         kind,
     )
 
 
-def _all_codes(dictionary: pa.Array, kind: pa.DataType | None) -> pa.DictionaryArray:
+def _every_code(dictionary: pa.Array, kind: pa.DictionaryType) -> pa.DictionaryArray:
     """Every value of ``dictionary`` once, in its order, as a dictionary array."""
-    index_type = kind.index_type if kind is not None else pa.int32()
     return pa.DictionaryArray.from_arrays(
-        pa.array(np.arange(len(dictionary)), index_type), dictionary
+        pa.array(np.arange(len(dictionary)), kind.index_type), dictionary
     )
 
 
 def first_seen_groups(keys: list[pa.ChunkedArray], rows: int) -> tuple[np.ndarray, np.ndarray]:
     """Each of ``rows`` rows' group (rows with equal keys; all rows when there is no key),
     numbered in the order groups first appear, and the first row of each group; ``keys``
-    holds each key column's codes as :func:`unify_codes` gave them."""
+    holds each key column's codes as :func:`unify_codes` gave them. One key column
+    whose codes already come in first-seen order is its own numbering (no sort)."""
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if len(keys) == 1 and not keys[0].null_count:

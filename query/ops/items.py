@@ -84,11 +84,13 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
     as dictionary codes (null for a group without any); :func:`plain` joins them.
 
     Each (group, item) pair is one number, ``group * width + the item's rank in text
-    order``, in int32 when that fits (half the memory traffic); one numpy sort orders
-    every group's items, the repeats are dropped in place, and each group's stretch is
-    found by binary search. Over :data:`~treestore.arrays.THREADED_SIZE` items, the
-    pairs are made and the groups' lists put together in threads, a range of parts or
-    of groups each."""
+    order``, in int32 when that fits (half the memory traffic). Where a table of one
+    byte per possible pair is small enough (:data:`MARKS_PER_PAIR`), each pair is
+    marked in it and the marks are read out in order; else one numpy sort orders every
+    group's items, the repeats are dropped in place, and each group's stretch is found
+    by binary search. Over :data:`~treestore.arrays.THREADED_SIZE` items, the pairs are
+    made, marked and the groups' lists put together in threads, a range of parts, of
+    pairs or of groups each."""
     unified = unified_chunks([p.codes for p in parts], pa.dictionary(pa.int32(), pa.string()))
     dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], pa.string())
     ordered = pc.array_sort_indices(dictionary).to_numpy()
@@ -115,7 +117,7 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
     cuts = np.linspace(0, groups, pieces + 1).astype(np.int64)
     sorted_words = dictionary.take(pa.array(ordered))
     if groups * width <= min(MARKS_PER_PAIR * len(pairs), MARKS_MOST):
-        lists = _lists_by_marks(pairs, groups, width, pieces)
+        lists = _lists_by_marks(pairs, groups, width, cuts)
     else:
         lists = _lists_by_sort(pairs, width, cuts)
     made = map_in_threads(lambda piece: _coded_lists(*lists(piece), sorted_words), range(pieces))
@@ -146,27 +148,28 @@ def _lists_by_sort(
 
 
 def _lists_by_marks(
-    pairs: np.ndarray, groups: int, width: int, pieces: int
+    pairs: np.ndarray, groups: int, width: int, cuts: np.ndarray
 ) -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
     """Mark each pair in a table of ``groups`` x ``width`` bytes (no sort: the marks come
-    out in order); per range of groups, its distinct items and each group's start among
-    them. The table is read a band of groups at a time."""
+    out in order); per range of groups ``cuts[piece]`` to ``cuts[piece + 1]``, its
+    distinct items and each group's start among them. The table is read a band of groups
+    at a time."""
     marks = pooled_empty(groups * width, np.bool_)
     marks.fill(False)
-    halves = np.linspace(0, len(pairs), pieces + 1).astype(np.int64)
+    spans = np.linspace(0, len(pairs), len(cuts)).astype(np.int64)
 
     def mark(piece: int) -> None:  # several threads may mark one byte: all write True
-        marks[pairs[halves[piece] : halves[piece + 1]]] = True
+        marks[pairs[spans[piece] : spans[piece + 1]]] = True
 
-    map_in_threads(mark, range(pieces))
+    map_in_threads(mark, range(len(cuts) - 1))
     table = marks.reshape(groups, width)
-    cuts = np.linspace(0, groups, pieces + 1).astype(np.int64)
     band = max(1, _BAND_BYTES // width)
 
     def lists(piece: int) -> tuple[np.ndarray, np.ndarray]:
+        first, last = int(cuts[piece]), int(cuts[piece + 1])
         items, counts = [], []
-        for start in range(int(cuts[piece]), int(cuts[piece + 1]), band):
-            rows = table[start : min(start + band, int(cuts[piece + 1]))]
+        for start in range(first, last, band):
+            rows = table[start : min(start + band, last)]
             counts.append(np.count_nonzero(rows, axis=1))
             items.append((np.flatnonzero(rows) % width).astype(np.int32))
         bounds = np.concatenate([[0], np.cumsum(np.concatenate(counts or [[]]))])
