@@ -114,7 +114,8 @@ def _demo(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
     before = _answers(spark, store)
     _put(inputs, "demo/mapping/mapping-0002.tsv", "TIME\tUID\tPUID\n1\t67890\tnew\n")
     second = _report(run_load(spark, load_job(work / "demo.json"), store))
-    return {"first": first, "queries": before, "second": second, "after": _answers(spark, store, every_form=False)}
+    after = _answers(spark, store, every_form=False)
+    return {"first": first, "queries": before, "second": second, "after": after}
 
 
 def _dedup(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
