@@ -231,36 +231,47 @@ def test_the_command_line_follows_until_every_file_is_loaded(
     assert "--trigger 'soon' is not a duration" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    "point", ["after-manifest", "between-data-and-index", "follow-after-publish"]
-)
+KILL_POINTS = {"after-manifest": 0, "between-data-and-index": 1, "follow-after-publish": 1}
+"""Where a follower is killed, and the version its store is left at."""
+
+
 def test_a_follower_killed_in_a_batch_is_exact_after_a_restart(
-    spark: Any, demo_dir: Path, tmp_path: Path, point: str
+    spark: Any, demo_dir: Path, tmp_path: Path
 ) -> None:
     """Killed after writing its manifest (not published), between publishing the version
     and its dedup index, or after publishing (Spark has not noted the batch: it replays
     it): the restarted follower ends with a clean load's answer, nothing lost and nothing
-    counted twice."""
-    store = demo_dir / "followed"
-    marker = tmp_path / "marker"
-    env = {**os.environ, "TREESTORE_FAILPOINT": point, "TREESTORE_FAILPOINT_MARKER": str(marker)}
-    command = [
-        sys.executable, "-m", "treestore", "load", str(demo_dir / "job.json"),
-        "--store", str(store), "--follow", "--available-now", "--master", "local[1]",
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
+    counted twice. The three followers run at once, each on its own store."""
+    processes = {}
+    for point in KILL_POINTS:
+        marker = tmp_path / f"marker-{point}"
+        env = {
+            **os.environ,
+            "TREESTORE_FAILPOINT": point,
+            "TREESTORE_FAILPOINT_MARKER": str(marker),
+        }
+        command = [
+            sys.executable, "-m", "treestore", "load", str(demo_dir / "job.json"),
+            "--store", str(demo_dir / point), "--follow", "--available-now", "--master", "local[1]",
+        ]  # fmt: skip
+        processes[point] = subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+        )  # fmt: skip
     try:
-        _wait_for(marker, process)
+        for point, process in processes.items():
+            _wait_for(tmp_path / f"marker-{point}", process)
+            _kill_all(process)
     finally:
-        _kill_all(process)
-    assert _version(store) == (0 if point == "after-manifest" else 1)
+        for process in processes.values():
+            _kill_all(process)
+    assert {point: _version(demo_dir / point) for point in KILL_POINTS} == KILL_POINTS
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(MAPPINGS[0])
-    summary = _follow(spark, demo_dir, store, available_now=True)
-    assert any("taking over the lock" in line for line in summary.lines)  # type: ignore[attr-defined]
-    assert _hits(store) == _reference(spark, demo_dir)
+    reference = _reference(spark, demo_dir)
+    for point in KILL_POINTS:
+        summary = _follow(spark, demo_dir, demo_dir / point, available_now=True)
+        assert any("taking over the lock" in line for line in summary.lines), point  # type: ignore[attr-defined]
+        assert _hits(demo_dir / point) == reference, point
 
 
 def test_sigterm_stops_the_command_after_its_micro_batch(demo_dir: Path) -> None:

@@ -81,27 +81,43 @@ def reference(
     return dump
 
 
-@pytest.mark.parametrize("failpoint", ["after-tasks", "after-manifest"])
+DRIVER_KILL_POINTS = ("after-tasks", "after-manifest")
+
+
 def test_driver_killed_before_publishing(
-    spark: object, demo_dir: Path, reference: list[object], failpoint: str
+    spark: object, demo_dir: Path, reference: list[object]
 ) -> None:
-    store = demo_dir / "store"
+    """Killed after its tasks or after writing its manifest (two loads at once, each on
+    its own store): the previous version is intact and the next load finishes the job."""
     job = demo_dir / "job.json"
-    run_load(spark, load_job(job), store)  # type: ignore[arg-type]
-    before = _tree_dump(store)
+    stores = {point: demo_dir / f"store-{point}" for point in DRIVER_KILL_POINTS}
+    for store in stores.values():
+        run_load(spark, load_job(job), store)  # type: ignore[arg-type]
+    before = _tree_dump(stores["after-tasks"])
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
-    process = _start_load(job, store, failpoint, demo_dir / "marker")
+    markers = {point: demo_dir / f"marker-{point}" for point in DRIVER_KILL_POINTS}
+    processes = {p: _start_load(job, stores[p], p, markers[p]) for p in DRIVER_KILL_POINTS}
     try:
-        _wait_for(demo_dir / "marker", process)
+        for point, process in processes.items():
+            _wait_for(markers[point], process)
+            _kill_all(process)
     finally:
-        _kill_all(process)
-    # the previous version is intact and queryable; the dead load's lock is left behind
+        for process in processes.values():
+            _kill_all(process)
+    for store in stores.values():
+        _finishes_the_dead_loads_job(spark, job, store, before, reference)
+
+
+def _finishes_the_dead_loads_job(
+    spark: object, job: Path, store: Path, before: list[object], reference: list[object]
+) -> None:
+    """The previous version is intact and queryable; the dead load's lock is left behind.
+    The next load takes it over and finishes the job, counting nothing twice."""
     assert treestore.open(store).version == 1
     assert _tree_dump(store) == before
     assert lock_holder(page_store_for(store)) is not None
     rows = treestore.open(store, spark=spark).query("root/+/M/+").to_list()  # type: ignore[arg-type]
     assert sorted(rows) == [("12345", "abc"), ("67890", "xyz"), ("67890", "zzz")]
-    # the next load takes the dead load's lock over and finishes the job, counting nothing twice
     lines: list[str] = []
     result = run_load(spark, load_job(job), store, on_event=as_lines(lines.append))  # type: ignore[arg-type]
     assert result.version == 2
