@@ -52,8 +52,9 @@ def _sweep(spark: Any, events: Any, intervals: Any, **kwargs: Any) -> tuple[list
     return values, (report.plan, report.intervals, report.skipped_intervals)
 
 
-@pytest.mark.parametrize("closed", CLOSED)
-@pytest.mark.parametrize("agg", ["sum", "count"])
+@pytest.mark.parametrize(
+    ("agg", "closed"), [(("sum", "count")[n % 2], closed) for n, closed in enumerate(CLOSED)]
+)
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     intervals=st.lists(

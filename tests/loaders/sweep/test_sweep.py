@@ -63,10 +63,16 @@ def test_seed_example(spark: Any) -> None:
 
 
 PLANNED = [(agg, "range") for agg in AGGREGATIONS] + [("sum", "broadcast"), ("count", "broadcast")]
+COVERED = [
+    (agg, plan, CLOSED[(number + turn) % len(CLOSED)])
+    for number, (agg, plan) in enumerate(PLANNED)
+    for turn in (0, 2)
+]
+"""Each aggregation with two closednesses, each plan with every closedness (the kernels'
+own test covers every aggregation with every closedness, without Spark)."""
 
 
-@pytest.mark.parametrize("closed", CLOSED)
-@pytest.mark.parametrize(("agg", "plan"), PLANNED)
+@pytest.mark.parametrize(("agg", "plan", "closed"), COVERED)
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     events=st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 9)), min_size=1, max_size=15),
