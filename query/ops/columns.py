@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treestore.arrays import map_in_threads, thread_count, unique_first_inverse
+from treestore.arrays import expand_ranges, map_in_threads, thread_count, unique_first_inverse
 
 if TYPE_CHECKING:
     from query.ops.base import Op
@@ -66,6 +66,8 @@ def plain(column: pa.Array) -> pa.Array:
     items joined by ``,`` (null for no items); any other column as it is."""
     if isinstance(column, pa.DictionaryArray):
         return column.cast(column.type.value_type)
+    if isinstance(column, pa.ListViewArray):
+        column = _as_list(column)
     if isinstance(column, pa.ListArray):
         pieces = thread_count(len(column.values))
         bounds = np.linspace(0, len(column), pieces + 1).astype(np.int64)
@@ -73,6 +75,14 @@ def plain(column: pa.Array) -> pa.Array:
         joined = map_in_threads(_joined_items, slices)
         return joined[0] if len(joined) == 1 else pa.concat_arrays(joined)
     return column
+
+
+def _as_list(view: pa.ListViewArray) -> pa.ListArray:
+    """A list view as a list array: each row's items copied out in row order."""
+    sizes = pc.fill_null(pc.list_value_length(view), 0).to_numpy()
+    items = view.values.take(pa.array(expand_ranges(view.offsets.to_numpy(), sizes)))
+    bounds = pa.array(np.concatenate([[0], np.cumsum(sizes)]), pa.int32())
+    return pa.ListArray.from_arrays(bounds, items, mask=view.is_null() if view.null_count else None)
 
 
 def _joined_items(items: pa.ListArray) -> pa.Array:

@@ -17,7 +17,7 @@ __all__ = ["CrossOp"]
 
 
 class CrossOp(Op):
-    """cross=KEY,SIDE,VALUE,LEFT,RIGHT : pair the LEFT rows of a key with its RIGHT rows.
+    """cross=KEY,SIDE,VALUE,LEFT,RIGHT[,list] : pair the LEFT rows of a key with its RIGHT rows.
 
     Ours (Hydra has no such op). Within each run of adjacent rows with equal
     column KEY, every row whose column SIDE reads LEFT is paired with every
@@ -26,9 +26,16 @@ class CrossOp(Op):
     dropped, and a key without both kinds gives nothing. With ``gather`` after
     it, this regroups a tree by a value found under its keys.
 
+    With ``list``: one row per left row instead, ``LEFT's VALUE, the key's
+    RIGHT VALUEs`` (those not null, in input order, joined by ``,`` as text); a
+    key without a right value gives nothing. ``gather``'s ``J`` reads the lists
+    as they are, and the pairs are never spelled out: the same regrouping with
+    far less to move and fold.
+
     Example: on ``root/UID/{A,M}/value`` rows ``u1 A 1`` / ``u1 A 3`` /
-    ``u1 M p`` / ``u2 A 2``, ``cross=0,1,2,M,A`` gives ``p 1`` / ``p 3``;
-    ``cross=0,1,2,M,A;gather=kJ`` then gives each PUID its sorted attribute ids.
+    ``u1 M p`` / ``u2 A 2``, ``cross=0,1,2,M,A`` gives ``p 1`` / ``p 3``, and
+    ``cross=0,1,2,M,A,list`` gives ``p 1,3``; ``cross=0,1,2,M,A,list;gather=kJ``
+    then gives each PUID its sorted attribute ids.
     """
 
     name = "cross"
@@ -38,20 +45,27 @@ class CrossOp(Op):
         ("VALUE", "the column whose values are paired"),
         ("LEFT", "the SIDE text of the left rows"),
         ("RIGHT", "the SIDE text of the right rows"),
+        ("list", "optional: one row per left row, with the key's right values as one list"),
     )
     separator = ","
 
     def __init__(self, args: OpArgs) -> None:
         super().__init__(args)
         parts = args.split(",")
-        if len(parts) != 5:
+        if len(parts) not in (5, 6):
             raise args.error(
                 len(args.text),
-                f"expected KEY,SIDE,VALUE,LEFT,RIGHT (5 parts), not {len(parts)}",
+                f"expected KEY,SIDE,VALUE,LEFT,RIGHT[,list] (5 or 6 parts), not {len(parts)}",
                 hint="e.g. cross=0,1,2,M,A",
             )
+        if len(parts) == 6 and parts[5][0] != "list":
+            raise args.error(
+                parts[5][1], f"the sixth part can only be 'list', not {parts[5][0]!r}",
+                hint="e.g. cross=0,1,2,M,A,list",
+            )  # fmt: skip
         self.key, self.side, self.value = (column_number(args, t, i) for t, i in parts[:3])
         self.left, self.right = parts[3][0], parts[4][0]
+        self.lists = len(parts) == 6
 
     def column_names(self, names: tuple[str, ...]) -> tuple[str, ...] | None:
         """Two columns, named by the LEFT and RIGHT texts."""
@@ -66,7 +80,7 @@ class CrossOp(Op):
         for row in rows:
             key = cell(row, self.key)
             if started and key != current:
-                yield from ([a, b] for a in lefts for b in rights)
+                yield from self._paired(lefts, rights)
                 lefts, rights = [], []
             current, started = key, True
             side = as_text(cell(row, self.side))
@@ -74,18 +88,51 @@ class CrossOp(Op):
                 lefts.append(cell(row, self.value))
             if side == self.right:
                 rights.append(cell(row, self.value))
-        yield from ([a, b] for a in lefts for b in rights)
+        yield from self._paired(lefts, rights)
+
+    def _paired(self, lefts: list[Value], rights: list[Value]) -> Iterator[Row]:
+        """One key's output rows: its pairs, or each left row with the right values."""
+        if not self.lists:
+            yield from ([a, b] for a in lefts for b in rights)
+            return
+        present = [as_text(value) for value in rights if value is not None]
+        if present:
+            joined = ",".join(present)
+            yield from ([a, joined] for a in lefts)
 
     def column_types(self, types: list[str]) -> list[str] | None:
-        """The VALUE column's type, twice."""
+        """The VALUE column's type, twice (the lists: text)."""
         kind = types[self.value] if self.value < len(types) else "null"
-        return [kind, kind]
+        return [kind, "str" if self.lists else kind]
 
     def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         """Pair chunk by chunk; the last key of a chunk waits for the next chunk. The pairs
         come coded: the values as dictionary codes (see :mod:`query.ops.columns`)."""
+        if self.lists:
+            yield from self._list_chunks(whole_runs(chunks, self._key_of))
+            return
         for rows, columns, starts in whole_runs(chunks, self._key_of):
             yield self._pairs(rows, columns, starts)
+
+    def _list_chunks(
+        self, blocks: Iterable[tuple[int, list[pa.Array], np.ndarray]]
+    ) -> Iterator[Chunk]:
+        """:meth:`_lists` of the blocks, held until they hold :data:`LIST_CHUNK_VALUES`
+        values (or the input ends) and coded together: one dictionary for many blocks
+        (a shard's left values repeat across its blocks: each is coded, sent and
+        unified once per chunk, not once per block)."""
+        held: list[tuple[pa.Array, np.ndarray, np.ndarray, pa.Array]] = []
+        values = 0
+        for rows, columns, starts in blocks:
+            found = self._lists(rows, columns, starts)
+            if found is not None:
+                held.append(found)
+                values += len(found[0]) + len(found[3])
+            if values >= LIST_CHUNK_VALUES:
+                yield _coded_lists(held)
+                held, values = [], 0
+        if held:
+            yield _coded_lists(held)
 
     def _key_of(self, columns: list[pa.Array], rows: int) -> list[pa.Array]:
         return [column_at(columns, self.key, rows)]
@@ -113,6 +160,50 @@ class CrossOp(Op):
             _repeated(left_codes, lambda codes: np.repeat(codes, per_left), total),
             _repeated(right_codes, lambda codes: codes[right_out], total),
         ]
+
+    def _lists(
+        self, rows: int, columns: list[pa.Array], starts: np.ndarray
+    ) -> tuple[pa.Array, np.ndarray, np.ndarray, pa.Array] | None:
+        """Each left row of a key whose rows start at ``starts`` with the key's right
+        values (not null), as a list view: the left values, each one's first right
+        value and number of them, and the right values. Every left row of a key views
+        the same stretch of the right values, so nothing is repeated. None when the
+        values are all null."""
+        values = column_at(columns, self.value, rows)
+        if values.type == pa.null():
+            return None
+        side = as_text_column(column_at(columns, self.side, rows), rows)
+        group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows)))
+        right = _rows_where(side, self.right, rows)
+        if values.null_count:
+            right = right[pc.is_valid(values).to_numpy(zero_copy_only=False)[right]]
+        right_counts = np.bincount(group[right], minlength=len(starts))
+        right_first = np.cumsum(right_counts) - right_counts
+        left = _rows_where(side, self.left, rows)
+        left = left[right_counts[group[left]] > 0]
+        taken = values.take(pa.array(left)), values.take(pa.array(right))
+        return taken[0], right_first[group[left]], right_counts[group[left]], taken[1]
+
+
+LIST_CHUNK_VALUES = 1 << 22
+"""``cross ... list`` codes its output this many values (left and right) at a time."""
+
+
+def _coded_lists(held: list[tuple[pa.Array, np.ndarray, np.ndarray, pa.Array]]) -> Chunk:
+    """The lists of :meth:`CrossOp._lists` one after another as one chunk: the left
+    values coded, and a list view of the right values coded."""
+    bases = np.cumsum([0, *(len(right) for *_, right in held)])
+    offsets = np.concatenate(
+        [first + base for (_, first, _, _), base in zip(held, bases[:-1], strict=True)]
+    )
+    sizes = np.concatenate([size for _, _, size, _ in held])
+    left = pc.dictionary_encode(pa.concat_arrays([h[0] for h in held]))
+    right = pc.dictionary_encode(pa.concat_arrays([h[3] for h in held]))
+    kind = np.int32 if bases[-1] < 1 << 31 else np.int64
+    view = pa.ListViewArray.from_arrays(
+        pa.array(offsets.astype(kind)), pa.array(sizes.astype(kind)), right
+    )
+    return len(left), [left, view]
 
 
 def _coded(values: pa.Array, rows: np.ndarray) -> pa.Array:

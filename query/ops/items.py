@@ -5,7 +5,7 @@ items sorted as text, handed on coded (see :mod:`query.ops.columns`)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +28,36 @@ class Items:
     """The chunk's rows."""
     counts: np.ndarray | None
     """Per row of the chunk, its number of items; None when each row holds one."""
+    views: tuple[np.ndarray, np.ndarray] | None = None
+    """When the rows view stretches of ``codes`` (``cross``'s lists): each row's first
+    code and its number of codes; None when ``codes`` are the items in row order."""
+
+    @property
+    def items(self) -> int:
+        """How many items the chunk's rows hold in all."""
+        return len(self.codes) if self.views is None else int(self.views[1].sum())
+
+    def pairs_into(
+        self, into: np.ndarray, owners: np.ndarray, width: int, code_ranks: np.ndarray
+    ) -> None:
+        """Write each item's pair number, ``its row's owner * width + its rank``, into
+        ``into`` (in no particular order), given each row's owner and each of
+        ``codes``' ranks. Rows that view stretches of the codes are taken by their
+        number of items: each such class is one 2-D take, nothing repeated."""
+        if self.views is None:
+            counts = self.counts
+            np.multiply(owners if counts is None else np.repeat(owners, counts), width, out=into)
+            into += code_ranks
+            return
+        offsets, sizes = self.views
+        at = 0
+        for size, rows in _rows_by_size(sizes):
+            block = into[at : at + len(rows) * size].reshape(len(rows), size)
+            np.take(
+                code_ranks, offsets[rows][:, None] + np.arange(size, dtype=offsets.dtype), out=block
+            )
+            block += (owners[rows] * width)[:, None]
+            at += len(rows) * size
 
     @classmethod
     def of(cls, values: pa.Array) -> Items:
@@ -38,12 +68,15 @@ class Items:
             lengths = pc.fill_null(pc.list_value_length(values), 0)
             codes = _text_codes(values.flatten())
             return cls(codes, len(values), lengths.to_numpy(zero_copy_only=False))
+        if isinstance(values, pa.ListViewArray) and pa.types.is_dictionary(values.type.value_type):
+            if _single_items(values.values.dictionary) and not values.values.null_count:
+                sizes = pc.fill_null(pc.list_value_length(values), 0).to_numpy()
+                offsets = values.offsets.to_numpy(zero_copy_only=False)
+                codes = _text_codes(values.values)
+                return cls(codes, len(values), sizes, (offsets, sizes))
+            values = plain(values)
         if isinstance(values, pa.DictionaryArray):
-            words = values.dictionary.cast(pa.string())
-            if (
-                not len(words)
-                or not pc.any(pc.or_(pc.match_substring(words, ","), pc.equal(words, ""))).as_py()
-            ):
+            if _single_items(values.dictionary):
                 if not values.null_count:
                     return cls(_text_codes(values), len(values), None)
                 present = pc.is_valid(values)
@@ -64,6 +97,32 @@ class Items:
             text, rows = text.filter(pa.array(present)), rows[present]
         counts = np.bincount(rows, minlength=len(values)) if len(rows) else np.zeros(len(values))
         return cls(pc.dictionary_encode(text), len(values), counts.astype(np.int64))
+
+
+_FEW_SIZES = 16
+
+
+def _rows_by_size(sizes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """Each size above 0 that ``sizes`` holds, with the rows that have it: found by one
+    pass each when there are few sizes (lists of a few items), else by one sort."""
+    per_size = np.bincount(sizes)
+    present = (np.flatnonzero(per_size[1:]) + 1).tolist()
+    if len(present) <= _FEW_SIZES:
+        for size in present:
+            yield size, np.flatnonzero(sizes == size)
+        return
+    order = np.argsort(sizes, kind="stable")
+    ends = np.cumsum(per_size)
+    for size in present:
+        yield size, order[ends[size - 1] : ends[size]]
+
+
+def _single_items(dictionary: pa.Array) -> bool:
+    """Whether each value of ``dictionary`` is one item (no comma, not empty)."""
+    words = dictionary.cast(pa.string())
+    return not len(words) or not (
+        pc.any(pc.or_(pc.match_substring(words, ","), pc.equal(words, ""))).as_py()
+    )
 
 
 def _text_codes(codes: pa.DictionaryArray) -> pa.DictionaryArray:
@@ -99,7 +158,7 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
     rank = np.empty(width, dtype=kind)
     rank[ordered] = np.arange(len(ordered), dtype=kind)
     group = group.astype(kind, copy=False)
-    sizes = [len(part.codes) for part in parts]
+    sizes = [part.items for part in parts]
     pairs = pooled_empty(sum(sizes), kind)
     pieces = thread_count(len(pairs))
     places = np.cumsum([0, *sizes])
@@ -107,11 +166,9 @@ def distinct_items_of(parts: list[Items], group: np.ndarray, groups: int) -> pa.
 
     def fill(chosen: range) -> None:
         for i in chosen:
-            into = pairs[places[i] : places[i + 1]]
+            code_ranks = rank[unified.chunk(i).indices.to_numpy(zero_copy_only=False)]
             owners = group[rows[i] : rows[i + 1]]
-            counts = parts[i].counts
-            np.multiply(owners if counts is None else np.repeat(owners, counts), width, out=into)
-            into += rank[unified.chunk(i).indices.to_numpy(zero_copy_only=False)]
+            parts[i].pairs_into(pairs[places[i] : places[i + 1]], owners, width, code_ranks)
 
     map_in_threads(fill, _split(range(len(parts)), sizes, pieces))
     cuts = np.linspace(0, groups, pieces + 1).astype(np.int64)

@@ -45,8 +45,12 @@ _SORT = st.tuples(
     st.sampled_from(["a", "d", "ad"]),
 ).map(lambda t: f"sort={','.join(map(str, t[0]))}:{t[1]}:{t[2]}")
 _CROSS = st.tuples(
-    st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.sampled_from(["a", "", "x,y", "-1"])
-).map(lambda t: f"cross={t[0]},{t[1]},{t[2]},{t[3]},b")
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.sampled_from(["a", "", "x,y", "-1"]),
+    st.sampled_from(["", ",list"]),
+).map(lambda t: f"cross={t[0]},{t[1]},{t[2]},{t[3]},b{t[4]}")
 
 
 _OP = st.one_of(
@@ -105,7 +109,7 @@ def test_gather_over_many_keys_keeps_them_apart() -> None:
 
 
 def test_cross_says_what_its_arguments_must_be() -> None:
-    for text in ("cross=0,1,2,M", "cross=0,1,x,M,A", "cross=0,1,2,M,A,B"):
+    for text in ("cross=0,1,2,M", "cross=0,1,x,M,A", "cross=0,1,2,M,A,B", "cross=0,1,2,M,A,list,x"):
         try:
             compile_ops(text)
         except OpError as exc:
@@ -167,14 +171,16 @@ _VALUE = st.none() | st.sampled_from(["1", "2", "3,1", "", ",", "x", "10"])
         max_size=4,
     ),
     st.sampled_from(["gather=kJ", "gather=kJu", "gather=Jk;sort", "gather=kJ;gather=kJ"]),
+    st.sampled_from(["cross=0,1,2,M,A;gather=kJ", "cross=0,1,2,M,A,list", "cross=0,1,2,M,A"]),
 )
-def test_coded_columns_cross_the_transport_as_rows_would(shards, driver_ops) -> None:  # type: ignore[no-untyped-def]
-    """The seed's answer's shape: each shard pairs (cross, coded) and gathers its items
-    (coded lists); the pieces travel as Arrow IPC; the driver gathers them again. Every
-    step gives what the row ops give."""
+def test_coded_columns_cross_the_transport_as_rows_would(shards, driver_ops, shard_ops) -> None:  # type: ignore[no-untyped-def]
+    """The seed's answer's shape: each shard pairs (cross, coded: pairs, or each left
+    value with a list view of right values) and may gather its items (coded lists); the
+    pieces travel as Arrow IPC; the driver gathers them (again). Every step gives what
+    the row ops give."""
     from query.driver.transport import decode_piece, encode_piece
 
-    rops, ops = compile_ops("cross=0,1,2,M,A;gather=kJ"), compile_ops(driver_ops)
+    rops, ops = compile_ops(shard_ops), compile_ops(driver_ops)
     shard_rows = [sorted(rows, key=lambda r: r[0]) for rows in shards]
     expected = list(ops.run(row for rows in shard_rows for row in rops.run(rows)))
     pieces = []
@@ -290,3 +296,43 @@ def test_chunks_unified_in_two_halves_match_one_unification(chunks) -> None:  # 
     assert [c.indices.to_pylist() for c in found.chunks] == [
         c.indices.to_pylist() for c in expected.chunks
     ]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from([st.sampled_from(["1", "2", "3", "10", "x"]), _VALUE]).flatmap(
+        lambda values: st.lists(
+            st.tuples(st.sampled_from(["u1", "u2", "u3", "u4"]), _SIDE, values).map(list),
+            max_size=40,
+        )
+    ),
+    st.lists(st.integers(0, 40), max_size=4),
+    st.booleans(),
+    st.booleans(),
+)
+def test_cross_lists_fold_as_the_pairs_do(rows, cuts, few_sizes, flush_each_block) -> None:  # type: ignore[no-untyped-def]
+    """``cross ... list`` then ``gather=kJ`` gives what the pairs give, and its lists
+    read as text what the rows give: with the output coded once or block by block
+    (forced), and the list views' items taken by size class or by one sort (forced).
+    Values are single items (the lists are read as views) or any text (read as text)."""
+    import query.ops.cross
+    import query.ops.items
+
+    rows = sorted(rows, key=lambda r: r[0])
+    # the lists leave null right values out: the pairs of the rows without them
+    kept = [list(r) for r in rows if not (r[1] == "A" and r[2] is None)]
+    expected = list(compile_ops("cross=0,1,2,M,A;gather=kJ").run(kept))
+    saved = (query.ops.items._FEW_SIZES, query.ops.cross.LIST_CHUNK_VALUES)
+    query.ops.items._FEW_SIZES = 16 if few_sizes else 0
+    query.ops.cross.LIST_CHUNK_VALUES = 1 if flush_each_block else 1 << 22
+    try:
+        for text, want in [
+            ("cross=0,1,2,M,A,list;gather=kJ", expected),
+            ("cross=0,1,2,M,A,list", list(compile_ops("cross=0,1,2,M,A,list").run(rows))),
+        ]:
+            prefix, rest = compile_ops(text).column_prefix(["str"] * 3)
+            assert not rest
+            chunks = run_on_columns(prefix, _chunks(["str"] * 3, rows, sorted(cuts)))
+            assert [tuple(r) for r in rows_of(chunks)] == [tuple(r) for r in want]
+    finally:
+        query.ops.items._FEW_SIZES, query.ops.cross.LIST_CHUNK_VALUES = saved
