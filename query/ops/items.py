@@ -99,7 +99,7 @@ class Items:
         return cls(pc.dictionary_encode(text), len(values), counts.astype(np.int64))
 
 
-_FEW_SIZES = 16
+_FEW_SIZES = 64
 
 
 def _rows_by_size(sizes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:

@@ -323,7 +323,7 @@ def test_cross_lists_fold_as_the_pairs_do(rows, cuts, few_sizes, flush_each_bloc
     kept = [list(r) for r in rows if not (r[1] == "A" and r[2] is None)]
     expected = list(compile_ops("cross=0,1,2,M,A;gather=kJ").run(kept))
     saved = (query.ops.items._FEW_SIZES, query.ops.cross.LIST_CHUNK_VALUES)
-    query.ops.items._FEW_SIZES = 16 if few_sizes else 0
+    query.ops.items._FEW_SIZES = 64 if few_sizes else 0
     query.ops.cross.LIST_CHUNK_VALUES = 1 if flush_each_block else 1 << 22
     try:
         for text, want in [
