@@ -12,12 +12,13 @@ Measured in one Spark session on the same files:
 - incremental load: +1% new mapping rows (one new file);
 - the seed's answer from the store in one query, warm (the median of 3 runs):
   ``root/+:nodes>1/+/+``
-  with rops ``cross=0,1,2,M,A`` (each shard pairs its UIDs' PUIDs with their
-  attribute ids, as dictionary codes) and ops ``gather=kJ`` (the driver folds the
-  pairs per PUID, on Arrow columns): PUID -> attribute ids. Folding per PUID in
-  the shards first (``cross=...;gather=kJ``) saves the driver nothing here: a PUID's
-  UIDs are spread over all the shards, so the shards' folds shrink the pairs by
-  a few percent, for more work in all;
+  with rops ``cross=0,1,2,M,A,list`` (each shard gives each PUID row of its UIDs the
+  UID's attribute ids as one list view, as dictionary codes: the 33M pairs are never
+  spelled out) and ops ``gather=kJ`` (the driver folds the lists per PUID, on Arrow
+  columns): PUID -> attribute ids. Folding per PUID in the shards too
+  (``cross=...;gather=kJ``) saves the driver nothing here: a PUID's UIDs are spread
+  over all the shards, so the shards' folds shrink the rows by little, for more work
+  in all;
 - for reference, the seed's UID-per-row query (``str``/``merge`` rops) and the
   client's fold of its rows per PUID in Python (the seed leaves that to the client);
 - peer: the equivalent Spark SQL recomputed from the files (attribute ids

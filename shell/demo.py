@@ -126,7 +126,7 @@ DEMO_JOB = {
 
 DEMO_PATH = "root/+:nodes>1/+/+"
 DEMO_OPS = "str=c1,v=,cat,c2,cat,v2,set;merge=kij"
-DEMO_ANSWER_ROPS = "cross=0,1,2,M,A;gather=kJ"
+DEMO_ANSWER_ROPS = "cross=0,1,2,M,A,list"
 """The seed's answer, PUID -> attribute ids: each shard pairs its UIDs' PUIDs with their
 attribute ids and folds them per PUID..."""
 DEMO_ANSWER_OPS = "gather=kJ;sort"

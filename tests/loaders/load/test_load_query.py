@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -74,7 +75,9 @@ def test_demo_command_prints_the_join_and_its_commands(
     assert "$ treestore load" in out and "$ treestore query" in out
     answer = out.split("the join, one PUID per line with its attribute ids, answered by the store:")
     command, *lines = answer[1].strip().splitlines()
-    assert f"--rops '{DEMO_ANSWER_ROPS}' --ops '{DEMO_ANSWER_OPS}'" in command
+    quoted = shlex.quote(DEMO_ANSWER_ROPS), shlex.quote(DEMO_ANSWER_OPS)
+    assert f"--rops {quoted[0]} --ops {quoted[1]}" in command
+    assert shlex.split(command)[-4:] == ["--rops", DEMO_ANSWER_ROPS, "--ops", DEMO_ANSWER_OPS]
     assert lines == ["M\tA", "abc\t1,3,4,5", "xyz\t1,2", "zzz\t1,2"]
 
 
