@@ -42,7 +42,6 @@ from typing import Any, BinaryIO, NamedTuple
 import msgpack
 import numpy as np
 import pyarrow as pa
-import xxhash
 
 from treestore.arrays import distinct_sorted
 from treestore.errors import CorruptPageError
@@ -53,7 +52,7 @@ from treestore.storage.entries import (
     find_ids,
     insertion_points,
 )
-from treestore.storage.keyfilter import KeyFilter, KeyHashes, load_filter
+from treestore.storage.keyfilter import KeyFilter, KeyHashes
 from treestore.storage.page_cache import cache
 from treestore.storage.pages import (
     Page,
@@ -62,6 +61,9 @@ from treestore.storage.pages import (
     int_dtypes,
 )
 from treestore.storage.pagestore import PageStore
+from treestore.storage.run_index import INDEX_FORMAT as _INDEX_FORMAT
+from treestore.storage.run_index import checksum as _checksum
+from treestore.storage.run_index import parsed_index
 
 __all__ = [
     "Entry",
@@ -79,23 +81,6 @@ PAGE_BYTES = 4096
 """The target size of one encoded page (small pages keep random reads cheap)."""
 SPAN_PAGES = 8
 """Reading children, a stretch of this many consecutive pages is read and decoded in one go."""
-_INDEX_FORMAT = "treestore-run-index-2"
-_INDEX_FORMATS = ("treestore-run-index-1", _INDEX_FORMAT)  # 1: a legacy key filter
-
-
-def _checksum(data: bytes | memoryview) -> int:
-    return xxhash.xxh64_intdigest(data)
-
-
-class PageInfo(NamedTuple):
-    """One page's place in its run."""
-
-    first: Key
-    last: Key
-    offset: int
-    length: int
-    entries: int
-    checksum: int
 
 
 class RunSum(NamedTuple):
@@ -242,32 +227,24 @@ class RunReader:
         where = f"{store.location}/{name}.index"
         try:
             data = store.read(f"{name}.index")
-            index_body, checksum = msgpack.unpackb(data)
-            if _checksum(index_body) != checksum:
-                raise ValueError("checksum mismatch")
-            index = msgpack.unpackb(index_body)
-            if index.get("format") not in _INDEX_FORMATS:
-                raise ValueError("not a run index")
-            self.pages = [PageInfo((p[0], p[1]), (p[2], p[3]), *p[4:]) for p in index["pages"]]
-            self.entries = int(index["entries"])
-            self.keys = load_filter(index)
+            index = parsed_index(data)
         except (ValueError, TypeError, KeyError, msgpack.UnpackException) as exc:
             raise CorruptPageError(
                 f"Shard {shard}: the run index {where} is damaged ({exc})."
             ) from exc
+        self.pages, self.entries, self.keys = index.pages, index.entries, index.keys
         if expected is not None:
-            found = RunSum(self.size_bytes, len(data), checksum)
+            found = RunSum(self.size_bytes, len(data), index.checksum)
             if found != expected:
                 raise CorruptPageError(
                     f"Shard {shard}: the run index {where} is not the one the version's "
                     f"manifest names ({_difference(expected, found)}): the file was replaced "
                     "or damaged; run 'treestore check' on the store."
                 )
-        self._lasts = [p.last for p in self.pages]
-        self._first_parents = np.array([p.first[0] for p in self.pages], dtype=np.int64)
-        self._last_parents = np.array([p.last[0] for p in self.pages], dtype=np.int64)
+        self._lasts = index.lasts
+        self._first_parents, self._last_parents = index.first_parents, index.last_parents
         self._lasts_columns: ChildColumns | None = None
-        self._spans: np.ndarray | None = None  # each page's (offset, length), once needed
+        self._spans = index.spans
         self._cache_prefix = (store.location, name)
         self._handle: Any = None
         self._local: tuple[Any] | None = None  # the pages file's local path, once looked up
@@ -328,10 +305,6 @@ class RunReader:
 
     def _page_spans(self) -> np.ndarray:
         """Each page's (offset, length) in the pages file, as an int64 array."""
-        if self._spans is None:
-            self._spans = np.array([(p.offset, p.length) for p in self.pages], np.int64).reshape(
-                -1, 2
-            )
         return self._spans
 
     def _check(self, number: int, encoded: bytes | memoryview) -> None:

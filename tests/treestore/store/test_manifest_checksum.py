@@ -146,3 +146,31 @@ def test_a_pages_file_of_the_wrong_size_is_refused_on_every_read(tmp_path: Path)
     for _ in range(2):
         with pytest.raises(CorruptPageError, match="the version's manifest says"):
             reader.page(0)
+
+
+def test_a_run_index_is_decoded_once_and_a_changed_one_again(tmp_path: Path) -> None:
+    """Readers of one run share one decoded index (a query's tasks decode each index
+    once per worker); an index file whose bytes changed since is decoded again, so a
+    damaged one is still found; and the process keeps at most KEPT_INDEXES of them."""
+    import treestore.storage.run_index as run_index
+
+    pages = FilePageStore(tmp_path / "store")
+    state = _publish(pages, [["a", "b"], ["a", "c"], ["d"]]).trees[0]
+    run = state.runs[0]
+    first = RunReader(pages, run, 0, state.run_sums[run])
+    second = RunReader(pages, run, 0, state.run_sums[run])
+    assert second.pages is first.pages and second.keys is first.keys
+    index = tmp_path / "store" / f"{run}.index"
+    data = bytearray(index.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    index.write_bytes(bytes(data))
+    with pytest.raises(CorruptPageError, match="run index"):
+        RunReader(pages, run, 0, state.run_sums[run])
+    saved = run_index.KEPT_INDEXES
+    run_index.KEPT_INDEXES = 1
+    try:
+        other = _publish(FilePageStore(tmp_path / "other"), [["x"]]).trees[0]
+        RunReader(FilePageStore(tmp_path / "other"), other.runs[0], 0)
+        assert len(run_index._parsed) == 1
+    finally:
+        run_index.KEPT_INDEXES = saved
