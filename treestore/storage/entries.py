@@ -2,11 +2,13 @@
 
 A :class:`ChildColumns` holds entries in key order (parent id, then name) as
 numpy int64 arrays and an Arrow string array, so selecting, merging and
-expanding children are array operations.
+expanding children are array operations; :func:`merge_blocks` merges runs too big to
+hold in memory a block of pages at a time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +25,7 @@ __all__ = [
     "expand_ranges",
     "find_ids",
     "insertion_points",
+    "merge_blocks",
     "merge_columns",
 ]
 
@@ -223,3 +226,36 @@ def find_ids(base: ChildColumns, parents: np.ndarray, names: pa.Array) -> np.nda
         ).to_numpy(zero_copy_only=False)
         ids[inside[same]] = base.ids[at[same]]
     return ids
+
+
+# Merging runs too big to hold in memory: a streaming merge of column blocks. Each run
+# is read as blocks of consecutive pages (RunReader.column_blocks). Every step takes,
+# from each run, the entries up to the smallest last key any run still reading has
+# buffered, and merges those with merge_columns (array operations). Entries of one key
+# are therefore always merged in the same step, and memory holds about one block per run.
+
+
+def merge_blocks(runs: Iterable[Iterator[ChildColumns]]) -> Iterator[ChildColumns]:
+    """Merge runs given as iterators of key-ordered column blocks (oldest run first) into
+    key-ordered blocks, equal keys added up and the newest data kept, as
+    :func:`merge_columns` does for whole runs."""
+    sources: list[Iterator[ChildColumns] | None] = list(runs)
+    buffered = [ChildColumns.empty() for _ in sources]
+    while True:
+        for i, source in enumerate(sources):
+            while source is not None and not len(buffered[i]):
+                block = next(source, None)
+                if block is None:
+                    sources[i] = source = None
+                else:
+                    buffered[i] = block
+        if not any(len(b) for b in buffered):
+            return
+        reading = [b.last_key() for b, s in zip(buffered, sources, strict=True) if s is not None]
+        bound = min(reading) if reading else None
+        parts = []
+        for i, block in enumerate(buffered):
+            cut = len(block) if bound is None else block.count_up_to(bound)
+            parts.append(block.slice(0, cut))
+            buffered[i] = block.slice(cut, len(block))
+        yield merge_columns(parts)

@@ -30,9 +30,8 @@ from treestore.storage.compaction import (
     own_runs_at_commit,
     size_tiered,
 )
-from treestore.storage.entries import ChildColumns, merge_columns
+from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns
 from treestore.storage.keyfilter import KeyFilter
-from treestore.storage.merging import merge_blocks
 from treestore.storage.pagestore import PageStore
 from treestore.storage.reading import ROOT_KEY, Node
 from treestore.storage.runs import (

@@ -11,8 +11,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treestore.storage.entries import ChildColumns, merge_columns
-from treestore.storage.merging import merge_blocks
+from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns
 from treestore.storage.pages import Page, columns_of_span, encode_page, int_dtypes
 from treestore.storage.runs import merge_entries
 
