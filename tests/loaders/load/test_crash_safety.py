@@ -88,7 +88,9 @@ def test_driver_killed_before_publishing(
     spark: object, demo_dir: Path, reference: list[object]
 ) -> None:
     """Killed after its tasks or after writing its manifest (two loads at once, each on
-    its own store): the previous version is intact and the next load finishes the job."""
+    its own store): the previous version is intact and the next load finishes the job.
+    While the first one waits at its point, holding the lock, a second load is refused
+    at once, naming it."""
     job = demo_dir / "job.json"
     stores = {point: demo_dir / f"store-{point}" for point in DRIVER_KILL_POINTS}
     for store in stores.values():
@@ -99,7 +101,9 @@ def test_driver_killed_before_publishing(
     processes = {p: _start_load(job, stores[p], p, markers[p]) for p in DRIVER_KILL_POINTS}
     try:
         for point, process in processes.items():
-            _wait_for(markers[point], process)
+            holder = _wait_for(markers[point], process)
+            if point == "after-tasks":
+                _a_second_load_is_refused(spark, job, stores[point], holder)
             _kill_all(process)
     finally:
         for process in processes.values():
@@ -162,20 +166,12 @@ def test_task_killed_fails_the_load_and_the_next_one_completes(
     assert _tree_dump(store) == reference
 
 
-def test_a_second_concurrent_load_is_refused(spark: object, demo_dir: Path) -> None:
-    store = demo_dir / "store"
-    job = demo_dir / "job.json"
-    run_load(spark, load_job(job), store)  # type: ignore[arg-type]
-    (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
-    process = _start_load(job, store, "after-tasks", demo_dir / "marker")
-    try:
-        holder = _wait_for(demo_dir / "marker", process)
-        started = time.time()
-        with pytest.raises(
-            treestore.StoreError, match=f"locked by a load of .* \\(pid {holder} on host"
-        ):
-            run_load(spark, load_job(job), store)  # type: ignore[arg-type]
-        assert time.time() - started < 5
-    finally:
-        _kill_all(process)
+def _a_second_load_is_refused(spark: object, job: Path, store: Path, holder: int) -> None:
+    """A load of ``store`` while process ``holder`` holds its lock fails at once."""
+    started = time.time()
+    with pytest.raises(
+        treestore.StoreError, match=f"locked by a load of .* \\(pid {holder} on host"
+    ):
+        run_load(spark, load_job(job), store)  # type: ignore[arg-type]
+    assert time.time() - started < 5
     assert treestore.open(store).version == 1
