@@ -62,8 +62,8 @@ ARROW_TYPES: dict[ColumnType, pa.DataType] = {
 
 
 def plain(column: pa.Array) -> pa.Array:
-    """A coded column as the column it stands for: a dictionary array's values, a list of
-    items joined by ``,`` (null for no items); any other column as it is."""
+    """A coded column as the column it stands for: a dictionary array's values, a list (or
+    a list view) of items joined by ``,`` (null for no items); any other column as it is."""
     if isinstance(column, pa.DictionaryArray):
         return column.cast(column.type.value_type)
     if isinstance(column, pa.ListViewArray):

@@ -107,7 +107,8 @@ class CrossOp(Op):
 
     def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
         """Pair chunk by chunk; the last key of a chunk waits for the next chunk. The pairs
-        come coded: the values as dictionary codes (see :mod:`query.ops.columns`)."""
+        come coded: the values as dictionary codes (see :mod:`query.ops.columns`); with
+        ``list``, each left row's right values as a list view of codes."""
         if self.lists:
             yield from self._list_chunks(whole_runs(chunks, self._key_of))
             return

@@ -100,6 +100,8 @@ class Items:
 
 
 _FEW_SIZES = 64
+"""Up to this many list sizes, the rows of each size are found by one pass over the
+sizes; past it, by one stable sort."""
 
 
 def _rows_by_size(sizes: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
