@@ -127,10 +127,10 @@ DEMO_JOB = {
 DEMO_PATH = "root/+:nodes>1/+/+"
 DEMO_OPS = "str=c1,v=,cat,c2,cat,v2,set;merge=kij"
 DEMO_ANSWER_ROPS = "cross=0,1,2,M,A,list"
-"""The seed's answer, PUID -> attribute ids: each shard pairs its UIDs' PUIDs with their
-attribute ids and folds them per PUID..."""
+"""The seed's answer, PUID -> attribute ids: each shard gives each PUID row of its UIDs
+the UID's attribute ids as one list..."""
 DEMO_ANSWER_OPS = "gather=kJ;sort"
-"""...and the driver folds the shards' rows per PUID."""
+"""...and the driver folds the lists per PUID."""
 
 
 def _demo_files() -> dict[str, str]:

@@ -49,6 +49,7 @@ __all__ = [
     "run_on_columns",
     "unified_chunks",
     "unify_codes",
+    "view_sizes",
     "whole_runs",
 ]
 
@@ -77,9 +78,14 @@ def plain(column: pa.Array) -> pa.Array:
     return column
 
 
+def view_sizes(view: pa.ListViewArray) -> np.ndarray:
+    """How many items each row of a list view holds (0 for a null row)."""
+    return pc.fill_null(pc.list_value_length(view), 0).to_numpy()
+
+
 def _as_list(view: pa.ListViewArray) -> pa.ListArray:
     """A list view as a list array: each row's items copied out in row order."""
-    sizes = pc.fill_null(pc.list_value_length(view), 0).to_numpy()
+    sizes = view_sizes(view)
     items = view.values.take(pa.array(expand_ranges(view.offsets.to_numpy(), sizes)))
     bounds = pa.array(np.concatenate([[0], np.cumsum(sizes)]), pa.int32())
     return pa.ListArray.from_arrays(bounds, items, mask=view.is_null() if view.null_count else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -122,31 +123,26 @@ class CrossOp(Op):
         values (or the input ends) and coded together: one dictionary for many blocks
         (a shard's left values repeat across its blocks: each is coded, sent and
         unified once per chunk, not once per block)."""
-        held: list[tuple[pa.Array, np.ndarray, np.ndarray, pa.Array]] = []
+        held: list[_Lists] = []
         values = 0
         for rows, columns, starts in blocks:
             found = self._lists(rows, columns, starts)
             if found is not None:
                 held.append(found)
-                values += len(found[0]) + len(found[3])
+                values += len(found.left) + len(found.right)
             if values >= LIST_CHUNK_VALUES:
-                yield _coded_lists(held)
+                yield _list_chunk(held)
                 held, values = [], 0
         if held:
-            yield _coded_lists(held)
+            yield _list_chunk(held)
 
     def _key_of(self, columns: list[pa.Array], rows: int) -> list[pa.Array]:
         return [column_at(columns, self.key, rows)]
 
     def _pairs(self, rows: int, columns: list[pa.Array], starts: np.ndarray) -> Chunk:
         """Every (left, right) pair of each key whose rows start at ``starts``."""
-        side = as_text_column(column_at(columns, self.side, rows), rows)
         values = column_at(columns, self.value, rows)
-        group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows)))
-        left = _rows_where(side, self.left, rows)
-        right = _rows_where(side, self.right, rows)
-        right_counts = np.bincount(group[right], minlength=len(starts))
-        right_first = np.cumsum(right_counts) - right_counts
+        group, left, right, right_counts, right_first = self._sides(rows, columns, starts)
         per_left = right_counts[group[left]]
         total = int(per_left.sum())
         kind = np.int32 if max(total, rows) < 1 << 31 else np.int64
@@ -162,44 +158,71 @@ class CrossOp(Op):
             _repeated(right_codes, lambda codes: codes[right_out], total),
         ]
 
-    def _lists(
-        self, rows: int, columns: list[pa.Array], starts: np.ndarray
-    ) -> tuple[pa.Array, np.ndarray, np.ndarray, pa.Array] | None:
+    def _sides(
+        self,
+        rows: int,
+        columns: list[pa.Array],
+        starts: np.ndarray,
+        present: pa.Array | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For keys whose rows start at ``starts``: each row's key, the left rows, the
+        right rows (those ``present`` marks, if given), and per key its number of right
+        rows and where they start among the right rows."""
+        side = as_text_column(column_at(columns, self.side, rows), rows)
+        group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows)))
+        left = _rows_where(side, self.left, rows)
+        right = _rows_where(side, self.right, rows)
+        if present is not None:
+            right = right[present.to_numpy(zero_copy_only=False)[right]]
+        right_counts = np.bincount(group[right], minlength=len(starts))
+        return group, left, right, right_counts, np.cumsum(right_counts) - right_counts
+
+    def _lists(self, rows: int, columns: list[pa.Array], starts: np.ndarray) -> _Lists | None:
         """Each left row of a key whose rows start at ``starts`` with the key's right
-        values (not null), as a list view: the left values, each one's first right
-        value and number of them, and the right values. Every left row of a key views
-        the same stretch of the right values, so nothing is repeated. None when the
-        values are all null."""
+        values (not null), as a list view (see :class:`_Lists`). Every left row of a key
+        views the same stretch of the right values, so nothing is repeated. None when
+        the values are all null."""
         values = column_at(columns, self.value, rows)
         if values.type == pa.null():
             return None
-        side = as_text_column(column_at(columns, self.side, rows), rows)
-        group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows)))
-        right = _rows_where(side, self.right, rows)
-        if values.null_count:
-            right = right[pc.is_valid(values).to_numpy(zero_copy_only=False)[right]]
-        right_counts = np.bincount(group[right], minlength=len(starts))
-        right_first = np.cumsum(right_counts) - right_counts
-        left = _rows_where(side, self.left, rows)
+        present = pc.is_valid(values) if values.null_count else None
+        group, left, right, right_counts, right_first = self._sides(rows, columns, starts, present)
         left = left[right_counts[group[left]] > 0]
-        taken = values.take(pa.array(left)), values.take(pa.array(right))
-        return taken[0], right_first[group[left]], right_counts[group[left]], taken[1]
+        return _Lists(
+            values.take(pa.array(left)),
+            right_first[group[left]],
+            right_counts[group[left]],
+            values.take(pa.array(right)),
+        )
+
+
+class _Lists(NamedTuple):
+    """Left rows with list views of right values, not yet coded."""
+
+    left: pa.Array
+    """The left rows' values."""
+    firsts: np.ndarray
+    """Each left row's first right value (its place in ``right``)."""
+    sizes: np.ndarray
+    """Each left row's number of right values."""
+    right: pa.Array
+    """The right values, each key's together."""
 
 
 LIST_CHUNK_VALUES = 1 << 22
 """``cross ... list`` codes its output this many values (left and right) at a time."""
 
 
-def _coded_lists(held: list[tuple[pa.Array, np.ndarray, np.ndarray, pa.Array]]) -> Chunk:
+def _list_chunk(held: list[_Lists]) -> Chunk:
     """The lists of :meth:`CrossOp._lists` one after another as one chunk: the left
     values coded, and a list view of the right values coded."""
-    bases = np.cumsum([0, *(len(right) for *_, right in held)])
+    bases = np.cumsum([0, *(len(lists.right) for lists in held)])
     offsets = np.concatenate(
-        [first + base for (_, first, _, _), base in zip(held, bases[:-1], strict=True)]
+        [lists.firsts + base for lists, base in zip(held, bases[:-1], strict=True)]
     )
-    sizes = np.concatenate([size for _, _, size, _ in held])
-    left = pc.dictionary_encode(pa.concat_arrays([h[0] for h in held]))
-    right = pc.dictionary_encode(pa.concat_arrays([h[3] for h in held]))
+    sizes = np.concatenate([lists.sizes for lists in held])
+    left = pc.dictionary_encode(pa.concat_arrays([lists.left for lists in held]))
+    right = pc.dictionary_encode(pa.concat_arrays([lists.right for lists in held]))
     kind = np.int32 if bases[-1] < 1 << 31 else np.int64
     view = pa.ListViewArray.from_arrays(
         pa.array(offsets.astype(kind)), pa.array(sizes.astype(kind)), right

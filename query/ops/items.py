@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from query.ops.columns import plain, unified_chunks
+from query.ops.columns import plain, unified_chunks, view_sizes
 from treestore.arrays import distinct_of_sorted, map_in_threads, pooled_empty, thread_count
 
 __all__ = ["Items", "distinct_items", "distinct_items_of"]
@@ -28,14 +28,17 @@ class Items:
     """The chunk's rows."""
     counts: np.ndarray | None
     """Per row of the chunk, its number of items; None when each row holds one."""
-    views: tuple[np.ndarray, np.ndarray] | None = None
+    firsts: np.ndarray | None = None
     """When the rows view stretches of ``codes`` (``cross``'s lists): each row's first
-    code and its number of codes; None when ``codes`` are the items in row order."""
+    code (its stretch is ``counts`` long); None when ``codes`` are the items in row
+    order."""
 
     @property
     def items(self) -> int:
         """How many items the chunk's rows hold in all."""
-        return len(self.codes) if self.views is None else int(self.views[1].sum())
+        if self.firsts is None or self.counts is None:
+            return len(self.codes)
+        return int(self.counts.sum())
 
     def pairs_into(
         self, into: np.ndarray, owners: np.ndarray, width: int, code_ranks: np.ndarray
@@ -44,17 +47,17 @@ class Items:
         ``into`` (in no particular order), given each row's owner and each of
         ``codes``' ranks. Rows that view stretches of the codes are taken by their
         number of items: each such class is one 2-D take, nothing repeated."""
-        if self.views is None:
-            counts = self.counts
+        counts, firsts = self.counts, self.firsts
+        if firsts is None:
             np.multiply(owners if counts is None else np.repeat(owners, counts), width, out=into)
             into += code_ranks
             return
-        offsets, sizes = self.views
+        assert counts is not None
         at = 0
-        for size, rows in _rows_by_size(sizes):
+        for size, rows in _rows_by_size(counts):
             block = into[at : at + len(rows) * size].reshape(len(rows), size)
             np.take(
-                code_ranks, offsets[rows][:, None] + np.arange(size, dtype=offsets.dtype), out=block
+                code_ranks, firsts[rows][:, None] + np.arange(size, dtype=firsts.dtype), out=block
             )
             block += (owners[rows] * width)[:, None]
             at += len(rows) * size
@@ -70,10 +73,8 @@ class Items:
             return cls(codes, len(values), lengths.to_numpy(zero_copy_only=False))
         if isinstance(values, pa.ListViewArray) and pa.types.is_dictionary(values.type.value_type):
             if _single_items(values.values.dictionary) and not values.values.null_count:
-                sizes = pc.fill_null(pc.list_value_length(values), 0).to_numpy()
-                offsets = values.offsets.to_numpy(zero_copy_only=False)
-                codes = _text_codes(values.values)
-                return cls(codes, len(values), sizes, (offsets, sizes))
+                firsts = values.offsets.to_numpy()
+                return cls(_text_codes(values.values), len(values), view_sizes(values), firsts)
             values = plain(values)
         if isinstance(values, pa.DictionaryArray):
             if _single_items(values.dictionary):

@@ -58,6 +58,8 @@ class RunIndex:
     last_parents: np.ndarray
     spans: np.ndarray
     """Each page's (offset, length) in the pages file."""
+    pages_bytes: int
+    """The encoded size of the run's pages."""
 
 
 _parsed: OrderedDict[tuple[int, bytes], RunIndex] = OrderedDict()
@@ -98,4 +100,5 @@ def _parse(data: bytes) -> RunIndex:
         first_parents=np.array([p.first[0] for p in pages], dtype=np.int64),
         last_parents=np.array([p.last[0] for p in pages], dtype=np.int64),
         spans=np.array([(p.offset, p.length) for p in pages], np.int64).reshape(-1, 2),
+        pages_bytes=sum(p.length for p in pages),
     )

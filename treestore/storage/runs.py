@@ -232,6 +232,7 @@ class RunReader:
             raise CorruptPageError(
                 f"Shard {shard}: the run index {where} is damaged ({exc})."
             ) from exc
+        self._index = index
         self.pages, self.entries, self.keys = index.pages, index.entries, index.keys
         if expected is not None:
             found = RunSum(self.size_bytes, len(data), index.checksum)
@@ -241,10 +242,7 @@ class RunReader:
                     f"manifest names ({_difference(expected, found)}): the file was replaced "
                     "or damaged; run 'treestore check' on the store."
                 )
-        self._lasts = index.lasts
-        self._first_parents, self._last_parents = index.first_parents, index.last_parents
         self._lasts_columns: ChildColumns | None = None
-        self._spans = index.spans
         self._cache_prefix = (store.location, name)
         self._handle: Any = None
         self._local: tuple[Any] | None = None  # the pages file's local path, once looked up
@@ -252,7 +250,7 @@ class RunReader:
     @property
     def size_bytes(self) -> int:
         """The encoded size of the run's pages."""
-        return sum(p.length for p in self.pages)
+        return self._index.pages_bytes
 
     def page(self, number: int) -> Page:
         """Page ``number``, from the cache or read, checked and decoded."""
@@ -285,7 +283,7 @@ class RunReader:
         view = memoryview(raw)
         for number, info in enumerate(infos, start):
             self._check(number, view[info.offset - begin : info.offset - begin + info.length])
-        spans = self._page_spans()[start:stop]
+        spans = self._index.spans[start:stop]
         found = columns_of_span(raw, spans[:, 0] - begin, spans[:, 1], with_data)
         if found is not None:
             ints, names, data = found
@@ -300,12 +298,8 @@ class RunReader:
         """The run's entries in key order as blocks of consecutive pages of about
         ``block_bytes`` encoded bytes each (what a streaming merge reads); the page cache
         is left alone."""
-        for start, stop in block_bounds(self._page_spans()[:, 1], block_bytes):
+        for start, stop in block_bounds(self._index.spans[:, 1], block_bytes):
             yield self.pages_columns(start, stop, with_data)
-
-    def _page_spans(self) -> np.ndarray:
-        """Each page's (offset, length) in the pages file, as an int64 array."""
-        return self._spans
 
     def _check(self, number: int, encoded: bytes | memoryview) -> None:
         """Raise :class:`CorruptPageError` unless page ``number``'s bytes match its checksum."""
@@ -370,7 +364,7 @@ class RunReader:
         """The entry for ``key`` in this run, if any (reads at most one page)."""
         if not self.keys.holds(key):
             return None
-        number = bisect.bisect_left(self._lasts, key)
+        number = bisect.bisect_left(self._index.lasts, key)
         if number >= len(self.pages) or self.pages[number].first > key:
             return None
         page = self.page(number)
@@ -381,7 +375,7 @@ class RunReader:
 
     def scan(self, start: Key, stop: Key | None = None) -> Iterator[Entry]:
         """Entries with ``start <= key < stop`` in key order, reading only the pages in range."""
-        number = bisect.bisect_left(self._lasts, start)
+        number = bisect.bisect_left(self._index.lasts, start)
         while number < len(self.pages):
             info = self.pages[number]
             if stop is not None and info.first >= stop:
@@ -398,8 +392,8 @@ class RunReader:
 
     def _pages_for(self, parents: np.ndarray) -> np.ndarray:
         """The numbers of the pages that can hold children of ``parents`` (sorted, distinct)."""
-        low = np.searchsorted(self._last_parents, parents, "left")
-        high = np.searchsorted(self._first_parents, parents, "right")
+        low = np.searchsorted(self._index.last_parents, parents, "left")
+        high = np.searchsorted(self._index.first_parents, parents, "right")
         spans = high > low
         marks = np.zeros(len(self.pages) + 1, dtype=np.int64)
         np.add.at(marks, low[spans], 1)
@@ -434,8 +428,8 @@ class RunReader:
         """The pages' last keys as columns (for binary searches of many keys at once)."""
         if self._lasts_columns is None:
             none = np.zeros(len(self.pages), dtype=np.int64)
-            names = pa.array([last[1] for last in self._lasts], pa.string())
-            self._lasts_columns = ChildColumns(self._last_parents, names, none, none, none)
+            names = pa.array([last[1] for last in self._index.lasts], pa.string())
+            self._lasts_columns = ChildColumns(self._index.last_parents, names, none, none, none)
         return self._lasts_columns
 
     def children_columns(self, parents: np.ndarray) -> ChildColumns:
