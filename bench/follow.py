@@ -35,9 +35,11 @@ from typing import Any
 
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 
+import treestore  # noqa: E402  first: it sets the process's memory settings
+
+# isort: split
 import numpy as np  # noqa: E402
 
-import treestore  # noqa: E402
 from loaders import load_job, run_load  # noqa: E402
 from loaders.follow import follow_job  # noqa: E402
 from loaders.listing.identity import location_of  # noqa: E402

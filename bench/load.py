@@ -44,13 +44,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pacsv
-
 sys.path = [p for p in sys.path if Path(p).resolve() != Path(__file__).resolve().parent]
 
-import treestore  # noqa: E402
+import treestore  # noqa: E402  first: it sets the process's memory settings
+
+# isort: split
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.csv as pacsv  # noqa: E402
+
 from loaders import load_job, run_load  # noqa: E402
 from shell.demo import DEMO_JOB, DEMO_OPS, DEMO_PATH  # noqa: E402
 from treestore.spark import get_session  # noqa: E402

@@ -25,6 +25,9 @@ import threading
 import time
 from pathlib import Path
 
+import treestore  # noqa: F401  first: it sets the process's memory settings
+
+# isort: split
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from treestore.settings import prepare_memory
+
+prepare_memory()  # before numpy loads and Arrow's allocator starts (treestore.settings)
+
 if TYPE_CHECKING:
     from loaders.job.model import JobSpec, load_job
     from loaders.load.driver import LoadResult, run_load

@@ -8,4 +8,8 @@ the interactive shell is in ``shell.repl``.
 May import: ``query``, ``loaders`` and ``treestore``; nothing imports ``shell``.
 """
 
+from treestore.settings import prepare_memory
+
+prepare_memory()  # before numpy loads and Arrow's allocator starts (treestore.settings)
+
 __all__: list[str] = []

@@ -22,7 +22,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from treestore.errors import (
+from treestore.settings import prepare_memory
+
+prepare_memory()  # before numpy loads and Arrow's allocator starts
+
+from treestore.errors import (  # noqa: E402
     CorruptPageError,
     JobConfigError,
     LoadError,

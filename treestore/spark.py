@@ -23,6 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from treestore.errors import SparkSetupError, TreestoreError
+from treestore.settings import prepare_memory
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -97,17 +98,6 @@ def check_master(master: str, seconds: float = 5.0) -> None:
     )
 
 
-PURGE_DELAY_ENV = "MIMALLOC_PURGE_DELAY"
-PURGE_DELAY_MS = "10000"
-"""How long Arrow's allocator (mimalloc) keeps memory freed before it gives it back to
-the system; set for the driver and the executors' Python workers unless already set.
-Its default, 10 ms, gives back the big temporary arrays of one step of a query before
-the next step asks for as much again, which then costs page faults: on the seed's
-regrouping query, 0.7-1.1 s of CPU time of 6-7 s. Ten seconds (jemalloc's default)
-keeps a query's memory between its steps and for the next query, and still gives it
-back soon after."""
-
-
 def get_session(master: str | None = None, *, app_name: str = "treestore") -> SparkSession:
     """Return the process's SparkSession, creating it with treestore's settings.
 
@@ -125,7 +115,7 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    purge_delay = os.environ.setdefault(PURGE_DELAY_ENV, PURGE_DELAY_MS)
+    memory = prepare_memory()
     chosen = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
     check_master(chosen)
     log_option = f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}"
@@ -142,11 +132,12 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
         .config("spark.driver.extraJavaOptions", log_option)
         .config("spark.executor.extraJavaOptions", log_option)
         .config("spark.sql.catalogImplementation", "in-memory")
-        .config(f"spark.executorEnv.{PURGE_DELAY_ENV}", purge_delay)
         # PySpark's DataFrame debugging sends each column function's Python call site to
         # the JVM: about nine round trips a function (a sweep's plan made 560, 0.2 s)
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
+    for name, value in memory.items():
+        builder = builder.config(f"spark.executorEnv.{name}", value)
     try:
         with _STARTING, _quiet_jvm() as jvm_output:  # one start at a time patches the launch
             session = builder.getOrCreate()

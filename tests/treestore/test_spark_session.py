@@ -214,21 +214,26 @@ def test_column_functions_make_no_round_trips_of_their_own(spark: Any) -> None:
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
 
 
-def test_arrow_memory_is_kept_between_a_querys_steps_on_driver_and_workers(spark: Any) -> None:
-    """Arrow's allocator keeps freed memory for ten seconds (not 10 ms) in the driver and in
-    the executors' Python workers, so a query's next step does not fault its pages in
-    again."""
+def test_the_executors_python_workers_get_the_memory_settings(spark: Any) -> None:
+    """The executors' Python workers keep freed Arrow memory for ten seconds and ask numpy
+    for no huge pages, as the driver does (tests/treestore/test_memory_settings.py)."""
     import os
 
+    import numpy as np
     import pyarrow as pa
 
-    from treestore.spark import PURGE_DELAY_ENV, PURGE_DELAY_MS
+    from treestore.settings import MEMORY_SETTINGS
 
     def read_env(batches: Any) -> Any:
         for _ in batches:
-            yield pa.RecordBatch.from_pydict({"delay": [os.environ.get(PURGE_DELAY_ENV, "")]})
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "delay": [os.environ.get("MIMALLOC_PURGE_DELAY", "")],
+                    "huge": [bool(np._core.multiarray._get_madvise_hugepage())],
+                }
+            )
 
-    seen = spark.range(0, 2, 1, 2).mapInArrow(read_env, "delay string").collect()
-    assert os.environ[PURGE_DELAY_ENV] == PURGE_DELAY_MS
-    assert {row.delay for row in seen} == {PURGE_DELAY_MS}
-    assert spark.conf.get(f"spark.executorEnv.{PURGE_DELAY_ENV}") == PURGE_DELAY_MS
+    seen = spark.range(0, 2, 1, 2).mapInArrow(read_env, "delay string, huge boolean").collect()
+    assert {(row.delay, row.huge) for row in seen} == {("10000", False)}
+    for name, value in MEMORY_SETTINGS.items():
+        assert spark.conf.get(f"spark.executorEnv.{name}") == value
