@@ -92,8 +92,47 @@ def _as_list(view: pa.ListViewArray) -> pa.ListArray:
 
 
 def _joined_items(items: pa.ListArray) -> pa.Array:
-    """Each row's items joined by ``,`` (null for no items)."""
+    """Each row's items joined by ``,`` (null for a null row)."""
+    values = items.values
+    if (
+        isinstance(values, pa.DictionaryArray)
+        and pa.types.is_string(values.dictionary.type)
+        and not values.null_count
+        and not values.dictionary.null_count
+    ):
+        return _joined_codes(items, values)
     return pc.binary_join(items.cast(pa.list_(pa.string())), ",")
+
+
+def _joined_codes(items: pa.ListArray, values: pa.DictionaryArray) -> pa.Array:
+    """:func:`_joined_items` of lists of dictionary codes, in one take: each item is taken
+    as its word and a comma, except each row's last item, taken as its word alone, so
+    the taken text is every row's joined text one after the other; the rows are cut
+    out of it by the item offsets (no list of texts is made, no second copy)."""
+    words = values.dictionary
+    bounds = items.offsets.to_numpy()
+    first = int(bounds[0])
+    wide = np.int32 if 2 * len(words) < 1 << 31 else np.int64
+    codes = values.indices.to_numpy()[first : int(bounds[-1])].astype(wide)
+    ends = bounds[1:] - first
+    filled = ends > bounds[:-1] - first
+    codes[ends[filled] - 1] += len(words)
+    both = pa.concat_arrays([pc.binary_join_element_wise(words, "", ","), words])
+    longest = int(pc.max(pc.binary_length(words)).as_py() or 0) + 1
+    if longest * len(codes) >= 1 << 31:
+        both = both.cast(pa.large_string())
+    taken = both.take(pa.array(codes))
+    kind = np.int64 if pa.types.is_large_string(taken.type) else np.int32
+    at = np.frombuffer(taken.buffers()[1], kind, len(taken) + 1, taken.offset * kind().itemsize)
+    valid = None
+    if items.null_count:
+        valid = pa.array(items.is_valid().to_numpy(zero_copy_only=False)).buffers()[1]
+    return pa.Array.from_buffers(
+        taken.type,
+        len(items),
+        [valid, pa.py_buffer(at[bounds - first]), taken.buffers()[2]],
+        items.null_count,
+    )
 
 
 def plain_columns(columns: Iterable[pa.Array]) -> list[pa.Array]:

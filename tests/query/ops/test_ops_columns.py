@@ -336,3 +336,46 @@ def test_cross_lists_fold_as_the_pairs_do(rows, cuts, few_sizes, flush_each_bloc
             assert [tuple(r) for r in rows_of(chunks)] == [tuple(r) for r in want]
     finally:
         query.ops.items._FEW_SIZES, query.ops.cross.LIST_CHUNK_VALUES = saved
+
+
+_WORDS = st.lists(st.sampled_from(["a", "bb", "", "\u00e9t\u00e9", "x y", "10"]), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.none() | st.lists(st.integers(0, 5), max_size=4), max_size=12),
+    _WORDS,
+    st.integers(0, 12),
+    st.integers(0, 12),
+    st.sampled_from([pa.int8(), pa.int32()]),
+    st.integers(1, 3),
+)
+def test_lists_of_codes_join_as_arrows_binary_join(  # type: ignore[no-untyped-def]
+    rows, words, start, length, index_type, threads
+) -> None:
+    """plain() of a list column of dictionary codes (what ``J`` gives) joins each row's
+    words by commas as Arrow's binary_join does: null rows, empty lists, empty words,
+    sliced columns, narrow codes, split over threads."""
+    import numpy as np
+
+    import treestore.arrays
+
+    words = words or ["w"]
+    rows = [None if r is None else [c % len(words) for c in r] for r in rows]
+    sizes = [len(r or []) for r in rows]
+    bounds = pa.array(np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32))
+    codes = pa.array([c for r in rows for c in (r or [])], index_type)
+    coded = pa.DictionaryArray.from_arrays(codes, pa.array(words, pa.string()))
+    lists = pa.ListArray.from_arrays(bounds, coded, mask=pa.array([r is None for r in rows], pa.bool_()))
+    lists = lists.slice(min(start, len(lists)), length)
+    expected = pa.compute.binary_join(lists.cast(pa.list_(pa.string())), ",").to_pylist()
+    saved = (treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count)
+    treestore.arrays.THREADED_SIZE = 0
+    treestore.arrays.os.cpu_count = lambda: threads  # type: ignore[assignment]
+    try:
+        joined = plain(lists)
+    finally:
+        treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count = saved
+    joined.validate(full=True)
+    assert joined.type == pa.string()
+    assert joined.to_pylist() == expected
