@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from treestore.settings import prepare_memory
 
-prepare_memory()  # before numpy loads and Arrow's allocator starts (treestore.settings)
+prepare_memory()  # before Arrow's allocator starts (treestore.settings)
 
 if TYPE_CHECKING:
     from loaders.job.model import JobSpec, load_job

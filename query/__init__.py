@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from treestore.settings import prepare_memory
 
-prepare_memory()  # before numpy loads and Arrow's allocator starts (treestore.settings)
+prepare_memory()  # before Arrow's allocator starts (treestore.settings)
 
 from query.ops.compiler import OpsPipeline, compile_ops  # noqa: E402
 from query.syntax.ast import Bound, Element, Path, Property  # noqa: E402

@@ -10,6 +10,6 @@ May import: ``query``, ``loaders`` and ``treestore``; nothing imports ``shell``.
 
 from treestore.settings import prepare_memory
 
-prepare_memory()  # before numpy loads and Arrow's allocator starts (treestore.settings)
+prepare_memory()  # before Arrow's allocator starts (treestore.settings)
 
 __all__: list[str] = []

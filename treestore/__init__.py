@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from treestore.settings import prepare_memory
 
-prepare_memory()  # before numpy loads and Arrow's allocator starts
+prepare_memory()  # before Arrow's allocator starts
 
 from treestore.errors import (  # noqa: E402
     CorruptPageError,
@@ -66,7 +66,9 @@ def open(path: str | os.PathLike[str], spark: SparkSession | None = None) -> Que
     created on the first query with treestore's settings.
     """
     from query.driver.runner import open_store
+    from treestore.settings import prepare_driver_memory
     from treestore.spark import check_executors_python, get_session
 
+    prepare_driver_memory()
     check_executors_python(spark)  # a session of the caller's whose workers lack our packages
     return open_store(os.fspath(path), spark, session_factory=get_session)

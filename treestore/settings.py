@@ -3,40 +3,54 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from treestore.errors import SettingError
 
-__all__ = ["MEMORY_SETTINGS", "env_number", "prepare_memory"]
+__all__ = [
+    "HUGE_PAGES_ENV",
+    "MEMORY_SETTINGS",
+    "env_number",
+    "prepare_driver_memory",
+    "prepare_memory",
+]
 
-MEMORY_SETTINGS = {"MIMALLOC_PURGE_DELAY": "10000", "NUMPY_MADVISE_HUGEPAGE": "0"}
+MEMORY_SETTINGS = {"MIMALLOC_PURGE_DELAY": "10000"}
 """How a treestore process (the driver and the executors' Python workers) handles big
-temporary arrays, unless the environment already says otherwise.
+temporary arrays, unless the environment already says otherwise:
+``MIMALLOC_PURGE_DELAY`` is how long Arrow's allocator (mimalloc) keeps memory freed
+before it gives it back to the system. Given back at once, the big arrays of one step of
+a query are faulted in again by the next step; ten seconds keeps a query's memory
+between its steps and for the next query, and still gives it back soon after (0.7-1.1 s
+of page faults per answer of the seed's regrouping query). mimalloc reads it at its
+first allocation, so it is set when any of treestore's packages is imported."""
 
-``MIMALLOC_PURGE_DELAY``: how long Arrow's allocator (mimalloc) keeps memory freed
-before it gives it back to the system. Its default, 10 ms, gives back the big arrays of
-one step of a query before the next step asks for as much again, which then costs page
-faults; ten seconds keeps a query's memory between its steps and for the next query,
-and still gives it back soon after. mimalloc reads it at its first allocation.
-
-``NUMPY_MADVISE_HUGEPAGE``: numpy asks the kernel for huge pages for each big array;
-where the kernel honours that only on request (``transparent_hugepage`` ``madvise``,
-as here), each such array's first touch waits while the kernel compacts memory to find
-huge pages. On the seed's regrouping answer the driver's fold spent 1.4-2.0 s of system
-time against 1.1-1.3 s of its own work; with both settings 0.2 s (and the answer 4.6 s
--> 3.4 s, medians of 4)."""
+HUGE_PAGES_ENV = "NUMPY_MADVISE_HUGEPAGE"
+"""numpy asks the kernel for huge pages for each big array. Where the kernel honours
+that only on request (``transparent_hugepage`` ``madvise``, as here), each such array's
+first touch may wait while the kernel compacts memory to find huge pages: the seed's
+regrouping answer spent 1.4-2.0 s of system time in the driver's fold against 1.1-1.3 s
+of its own work, 0.2 s without them. So the driver asks for none, unless this variable
+says otherwise. The executors' workers keep numpy's default: their part of that answer
+took the same time either way, and the sweep's range plan (big sorts) was faster with
+huge pages (3.2 s against 3.6 s, medians of four runs)."""
 
 
 def prepare_memory() -> dict[str, str]:
     """Put :data:`MEMORY_SETTINGS` into this process's environment where it does not set
-    them already, tell an already loaded numpy, and return the values in force (for
-    the executors). Runs when ``treestore`` is imported: before numpy loads and before
-    Arrow's first allocation, unless the program made those first."""
-    chosen = {name: os.environ.setdefault(name, value) for name, value in MEMORY_SETTINGS.items()}
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:  # it read its variable when it loaded
-        numpy._core.multiarray._set_madvise_hugepage(chosen["NUMPY_MADVISE_HUGEPAGE"] != "0")
-    return chosen
+    them already, and return the values in force (for the executors). Runs when any of
+    treestore's packages is imported: before Arrow's first allocation, unless the
+    program made one first."""
+    return {name: os.environ.setdefault(name, value) for name, value in MEMORY_SETTINGS.items()}
+
+
+def prepare_driver_memory() -> dict[str, str]:
+    """:func:`prepare_memory`, and numpy asks for no huge pages in this process unless
+    :data:`HUGE_PAGES_ENV` says otherwise (see there); for the driver, not the workers."""
+    from numpy._core import multiarray
+
+    if HUGE_PAGES_ENV not in os.environ:
+        multiarray._set_madvise_hugepage(False)  # type: ignore[attr-defined]
+    return prepare_memory()
 
 
 def env_number(name: str, default: float, whole: bool = False) -> float:

@@ -366,7 +366,9 @@ def test_lists_of_codes_join_as_arrows_binary_join(  # type: ignore[no-untyped-d
     bounds = pa.array(np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32))
     codes = pa.array([c for r in rows for c in (r or [])], index_type)
     coded = pa.DictionaryArray.from_arrays(codes, pa.array(words, pa.string()))
-    lists = pa.ListArray.from_arrays(bounds, coded, mask=pa.array([r is None for r in rows], pa.bool_()))
+    lists = pa.ListArray.from_arrays(
+        bounds, coded, mask=pa.array([r is None for r in rows], pa.bool_())
+    )
     lists = lists.slice(min(start, len(lists)), length)
     expected = pa.compute.binary_join(lists.cast(pa.list_(pa.string())), ",").to_pylist()
     saved = (treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count)
