@@ -17,10 +17,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from treestore.settings import prepare_memory
-
-prepare_memory()  # before Arrow's allocator starts (treestore.settings)
-
 if TYPE_CHECKING:
     from loaders.job.model import JobSpec, load_job
     from loaders.load.driver import LoadResult, run_load

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from treestore.settings import prepare_memory
-
-prepare_memory()  # before Arrow's allocator starts (treestore.settings)
-
-from query.ops.compiler import OpsPipeline, compile_ops  # noqa: E402
-from query.syntax.ast import Bound, Element, Path, Property  # noqa: E402
-from query.syntax.path_parser import parse_path  # noqa: E402
-from query.walk.row_walker import run_path  # noqa: E402
+from query.ops.compiler import OpsPipeline, compile_ops
+from query.syntax.ast import Bound, Element, Path, Property
+from query.syntax.path_parser import parse_path
+from query.walk.row_walker import run_path
 
 __all__ = [
     "Bound",

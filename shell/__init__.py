@@ -8,8 +8,4 @@ the interactive shell is in ``shell.repl``.
 May import: ``query``, ``loaders`` and ``treestore``; nothing imports ``shell``.
 """
 
-from treestore.settings import prepare_memory
-
-prepare_memory()  # before Arrow's allocator starts (treestore.settings)
-
 __all__: list[str] = []

@@ -22,9 +22,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from treestore.settings import prepare_memory
+from treestore.settings import prepare_memory as _prepare_memory
 
-prepare_memory()  # before Arrow's allocator starts
+_prepare_memory()  # before Arrow's allocator starts: every treestore module imports this first
 
 from treestore.errors import (  # noqa: E402
     CorruptPageError,

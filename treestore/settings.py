@@ -22,7 +22,7 @@ before it gives it back to the system. Given back at once, the big arrays of one
 a query are faulted in again by the next step; ten seconds keeps a query's memory
 between its steps and for the next query, and still gives it back soon after (0.7-1.1 s
 of page faults per answer of the seed's regrouping query). mimalloc reads it at its
-first allocation, so it is set when any of treestore's packages is imported."""
+first allocation, so it is set as the ``treestore`` package is imported."""
 
 HUGE_PAGES_ENV = "NUMPY_MADVISE_HUGEPAGE"
 """numpy asks the kernel for huge pages for each big array. Where the kernel honours
@@ -37,9 +37,9 @@ huge pages (3.2 s against 3.6 s, medians of four runs)."""
 
 def prepare_memory() -> dict[str, str]:
     """Put :data:`MEMORY_SETTINGS` into this process's environment where it does not set
-    them already, and return the values in force (for the executors). Runs when any of
-    treestore's packages is imported: before Arrow's first allocation, unless the
-    program made one first."""
+    them already, and return the values in force (for the executors). Runs as the
+    ``treestore`` package is imported (which every treestore module does first): before
+    Arrow's first allocation, unless the program made one first."""
     return {name: os.environ.setdefault(name, value) for name, value in MEMORY_SETTINGS.items()}
 
 

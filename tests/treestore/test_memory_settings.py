@@ -1,5 +1,6 @@
-"""A treestore process keeps freed Arrow memory for ten seconds (MEMORY_SETTINGS), whichever
-of its packages a program imports first, and its driver asks numpy for no huge pages,
+"""A treestore process keeps freed Arrow memory for ten seconds (MEMORY_SETTINGS) when
+treestore loads before Arrow's first allocation (importing treestore, the command line,
+the query and load facades), and its driver asks numpy for no huge pages,
 unless the environment says otherwise. mimalloc reads its options at its first
 allocation and prints them with ``MIMALLOC_VERBOSE=1``, so the value in force is seen,
 not only the environment."""
@@ -46,9 +47,7 @@ def _run(code: str, **env: str) -> tuple[str, str]:
     "first",
     [
         "import treestore",
-        "from loaders import interval_sweep",
         "from loaders import run_load",
-        "from shell.entry import run",
         "import query",
     ],
 )
@@ -56,6 +55,19 @@ def test_each_package_sets_the_delay_before_arrow_allocates(first: str) -> None:
     """Importing leaves numpy's huge pages alone (the executors' workers import these
     packages too, and keep numpy's default)."""
     assert _run(first) == ("10000", _run("import json")[1])
+
+
+def test_the_command_line_sets_the_delay() -> None:
+    clean = {k: v for k, v in os.environ.items() if k not in {*MEMORY_SETTINGS, HUGE_PAGES_ENV}}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "treestore"), "--help"],
+        env={**clean, "MIMALLOC_VERBOSE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "option 'purge_delay': 10000" in done.stderr
 
 
 DRIVER = (
