@@ -124,9 +124,7 @@ def _joined_codes(items: pa.ListArray, values: pa.DictionaryArray) -> pa.Array:
     taken = both.take(pa.array(codes))
     kind = np.int64 if pa.types.is_large_string(taken.type) else np.int32
     at = np.frombuffer(taken.buffers()[1], kind, len(taken) + 1, taken.offset * kind().itemsize)
-    valid = None
-    if items.null_count:
-        valid = pa.array(items.is_valid().to_numpy(zero_copy_only=False)).buffers()[1]
+    valid = items.is_valid().buffers()[1] if items.null_count else None  # a new array: offset 0
     return pa.Array.from_buffers(
         taken.type,
         len(items),

@@ -24,14 +24,20 @@ SHOW = (
 )
 
 
+def _verbose_env(**env: str) -> dict[str, str]:
+    """This process's environment without the memory variables, with mimalloc's options
+    printed, and ``env`` on top."""
+    clean = {k: v for k, v in os.environ.items() if k not in {*MEMORY_SETTINGS, HUGE_PAGES_ENV}}
+    return {**clean, "MIMALLOC_VERBOSE": "1", **env}
+
+
 def _run(code: str, **env: str) -> tuple[str, str]:
     """Run ``code`` in a fresh interpreter from the project's folder, with mimalloc's
     options printed; returns (purge delay in force, numpy's huge-page setting)."""
-    clean = {k: v for k, v in os.environ.items() if k not in {*MEMORY_SETTINGS, HUGE_PAGES_ENV}}
     done = subprocess.run(
         [sys.executable, "-c", code + "\n" + SHOW],
         cwd=ROOT,
-        env={**clean, "MIMALLOC_VERBOSE": "1", **env},
+        env=_verbose_env(**env),
         capture_output=True,
         text=True,
         timeout=120,
@@ -58,10 +64,9 @@ def test_each_package_sets_the_delay_before_arrow_allocates(first: str) -> None:
 
 
 def test_the_command_line_sets_the_delay() -> None:
-    clean = {k: v for k, v in os.environ.items() if k not in {*MEMORY_SETTINGS, HUGE_PAGES_ENV}}
     done = subprocess.run(
         [str(Path(sys.executable).parent / "treestore"), "--help"],
-        env={**clean, "MIMALLOC_VERBOSE": "1"},
+        env=_verbose_env(),
         capture_output=True,
         text=True,
         timeout=120,
