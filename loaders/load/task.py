@@ -40,6 +40,7 @@ from loaders.tree.pending import ORIGIN
 from loaders.tree.shard_load import ShardLoad
 from treestore.arrays import distinct_sorted
 from treestore.failpoints import failpoint
+from treestore.storage.page_cache import cache
 from treestore.storage.pagestore import PageStore
 
 __all__ = ["shard_task"]
@@ -188,6 +189,12 @@ def shard_task(
     """The function each Spark task runs over its shard's records (``mapInArrow``)."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        page_cache = cache()
+        with page_cache.lend(page_cache.budget // 2):  # the memtables get the whole budget
+            result = _run(batches)
+        yield result
+
+    def _run(batches: Iterable[pa.RecordBatch]) -> pa.RecordBatch:
         per_file: Counter[int] = Counter()
         per_source: list[Counter[str]] = [Counter() for _ in spec.source_names]
         rejected = _Rejected(pages, spec)
@@ -241,6 +248,6 @@ def shard_task(
             rejected_count=rejected.count,
             rejected_file=rejected.write(),
         )
-        yield encode_results(results, totals)
+        return encode_results(results, totals)
 
     return run

@@ -1,9 +1,18 @@
 """The page cache: decoded pages of every run, one LRU cache per process with a byte
-budget (``TREESTORE_CACHE_MB``, default 256), keyed by (store location, run, page)."""
+budget (``TREESTORE_CACHE_MB``, default 256), keyed by (store location, run, page).
+
+The budget is the process's for pages and a writer's memtable together: a memtable may
+hold half the budget beside the cache's whole, and a load's task lends it half the
+cache's on top (:meth:`PageCache.lend`): a load reads few pages twice (its lookups read
+runs in long stretches, past the cache), and a memtable that holds the tree's hot upper
+nodes beside the new ones spills and merges far less (see
+:func:`~treestore.storage.visits.memtable_limit`)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 
 from cachetools import LRUCache
 
@@ -22,6 +31,9 @@ class PageCache:
             maxsize=budget_bytes, getsizeof=lambda page: page.cost
         )
         self._lock = threading.Lock()
+        self.lent = 0
+        """The bytes of the budget lent to memtables now (:meth:`lend`): the cache holds
+        pages of at most the rest."""
         self.hits = 0
         self.misses = 0
         self.peak_bytes = 0
@@ -42,9 +54,30 @@ class PageCache:
 
     def put(self, key: tuple[str, str, int], page: Page) -> None:
         with self._lock:
-            if page.cost <= self.budget:
+            if page.cost <= self.budget - self.lent:
                 self._pages[key] = page
+                self._fit()
                 self.peak_bytes = max(self.peak_bytes, int(self._pages.currsize))
+
+    def _fit(self) -> None:
+        """Drop the least recently used pages until the cache holds its share."""
+        while self._pages.currsize > self.budget - self.lent:
+            self._pages.popitem()
+
+    @contextlib.contextmanager
+    def lend(self, share: int) -> Iterator[None]:
+        """Lend ``share`` bytes of the budget to memtables for the block (a load's task):
+        the least recently used pages beyond the rest are dropped, and the cache holds at
+        most the rest until the block ends."""
+        with self._lock:
+            share = max(0, min(share, self.budget - self.lent))
+            self.lent += share
+            self._fit()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.lent -= share
 
     def clear(self) -> None:
         """Forget every cached page and the counters."""

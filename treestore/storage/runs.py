@@ -405,8 +405,10 @@ class RunReader:
 
         Keys the run's key filter rules out read nothing. For the others, the one page
         that can hold each (the first whose last key is not below it) is read, once for all
-        the keys it may hold, and the pages are searched as columns: the work grows with
-        the keys looked up, not with the run."""
+        the keys it may hold (stretches of consecutive pages in one go, past the cache,
+        as :meth:`children_columns` reads them: a load's many keys spread over most of the
+        run), and the pages are searched as columns: the work grows with the keys looked
+        up, up to the run's size."""
         ids = np.full(len(hashes), -1, dtype=np.int64)
         if not self.pages or not len(hashes):
             return ids
@@ -420,8 +422,7 @@ class RunReader:
         numbers = insertion_points(self._page_lasts(), parents, names)
         numbers = distinct_sorted(numbers[numbers < len(self.pages)])
         if len(numbers):
-            read = _concatenated([self.page(int(n)) for n in numbers])
-            ids[maybe] = find_ids(read, parents, names)
+            ids[maybe] = find_ids(self._pages_read(numbers), parents, names)
         return ids
 
     def _page_lasts(self) -> ChildColumns:

@@ -12,19 +12,18 @@ from loaders.load.protocol import KEEP, ORDER, TaskSpec, decode_results
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.shard_frames import SHARD
 from loaders.load.task import shard_task
-from loaders.tree.builder import TreeBuilder
+from loaders.tree.builder import ApplyStats, TreeBuilder
+from treestore.storage import page_cache
 from treestore.storage.pagestore import MemoryPageStore
 from treestore.storage.tree import ShardState, ShardTree
+from treestore.storage.visits import memtable_limit
 
 
-def test_a_task_holding_several_shards_keeps_their_records_apart(demo_dir: Path) -> None:
-    builder = TreeBuilder(load_job(demo_dir / "job.json").tree)
+def _attribute_rows(builder: TreeBuilder, shards: list[int], uids: list[str]) -> pa.RecordBatch:
+    """Attribute records of the demo's job (attribute id 1 each) for ``shards[i]``."""
     attr, mapping = builder.filter_columns.values()
-    pages = MemoryPageStore()
-    spec = TaskSpec(builder, ("attributes", "mapping"), {}, {}, {}, ("f.tsv",), "rejected/t", 10)
-    shards, uids = [2, 7, 2, 7, 2], ["a", "b", "c", "d", "e"]
     size = len(shards)
-    batch = pa.RecordBatch.from_pydict(
+    return pa.RecordBatch.from_pydict(
         {
             SHARD: pa.array(shards, pa.int32()),
             ORDER: pa.array([0] * size, pa.int32()),
@@ -42,6 +41,17 @@ def test_a_task_holding_several_shards_keeps_their_records_apart(demo_dir: Path)
             REJECT: pa.nulls(size, pa.string()),
         }
     )
+
+
+def _spec(builder: TreeBuilder) -> TaskSpec:
+    return TaskSpec(builder, ("attributes", "mapping"), {}, {}, {}, ("f.tsv",), "rejected/t", 10)
+
+
+def test_a_task_holding_several_shards_keeps_their_records_apart(demo_dir: Path) -> None:
+    builder = TreeBuilder(load_job(demo_dir / "job.json").tree)
+    pages = MemoryPageStore()
+    spec = _spec(builder)
+    batch = _attribute_rows(builder, [2, 7, 2, 7, 2], ["a", "b", "c", "d", "e"])
     (out,) = list(shard_task(pages, spec)([batch]))
     shard_results, (counts,) = decode_results(out.to_pylist())
     results = {result.shard: result for result in shard_results}
@@ -54,3 +64,30 @@ def test_a_task_holding_several_shards_keeps_their_records_apart(demo_dir: Path)
     }
     assert names == {2: ["a", "c", "e"], 7: ["b", "d"]}
     assert counts.files == {"f.tsv": 5} and counts.sources["attributes"]["applied"] == 5
+
+
+def test_a_task_lends_its_memtables_half_the_cache_so_they_spill_later(demo_dir: Path) -> None:
+    """A memtable holds half the page cache's budget, and the whole during a load's task
+    (the cache keeps the other half): 600 attribute rows make about 1,800 entries, more
+    than the 1,024 of half this budget and fewer than the 2,048 of the whole."""
+    builder = TreeBuilder(load_job(demo_dir / "job.json").tree)
+    uids = [f"u{i:04d}" for i in range(600)]
+    cache = page_cache.reset_cache(256 * 1024)
+    try:
+        assert memtable_limit() == 1024
+        pages = MemoryPageStore()
+        (out,) = list(
+            shard_task(pages, _spec(builder))([_attribute_rows(builder, [0] * 600, uids)])
+        )
+        (result,), _ = decode_results(out.to_pylist())
+        assert not result.compacted  # nothing spilled, so nothing to merge at commit
+        assert cache.lent == 0 and memtable_limit() == 1024  # given back
+        tree = ShardTree(pages, ShardState.from_json(result.state))
+        assert sorted(path[1] for path, _ in tree.walk() if len(path) == 2) == uids
+
+        spilled = ShardTree(MemoryPageStore())  # the same records outside a task spill
+        spilled.memtable_limit = memtable_limit()
+        builder.apply_table(spilled, _attribute_rows(builder, [0] * 600, uids), None, ApplyStats())
+        assert spilled.stats.runs_written
+    finally:
+        page_cache.reset_cache(256 * 1024 * 1024)
