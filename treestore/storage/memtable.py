@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from treestore.arrays import distinct_sorted
 from treestore.storage.entries import ChildColumns, Key
 from treestore.storage.keyfilter import KeyHashes, index_key
 
@@ -54,6 +55,9 @@ class Memtable:
         key index takes them, hashed as arrays, when a bulk call comes."""
         self.data: dict[int, dict[str, Any]] = {}
         """The new data of the entries whose attachments changed, by slot."""
+        self.kept = 0
+        """The entries kept through the last flush (:meth:`clear`): slots below this. They
+        hold nothing to add until a visit changes them; a flush writes only those."""
 
     def __len__(self) -> int:
         return len(self.parents)
@@ -185,19 +189,46 @@ class Memtable:
             self.index.insert(KeyHashes(parents, [k[1] for k in keys]).indexed())
             self._unindexed.clear()
 
-    def columns(self) -> ChildColumns:
-        """The entries in key order (by parent id, then name), with their data when some
-        entry has new data."""
-        size = len(self)
+    def changed_slots(self) -> np.ndarray | None:
+        """The slots of the entries a flush writes (``None``: every one): all but the kept
+        entries (:attr:`kept`) no visit has changed since."""
+        if not self.kept:
+            return None
+        kept = slice(0, self.kept)
+        changed = (np.frombuffer(self.hits, dtype=np.int64)[kept] != 0) | (
+            np.frombuffer(self.counts, dtype=np.int64)[kept] != 0
+        )
+        changed[[slot for slot in self.data if slot < self.kept]] = True
+        return np.concatenate(
+            [np.flatnonzero(changed), np.arange(self.kept, len(self), dtype=np.int64)]
+        )
+
+    def inner_slots(self, most: int) -> np.ndarray:
+        """The slots of the entries that are the parent of another entry (the nodes records
+        passed through, which the next records pass through again), at most ``most`` of
+        them, earliest first."""
+        ids = np.frombuffer(self.ids, dtype=np.int64)
+        parents = distinct_sorted(np.frombuffer(self.parents, dtype=np.int64))
+        at = np.minimum(np.searchsorted(parents, ids), len(parents) - 1)
+        return np.flatnonzero(parents[at] == ids)[:most]
+
+    def columns(self, slots: np.ndarray | None = None) -> ChildColumns:
+        """The entries (those at ``slots``; default all) in key order (by parent id, then
+        name), with their data when some entry has new data."""
         names = self.names()
         parents = np.frombuffer(self.parents, dtype=np.int64)
+        if slots is not None:
+            names, parents = names.take(pa.array(slots)), parents[slots]
         order = pc.sort_indices(
             pa.table({"parent": parents, "name": names}),
             [("parent", "ascending"), ("name", "ascending")],
         ).to_numpy()
+        parents, names = parents[order], names.take(order)
+        if slots is not None:
+            order = slots[order]  # the sorted entries' slots
         data = None
         if self.data:
-            by_slot: list[Any] = [None] * size
+            by_slot: list[Any] = [None] * len(self)
             for slot, value in self.data.items():
                 by_slot[slot] = value
             data = [by_slot[slot] for slot in order.tolist()]
@@ -205,15 +236,34 @@ class Memtable:
             np.frombuffer(column, dtype=np.int64)[order]
             for column in (self.ids, self.hits, self.counts)
         )
-        return ChildColumns(parents[order], names.take(order), ids, hits, counts, data)
+        return ChildColumns(parents, names, ids, hits, counts, data)
 
-    def clear(self) -> None:
-        """Drop every entry."""
+    def clear(self, keep: np.ndarray | None = None) -> None:
+        """Drop every entry, but keep those at slots ``keep`` (their keys and ids, nothing to
+        add: they are written again only if a visit changes them), so that visits find
+        them here and not in the runs."""
+        kept = None
+        if keep is not None and len(keep):
+            self._index_singles()
+            kept = (
+                KeyHashes(
+                    np.frombuffer(self.parents, dtype=np.int64)[keep],
+                    self.names().take(pa.array(keep)),
+                    indexed=self.index.hashes()[keep],
+                ),
+                np.frombuffer(self.ids, dtype=np.int64)[keep],
+            )
         self.index.clear()
         self._chunks, self._single = [], []
         self._unindexed.clear()
         self.data.clear()
         self.parents, self.ids, self.hits, self.counts = (array("q") for _ in range(4))
+        self.kept = 0
+        if kept is not None:
+            keys, ids = kept
+            zeros = np.zeros(len(ids), dtype=np.int64)
+            self.add(keys, ids, zeros, zeros)
+            self.kept = len(ids)
 
 
 _EMPTY = -1

@@ -111,14 +111,18 @@ class ShardTree(TreeWriter):
         return name
 
     def flush(self) -> None:
-        """Write the memtable as a new (delta) run."""
-        if not self.memtable:
+        """Write the memtable's changes as a new (delta) run; the memtable keeps the nodes
+        records passed through (see :meth:`Memtable.clear`), up to half its limit."""
+        memtable = self.memtable
+        slots = memtable.changed_slots()
+        if not memtable or (slots is not None and not len(slots)):
             return
-        columns = self.memtable.columns()
+        columns = memtable.columns(slots)
         keys = KeyFilter.sized(len(columns))
-        keys.add(self.memtable.keys())  # hashed already, for the memtable's key index
+        hashed = memtable.keys()  # hashed already, for the memtable's key index
+        keys.add(hashed if slots is None else hashed.take(slots))
         name = self._write(_slices(columns), len(columns), keys)
-        self.memtable.clear()
+        memtable.clear(keep=memtable.inner_slots(self.memtable_limit // 2))
         self.readers.append(RunReader(self.store, name, self.shard))
         while newest := after_flush(self._own_entries()):
             self.compact(newest=newest)

@@ -238,7 +238,9 @@ class TreeWriter(TreeReader):
         ``(parents.ids[picks[i]], names[i])``. Nodes the memtable lacks are looked up in the
         runs as columns (:meth:`~treestore.storage.reading.TreeReader.stored_ids`), unless
         ``known`` gives every child's id already (as :meth:`find_many` found them, nothing
-        changed since); the memtable is found and updated with array operations.
+        changed since); the memtable is found and updated with array operations. Visits
+        that go in pieces look their nodes up once, before the first piece: a piece
+        cannot make a node of a later one, and the flushes between them change no id.
         """
         keys = KeyHashes(parents.ids[picks], names)
         size = len(keys)
@@ -246,6 +248,8 @@ class TreeWriter(TreeReader):
         piece = max(1, self.memtable_limit // 2)
         if size > piece:  # keeps the memtable within twice its limit
             names = keys.arrow_names()
+            if known is None:  # looked up once for all the pieces (the keys are distinct)
+                known = self._ids_of(keys, self.memtable.slots(keys))
             return np.concatenate(
                 [
                     self.visit_many(
@@ -265,6 +269,8 @@ class TreeWriter(TreeReader):
         slots = memtable.slots(keys)
         in_memtable = slots >= 0
         ids = np.array(known, dtype=np.int64) if known is not None else self._ids_of(keys, slots)
+        if known is not None and (in_memtable & (ids < 0)).any():  # made by an earlier piece
+            raise ValueError("visit_many takes distinct (parent, name) keys")
         accepted = np.asarray(accepts(ids, create, once, created_before), dtype=bool)
         fresh = np.flatnonzero(accepted & (ids < 0))
         ids[fresh] = self.next_id + np.arange(len(fresh))

@@ -479,7 +479,8 @@ def test_data_of_nodes_flushed_since_their_visit_still_lands(store: PageStore) -
     names = [f"n{i}" for i in range(8)]
     ids = tree.visit_many(root, np.zeros(8, dtype=np.int64), names, hits=np.full(8, 2))
     keys = [(0, name) for name in names]
-    assert not tree.memtable and len(tree.readers) == 1
+    assert len(tree.readers) == 1  # flushed: only the internal root stays (their parent)
+    assert len(tree.memtable) == tree.memtable.kept == 1 and tree.memtable.slot((-1, "")) == 0
     for node_id, key in zip(ids.tolist(), keys, strict=True):
         tree.update_data((node_id, key), lambda data, key=key: data.update(name=key[1]))
     state = tree.commit()
@@ -633,3 +634,12 @@ def test_insertion_points_are_where_bisect_puts_each_key(
     found = insertion_points(base, parents, pa.array([k[1] for k in wanted], pa.string()))
     encoded = [(k[0], k[1].encode()) for k in order]
     assert found.tolist() == [bisect.bisect_left(encoded, (k[0], k[1].encode())) for k in wanted]
+
+
+def test_visit_many_in_pieces_refuses_a_key_repeated_in_a_later_piece(store: PageStore) -> None:
+    tree = ShardTree(store)
+    tree.memtable_limit = 100  # pieces of 50: "a" comes again in the second
+    root = Handles.of([tree.root_handle])
+    names = ["a", *(f"n{i}" for i in range(49)), "a"]
+    with pytest.raises(ValueError, match="distinct"):
+        tree.visit_many(root, np.zeros(len(names), dtype=np.int64), names)
