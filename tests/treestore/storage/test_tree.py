@@ -643,3 +643,57 @@ def test_visit_many_in_pieces_refuses_a_key_repeated_in_a_later_piece(store: Pag
     names = ["a", *(f"n{i}" for i in range(49)), "a"]
     with pytest.raises(ValueError, match="distinct"):
         tree.visit_many(root, np.zeros(len(names), dtype=np.int64), names)
+
+
+def test_a_flush_keeps_the_inner_nodes_and_writes_them_again_only_when_changed(
+    store: PageStore,
+) -> None:
+    tree = ShardTree(store)
+    root = tree.visit(tree.root_handle, "root")
+    assert root is not None
+    a = tree.visit(root, "a")
+    assert a is not None
+    tree.visit(a, "x")
+    tree.visit(root, "b")
+    tree.flush()
+    # kept: the nodes that are parents of others (the internal root, root, a), nothing to add
+    assert _memtable_entries(tree) == [(-1, "", 0, 0, 0), (0, "root", 1, 0, 0), (1, "a", 2, 0, 0)]
+    assert tree.memtable.kept == 3 and tree.memtable.changed_slots().tolist() == []
+    runs = len(tree.readers)
+    tree.flush()  # nothing changed: no run
+    assert len(tree.readers) == runs
+    tree.visit(a, "y")  # a gets a child (found here, not in the runs); root is unchanged
+    tree.flush()
+    written = tree.readers[-1].all_columns()
+    assert list(zip(written.parents.tolist(), written.names.to_pylist(), strict=True)) == [
+        (1, "a"),
+        (2, "y"),
+    ]
+    final = ShardTree(store, tree.commit())
+    found = {path: (n.hits, n.child_count) for path, n in final.walk()}
+    assert found == {
+        ("root",): (1, 2),
+        ("root", "a"): (1, 2),
+        ("root", "a", "x"): (1, 0),
+        ("root", "a", "y"): (1, 0),
+        ("root", "b"): (1, 0),
+    }
+
+
+def test_a_flush_keeps_at_most_half_the_memtable_limit(store: PageStore) -> None:
+    tree = ShardTree(store)
+    root = tree.visit(tree.root_handle, "root")
+    assert root is not None
+    for name in "abcd":
+        parent = tree.visit(root, name)
+        assert parent is not None
+        tree.visit(parent, "leaf")
+    tree.memtable_limit = 10  # six inner nodes: the internal root, root, a, b, c, d
+    tree.flush()
+    assert [entry[:2] for entry in _memtable_entries(tree)] == [
+        (-1, ""),
+        (0, "root"),
+        (1, "a"),
+        (1, "b"),
+        (1, "c"),
+    ]
