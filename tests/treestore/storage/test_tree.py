@@ -697,3 +697,17 @@ def test_a_flush_keeps_at_most_half_the_memtable_limit(store: PageStore) -> None
         (1, "b"),
         (1, "c"),
     ]
+
+
+def test_new_data_on_a_kept_entry_is_written(store: PageStore) -> None:
+    tree = ShardTree(store)
+    root = tree.visit(tree.root_handle, "root")
+    assert root is not None
+    tree.visit(root, "leaf")
+    tree.flush()
+    assert tree.memtable.slot(root[1]) is not None  # kept: the parent of "leaf"
+    tree.update_data(root, lambda data: data.update(seen=1))  # its only change
+    tree.flush()
+    final = ShardTree(store, tree.commit())
+    node = final.child(final.root, "root")
+    assert node is not None and (node.hits, node.child_count, node.data) == (1, 1, {"seen": 1})
