@@ -50,7 +50,14 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
-__all__ = ["ROWS_PER_SORTED_PARTITION", "PackedSweep", "Packing", "packed_sweep"]
+__all__ = [
+    "ROWS_PER_SORTED_PARTITION",
+    "KeySample",
+    "PackedSweep",
+    "Packing",
+    "packed_sweep",
+    "sample_fraction",
+]
 
 ROWS_PER_SORTED_PARTITION = 4_000_000
 """At most about this many rows per partition sorted in a Python worker (16 bytes a
@@ -84,6 +91,10 @@ class Packing:
             + (F.col(KIND) if rank is None else rank)
         )
 
+    def keys(self, ids: np.ndarray, times: np.ndarray, rank: int) -> np.ndarray:
+        """The keys of rows with these ids and times and one rank, in numpy."""
+        return ((ids - self.id_low) << (self.time_bits + 2)) + ((times - self.time_low) << 2) + rank
+
     def relative_ids(self, keys: np.ndarray) -> np.ndarray:
         """Each key's id less ``id_low`` (the same order and equalities as the ids)."""
         return keys >> (self.time_bits + 2)
@@ -91,6 +102,44 @@ class Packing:
     def times(self, keys: np.ndarray) -> np.ndarray:
         """Each key's time."""
         return ((keys >> 2) & ((1 << self.time_bits) - 1)) + self.time_low
+
+
+@dataclass(frozen=True)
+class KeySample:
+    """Sampled keys (``KEY``, and ``END_KEY`` for an interval, null for an event) and the
+    share of the rows sampled."""
+
+    table: pa.Table
+    fraction: float
+
+    @classmethod
+    def of(
+        cls,
+        packing: Packing,
+        closed: str,
+        events: tuple[np.ndarray, np.ndarray],
+        spans: tuple[np.ndarray, np.ndarray, np.ndarray],
+        fraction: float,
+    ) -> KeySample:
+        """The keys of sampled events (id, time) and intervals (id, start, end)."""
+        ranks = KIND_ORDER[closed]
+        keys = np.concatenate(
+            [packing.keys(*events, ranks[EVENT]), packing.keys(spans[0], spans[1], ranks[START])]
+        )
+        ends = packing.keys(spans[0], spans[2], ranks[END])
+        no_end = np.zeros(len(events[0]), dtype=np.int64)
+        end_keys = pa.array(
+            np.concatenate([no_end, ends]),
+            mask=np.concatenate([np.ones(len(no_end), bool), np.zeros(len(ends), bool)]),
+        )
+        return cls(pa.table({KEY: keys, END_KEY: end_keys}), fraction)
+
+
+def sample_fraction(partitions: int, rows: int) -> float:
+    """The share of the rows to sample to place the bounds of at least ``partitions``
+    partitions (more when ``rows`` would make them too big to sort)."""
+    wanted = max(partitions, math.ceil(rows / ROWS_PER_SORTED_PARTITION))
+    return min(1.0, max(10_000, SAMPLE_ROWS_PER_PARTITION * wanted) / max(rows, 1))
 
 
 @dataclass(frozen=True)
@@ -115,10 +164,12 @@ def packed_sweep(
     events: DataFrame,
     columns: dict[str, str],
     out_type: DataType,
+    sample: KeySample | None = None,
 ) -> PackedSweep:
     """Sweep the events' rows and the intervals (``spans``: id, start, end, value) in
     partitions that need nothing from each other. ``sizes`` is (the partitions asked
-    for, the rows to sweep): more partitions when a worker would sort too many rows."""
+    for, the rows to sweep): more partitions when a worker would sort too many rows.
+    The bounds come from ``sample`` when given, else from a sample Spark takes."""
     from pyspark.sql import functions as F
 
     partitions, kept_rows = sizes
@@ -130,15 +181,17 @@ def packed_sweep(
         packing.key(END_TIME, F.lit(ranks[END])).alias(END_KEY),
         VALUE,
     )
-    bounds, sample, fraction = _bounds(keyed_events, keyed_spans, wanted, kept_rows)
-    balance = _balance(sample, bounds, fraction)
+    if sample is None:
+        sample = _sampled(keyed_events, keyed_spans, sample_fraction(partitions, kept_rows))
+    bounds = _bounds(sample.table, wanted)
+    balance = _balance(sample.table, bounds, sample.fraction)
     if balance[1] > 2 * ROWS_PER_SORTED_PARTITION:
         refusal = (
             f"range plan: a partition would hold about {balance[1]:,} rows to sort (long "
             "intervals copied into many partitions, or many rows with one id and time): "
             "sorting in Spark and carrying open intervals between partitions instead"
         )
-        return PackedSweep(None, balance, len(sample), refusal)
+        return PackedSweep(None, balance, sample.table.num_rows, refusal)
     id_column, time_column = _rebuilt_columns(events, columns)
     passed = [c for c in events.columns if c not in (id_column, time_column)]
     routed_events = keyed_events.select(
@@ -173,30 +226,29 @@ def packed_sweep(
     )
     schema = StructType([*events.schema.fields, StructField("value", out_type)])
     frame = arranged.mapInArrow(task, schema)
-    return PackedSweep(frame, balance, len(sample))
+    return PackedSweep(frame, balance, sample.table.num_rows)
 
 
-def _bounds(
-    keyed_events: DataFrame, keyed_spans: DataFrame, partitions: int, kept_rows: int
-) -> tuple[list[int], Any, float]:
-    """The partitions' upper bounds from a sample of the keys (one job), the sampled
-    rows (key, and the end's key for an interval) and the sampled fraction."""
+def _sampled(keyed_events: DataFrame, keyed_spans: DataFrame, fraction: float) -> KeySample:
+    """A sample of the keys (one job): the key, and the end's key for an interval."""
     from pyspark.sql import functions as F
 
-    wanted = max(10_000, SAMPLE_ROWS_PER_PARTITION * partitions)
-    fraction = min(1.0, wanted / max(kept_rows, 1))
     picked = keyed_events.select(KEY, F.lit(None).cast("long").alias(END_KEY)).unionByName(
         keyed_spans.select(KEY, END_KEY)
     )
     if fraction < 1:
         picked = picked.sample(fraction=fraction, seed=20)
-    table = picked.toArrow()
-    ends = table.column(END_KEY).drop_null().to_numpy()
-    keys = np.sort(np.concatenate([table.column(KEY).to_numpy(), ends]))
+    return KeySample(picked.toArrow(), fraction)
+
+
+def _bounds(sample: pa.Table, partitions: int) -> list[int]:
+    """The partitions' upper bounds from the sampled keys (starts and ends)."""
+    ends = sample.column(END_KEY).drop_null().to_numpy()
+    keys = np.sort(np.concatenate([sample.column(KEY).to_numpy(), ends]))
     if not len(keys) or partitions < 2:
-        return [], table, fraction
+        return []
     at = (np.arange(1, partitions) * len(keys)) // partitions
-    return sorted({int(k) for k in keys[at]}), table, fraction
+    return sorted({int(k) for k in keys[at]})
 
 
 def _bucket(key: Column, bounds: list[int]) -> Column:

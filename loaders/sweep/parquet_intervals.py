@@ -1,4 +1,4 @@
-"""The broadcast plan's intervals read on the driver straight from their Parquet files.
+"""The sweep's inputs read on the driver straight from their Parquet files.
 
 When the intervals are exactly what ``spark.read.parquet(...)`` returns (no filter, no
 projection, no partition columns), the broadcast plan needs the same rows Spark would
@@ -12,13 +12,23 @@ Spark's way), and only whole-number starts and ends (ids whole numbers or string
 values numbers), so that the interval's bounds and validity are the same comparisons
 of the same integers Spark would make; any other input, or any failure to read, returns
 None and the plan collects the intervals through Spark as before.
+
+The range plan's first job (the inputs' counts, their ids' and times' ranges for the
+packed key) and its second (a sample of the keys to place the partitions' bounds) are
+read the same way (:func:`read_ranges`), in one streaming pass over the id and time
+columns of both inputs (one batch in memory at a time), when both are bare scans of
+local Parquet files with whole-number ids and times: about 0.1 s against 0.5 s for the
+two jobs at 2M rows a side on 2 cores.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,7 +36,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["parquet_files", "read_intervals"]
+__all__ = ["InputRanges", "parquet_files", "read_intervals", "read_ranges"]
+
+SAMPLE_SEED = 20
 
 
 def parquet_files(frame: DataFrame) -> list[str] | None:
@@ -101,3 +113,137 @@ def read_intervals(
     valid = pc.and_(present, pc.fill_null(ordered, False))
     start, end = (times.cast(schema.field(i).type) for i, times in ((1, start), (2, end)))
     return pa.table([id_, start, end, value, valid], schema=schema)
+
+
+@dataclass(frozen=True)
+class InputRanges:
+    """What the range plan's counting job finds (``counts``, with the same names as its
+    row: rows, skipped rows, and the kept rows' lowest and highest id and time, ``_b``
+    for the intervals, whose times are their starts and ends), and a Bernoulli sample
+    of the kept rows at ``fraction``: the events' (id, time), the intervals' (id, start,
+    end), as int64."""
+
+    counts: dict[str, Any]
+    fraction: float
+    events: tuple[np.ndarray, np.ndarray]
+    spans: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def read_ranges(
+    events: DataFrame,
+    intervals: DataFrame,
+    columns: dict[str, str],
+    closed: str,
+    fraction: Callable[[int], float],
+) -> InputRanges | None:
+    """The inputs' counts, ranges and a sample (:class:`InputRanges`), read on the driver
+    when both are bare scans of local Parquet files with whole-number ids and times;
+    else None (Spark counts and samples them). ``fraction`` gives the share of rows to
+    sample from the rows to sweep as the footers count them (an event makes one, an
+    interval two)."""
+    from pyspark.sql.types import IntegralType
+
+    needed = ((events, ("id", "time")), (intervals, ("id", "start", "end")))
+    if not all(
+        isinstance(frame.schema[columns[role]].dataType, IntegralType)
+        for frame, roles in needed
+        for role in roles
+    ):
+        return None
+    files = [parquet_files(frame) for frame, _ in needed]
+    if files[0] is None or files[1] is None:
+        return None
+    import pyarrow.dataset as ds
+
+    try:  # any failure: Spark counts and samples them, or says why
+        event_set, span_set = (
+            ds.dataset([unquote(urlparse(file).path) for file in found], format="parquet")
+            for found in (files[0], files[1])
+        )
+        share = fraction(event_set.count_rows() + 2 * span_set.count_rows())
+        rng = np.random.default_rng(SAMPLE_SEED)
+        event_part = _scan(event_set, [columns["id"], columns["time"]], None, share, rng)
+        strict = closed != "both"
+        span_part = _scan(
+            span_set, [columns[role] for role in ("id", "start", "end")], strict, share, rng
+        )
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    counts = {
+        "events": event_part.rows,
+        "skipped_events": event_part.skipped(),
+        "id_low": event_part.lows[0],
+        "id_high": event_part.highs[0],
+        "time_low": event_part.lows[1],
+        "time_high": event_part.highs[1],
+        "intervals": span_part.rows,
+        "skipped_intervals": span_part.skipped(),
+        "id_low_b": span_part.lows[0],
+        "id_high_b": span_part.highs[0],
+        "time_low_b": span_part.lows[1],
+        "time_high_b": span_part.highs[2],
+    }
+    ids, times = event_part.sample()
+    span_ids, starts, ends = span_part.sample()
+    return InputRanges(counts, share, (ids, times), (span_ids, starts, ends))
+
+
+@dataclass
+class _Scanned:
+    """Rows and kept rows counted, the kept rows' lowest and highest value per column,
+    and the sampled kept rows (per column, a list of pieces)."""
+
+    rows: int
+    kept: int
+    lows: list[int | None]
+    highs: list[int | None]
+    picked: list[list[np.ndarray]]
+
+    def skipped(self) -> int | None:
+        """The rows not kept (None when there are no rows, as Spark's sum of none)."""
+        return self.rows - self.kept if self.rows else None
+
+    def sample(self) -> list[np.ndarray]:
+        """The sampled rows, column by column."""
+        return [
+            np.concatenate(pieces) if pieces else np.empty(0, np.int64) for pieces in self.picked
+        ]
+
+
+def _batches(dataset: Any, names: list[str]) -> Iterator[list[np.ndarray]]:
+    """The kept-row candidates: each batch's columns as int64 with a validity mask last."""
+    for batch in dataset.to_batches(columns=names):
+        if not batch.num_rows:
+            continue
+        arrays = [batch.column(name).cast(pa.int64()) for name in names]
+        present = np.ones(batch.num_rows, dtype=bool)
+        for array in arrays:
+            if array.null_count:
+                present &= np.asarray(pc.is_valid(array))
+        yield [np.asarray(pc.fill_null(array, 0)) for array in arrays] + [present]
+
+
+def _scan(
+    dataset: Any, names: list[str], strict: bool | None, share: float, rng: np.random.Generator
+) -> _Scanned:
+    """One pass over ``names`` (id and time; or id, start and end for intervals, kept
+    when start <= end, or start < end when ``strict``), one batch at a time."""
+    scanned = _Scanned(0, 0, [None] * len(names), [None] * len(names), [[] for _ in names])
+    for *arrays, kept in _batches(dataset, names):
+        scanned.rows += len(kept)
+        if strict is not None:
+            start, end = arrays[1], arrays[2]
+            kept &= (start < end) if strict else (start <= end)
+        arrays = [array[kept] for array in arrays] if not kept.all() else arrays
+        if not len(arrays[0]):
+            continue
+        scanned.kept += len(arrays[0])
+        for column, array in enumerate(arrays):
+            low, high = int(array.min()), int(array.max())
+            old_low, old_high = scanned.lows[column], scanned.highs[column]
+            scanned.lows[column] = low if old_low is None else min(old_low, low)
+            scanned.highs[column] = high if old_high is None else max(old_high, high)
+        picked = rng.random(len(arrays[0])) < share
+        for column, array in enumerate(arrays):
+            scanned.picked[column].append(array[picked])
+    return scanned

@@ -46,7 +46,8 @@ from loaders.sweep.kernels import (
     replay,
     sweep_rows,
 )
-from loaders.sweep.packed_range import Packing, packed_sweep
+from loaders.sweep.packed_range import KeySample, Packing, packed_sweep, sample_fraction
+from loaders.sweep.parquet_intervals import read_ranges
 from loaders.sweep.report import SweepReport
 
 if TYPE_CHECKING:
@@ -75,14 +76,22 @@ def range_sweep(
     from pyspark.sql import functions as F
 
     generalised = _generalised(events, intervals, columns, closed)
-    count_row = generalised.counts.first()
-    assert count_row is not None
-    packing = _packing(generalised, report, count_row)
-    report.events, report.skipped_events = int(count_row[0]), int(count_row[1] or 0)
-    report.intervals = int(count_row["intervals"])
-    report.skipped_intervals = int(count_row["skipped_intervals"] or 0)
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    read = read_ranges(events, intervals, columns, closed, lambda rows: sample_fraction(n, rows))
+    if read is not None:  # read on the driver: no counting job, no sampling job
+        ranges = read.counts
+    else:
+        count_row = generalised.counts.first()
+        assert count_row is not None
+        ranges = count_row.asDict()
+    packing = _packing(generalised, report, ranges)
+    report.events, report.skipped_events = int(ranges["events"]), int(ranges["skipped_events"] or 0)
+    report.intervals = int(ranges["intervals"])
+    report.skipped_intervals = int(ranges["skipped_intervals"] or 0)
     if packing is not None:
+        sample = None
+        if read is not None:
+            sample = KeySample.of(packing, closed, read.events, read.spans, read.fraction)
         kept = report.events - report.skipped_events
         kept += 2 * (report.intervals - report.skipped_intervals)
         packed = packed_sweep(
@@ -95,6 +104,7 @@ def range_sweep(
             events,
             columns,
             out_type,
+            sample,
         )
         if packed.frame is not None:
             report.partitions, report.max_partition_rows, report.median_partition_rows = (
@@ -205,7 +215,9 @@ def _generalised(
     return _Generalised(a_rows, spans, counts, closed)
 
 
-def _packing(generalised: _Generalised, report: SweepReport, ranges: Any) -> Packing | None:
+def _packing(
+    generalised: _Generalised, report: SweepReport, ranges: dict[str, Any]
+) -> Packing | None:
     """How one long sort key packs (id, time, kind), when ids and times are whole
     numbers that fit; else None."""
     from pyspark.sql.types import IntegralType

@@ -1,6 +1,7 @@
-"""The broadcast plan reads intervals that are a bare scan of Parquet files on the driver:
-the same answers and counts as when Spark collects them, and Spark's way whenever the
-frame is anything else."""
+"""The broadcast plan reads intervals that are a bare scan of Parquet files on the driver,
+and the range plan reads the counts, ranges and sample it needs there: the same answers
+and counts as when Spark collects them, and Spark's way whenever the frame is anything
+else."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import loaders.sweep.broadcast_plan as broadcast_plan
+import loaders.sweep.range_plan as range_plan
 from loaders.sweep.driver import SweepReport, interval_sweep
 from loaders.sweep.options import CLOSED
-from loaders.sweep.parquet_intervals import parquet_files, read_intervals
+from loaders.sweep.parquet_intervals import parquet_files, read_intervals, read_ranges
 from tests.loaders.sweep.sweep_oracle import expected
 
 pytestmark = pytest.mark.spark
@@ -161,7 +163,7 @@ def test_files_that_cannot_be_read_on_the_driver_are_left_to_spark(
     rather than failing, and Spark reads or reports the files itself."""
     from pyspark.sql.types import StructType
 
-    columns = {"id": "id", "start": "start", "end": "end", "value": "points", "time": "time"}
+    columns = {"id": "id", "start": "start", "end": "end", "value": "points", "time": "start"}
     kept = StructType.fromJson(
         {
             "type": "struct",
@@ -177,8 +179,178 @@ def test_files_that_cannot_be_read_on_the_driver_are_left_to_spark(
         pq.write_table(INTERVALS, file)
         frame = spark.read.parquet(str(file))
         assert read_intervals(frame, columns, "both", False, kept, None) is not None
+        assert read_ranges(frame, frame, columns, "both", lambda rows: 1.0) is not None
         if damage == "gone":
             file.unlink()
         else:
             file.write_bytes(file.read_bytes()[:40])
         assert read_intervals(frame, columns, "both", False, kept, None) is None
+        assert read_ranges(frame, frame, columns, "both", lambda rows: 1.0) is None
+
+
+COLUMNS = {"id": "id", "time": "time", "start": "start", "end": "end", "value": "points"}
+
+
+def _parquet(folder: Path, name: str, columns: dict[str, pa.Array]) -> str:
+    file = folder / f"{name}.parquet"
+    pq.write_table(pa.table(columns), file)
+    return str(file)
+
+
+@pytest.mark.parametrize("closed", CLOSED)
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    events=st.lists(
+        st.tuples(st.sampled_from([-4, 1, 2, None]), st.one_of(st.none(), st.integers(-9, 30))),
+        min_size=1,
+        max_size=30,
+    ),
+    intervals=st.lists(
+        st.tuples(
+            st.sampled_from([-4, 1, 2, None]),
+            st.one_of(st.none(), st.integers(-9, 30)),
+            st.integers(-9, 30),
+            st.integers(0, 5),
+        ),
+        max_size=30,
+    ),
+)
+def test_the_range_plan_counts_and_samples_on_the_driver_as_spark_does(
+    spark: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    closed: str,
+    events: list[Any],
+    intervals: list[Any],
+) -> None:
+    """Null ids and times, start > end and empty intervals: the driver's counts and ranges
+    are the counting job's row; swept from the files (bounds from the driver's sample)
+    the values and report are those of the same rows swept through Spark."""
+    folder = tmp_path_factory.mktemp("ranged")
+    intervals = [*intervals, (1, 3, 3, 7), (2, 8, 1, 4)]  # an empty one, one ending first
+    event_file = _parquet(
+        folder,
+        "events",
+        {
+            "id": pa.array([i for i, _ in events], pa.int32()),
+            "time": pa.array([t for _, t in events], pa.int64()),
+            "n": pa.array(range(len(events)), pa.int32()),
+        },
+    )
+    span_file = _parquet(
+        folder,
+        "intervals",
+        {
+            name: pa.array([r[k] for r in intervals], kind)
+            for k, (name, kind) in enumerate(
+                [
+                    ("id", pa.int32()),
+                    ("start", pa.int64()),
+                    ("end", pa.int64()),
+                    ("points", pa.int64()),
+                ]
+            )
+        },
+    )
+    e, b = spark.read.parquet(event_file), spark.read.parquet(span_file)
+    read = read_ranges(e, b, COLUMNS, closed, lambda rows: 1.0)
+    assert read is not None
+    counts = range_plan._generalised(e, b, COLUMNS, closed).counts.first()
+    assert read.counts == counts.asDict()
+    seen: list[bool] = []
+
+    def recorded(*args: Any) -> Any:
+        found = read_ranges(*args)
+        seen.append(found is not None)
+        return found
+
+    monkeypatch.setattr(range_plan, "read_ranges", recorded)
+    in_memory = (
+        spark.createDataFrame(
+            [(i, t, n) for n, (i, t) in enumerate(events)], "id int, time bigint, n int"
+        ),
+        spark.createDataFrame(intervals, "id int, start bigint, end bigint, points bigint"),
+    )
+    for agg in ("sum", "max"):
+        answers = []
+        for frames in ((e, b), in_memory):
+            report = SweepReport()
+            result = interval_sweep(
+                spark, *frames, agg=agg, closed=closed, plan="range", partitions=3, report=report
+            )
+            rows = sorted(result.collect(), key=lambda r: r["n"])
+            counted = (
+                report.events,
+                report.skipped_events,
+                report.intervals,
+                report.skipped_intervals,
+            )
+            answers.append(([r["value"] for r in rows], counted, report.packed_key))
+        assert answers[0] == answers[1]
+        kept = [(i, t) for i, t in events if i is not None and t is not None]
+        valid = [r for r in intervals if r[0] is not None and r[1] is not None]
+        if kept:
+            assert answers[0][0] == expected(kept, valid, agg, closed)
+    assert seen == [True, False, True, False]
+
+
+def test_the_driver_samples_the_kept_rows_at_the_share_asked_for(
+    spark: Any, tmp_path: Path
+) -> None:
+    """At a share of 1 the sample is every kept row; at a smaller share, about that share
+    of them, the same rows each time; the share is asked for the rows to sweep as the
+    footers count them (an interval makes two)."""
+    import numpy as np
+
+    times = np.arange(20_000, dtype=np.int64)
+    event_file = _parquet(
+        tmp_path,
+        "events",
+        {"id": pa.array(times % 7, mask=times % 10 == 0), "time": pa.array(times)},
+    )
+    span_file = _parquet(
+        tmp_path,
+        "intervals",
+        {
+            "id": pa.array(times[:5_000] % 3),
+            "start": pa.array(times[:5_000]),
+            "end": pa.array(times[:5_000] + np.where(times[:5_000] % 4 == 0, -1, 5)),
+            "points": pa.array(times[:5_000]),
+        },
+    )
+    e, b = spark.read.parquet(event_file), spark.read.parquet(span_file)
+    asked: list[int] = []
+    whole = read_ranges(e, b, COLUMNS, "both", lambda rows: asked.append(rows) or 1.0)
+    assert whole is not None and asked == [20_000 + 2 * 5_000]
+    kept = times[times % 10 != 0]
+    assert sorted(zip(*whole.events, strict=True)) == sorted(zip(kept % 7, kept, strict=True))
+    valid = times[:5_000][times[:5_000] % 4 != 0]
+    assert (
+        sorted(whole.spans[1]) == valid.tolist() and sorted(whole.spans[2]) == (valid + 5).tolist()
+    )
+    assert whole.counts["skipped_events"] == 2_000 and whole.counts["skipped_intervals"] == 1_250
+    tenth = [read_ranges(e, b, COLUMNS, "both", lambda rows: 0.1) for _ in range(2)]
+    assert tenth[0] is not None and tenth[1] is not None and tenth[0].fraction == 0.1
+    assert 1_500 <= len(tenth[0].events[0]) <= 2_100 and 300 <= len(tenth[0].spans[0]) <= 450
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(
+            tenth[0].events + tenth[0].spans, tenth[1].events + tenth[1].spans, strict=True
+        )
+    )
+
+
+def test_times_that_are_not_whole_numbers_are_counted_by_spark(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    events = spark.createDataFrame([(1, 4)], "id bigint, time bigint")
+    events.write.parquet(str(tmp_path / "longs"))
+    events.select("id", F.timestamp_seconds("time").alias("time")).write.parquet(
+        str(tmp_path / "stamps")
+    )
+    pq.write_table(INTERVALS, tmp_path / "intervals.parquet")
+    b = spark.read.parquet(str(tmp_path / "intervals.parquet"))
+    longs, stamps = (spark.read.parquet(str(tmp_path / name)) for name in ("longs", "stamps"))
+    assert read_ranges(longs, b, COLUMNS, "both", lambda rows: 1.0) is not None
+    assert read_ranges(stamps, b, COLUMNS, "both", lambda rows: 1.0) is None
+    assert read_ranges(longs, b.where("id > 0"), COLUMNS, "both", lambda rows: 1.0) is None
