@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 
 from treestore.arrays import distinct_sorted
 
-__all__ = ["SIDES", "CoverIndex"]
+__all__ = ["SIDES", "CoverIndex", "open_totals"]
 
 SIDES: dict[str, tuple[str, str]] = {
     # closed -> (starts counted at t: "right" = start <= t, "left" = start < t,
@@ -170,7 +170,11 @@ class _Side:
         cls, codes: np.ndarray, times: np.ndarray, weights: np.ndarray | None, shift: int
     ) -> _Side:
         """Sort the rows by packed key and sum their weights (None: count them) per id."""
-        keys = (codes << shift) | times
+        return cls.of_keys((codes << shift) | times, weights, shift)
+
+    @classmethod
+    def of_keys(cls, keys: np.ndarray, weights: np.ndarray | None, shift: int) -> _Side:
+        """:meth:`of` for keys already packed (``keys`` may be sorted in place)."""
         width = _packed_width(keys, weights)
         if weights is None:  # counts: the keys alone, sorted in place (no permutation)
             keys.sort()
@@ -253,15 +257,8 @@ class CoverIndex:
         known = codes >= 0
         shift = self.time_code.bits
         keys = (np.maximum(codes, 0) << shift) | self.time_code.of_events(times)
-        order = np.argsort(keys)  # search in key order: each search walks its index once
-        keys, codes = keys[order], codes[order]
-        start_side, end_side = SIDES[self.closed]
-        opened = self.starts.before(keys, codes, start_side, shift)
-        closed = self.ends.before(keys, codes, end_side, shift)
-        kind = np.result_type(opened.dtype, closed.dtype, np.int64)
-        values = np.empty(len(keys), dtype=kind)
-        values[order] = opened.astype(kind, copy=False) - closed
-        return np.where(known, values, np.zeros(1, dtype=kind))
+        values = _open_at(self.starts, self.ends, keys, codes, SIDES[self.closed], shift)
+        return np.where(known, values, np.zeros(1, dtype=values.dtype))
 
     @property
     def nbytes(self) -> int:
@@ -270,3 +267,42 @@ class CoverIndex:
         if self.time_code.times is not None:
             arrays.append(self.time_code.times)
         return int(sum(a.nbytes for a in arrays) + self.ids.nbytes)
+
+
+def _open_at(
+    starts: _Side,
+    ends: _Side,
+    keys: np.ndarray,
+    codes: np.ndarray,
+    sides: tuple[str, str],
+    shift: int,
+) -> np.ndarray:
+    """The total of the rows opened minus those closed before each key, in its id's
+    ``codes`` (the key's bits above ``shift`` when the id is known; an id code the key
+    could not hold matches nothing); ``sides`` says on which side of an equal key each
+    counts."""
+    order = np.argsort(keys)  # search in key order: each search walks its index once
+    keys, codes = keys[order], codes[order]
+    opened = starts.before(keys, codes, sides[0], shift)
+    closed = ends.before(keys, codes, sides[1], shift)
+    kind = np.result_type(opened.dtype, closed.dtype, np.int64)
+    values = np.empty(len(keys), dtype=kind)
+    values[order] = opened.astype(kind, copy=False) - closed
+    return values
+
+
+def open_totals(
+    start_keys: np.ndarray,
+    end_keys: np.ndarray,
+    weights: np.ndarray | None,
+    keys: np.ndarray,
+    shift: int,
+) -> np.ndarray:
+    """For keys that pack an id above ``shift`` bits and an order below (the range plan's
+    packed keys, whose rank makes every key of one kind differ from the others'): the
+    sum of ``weights`` (None: the count) of the intervals of each key's id whose start
+    key lies below it and whose end key does not."""
+    starts = _Side.of_keys(np.array(start_keys, dtype=np.int64), weights, shift)
+    ends = _Side.of_keys(np.array(end_keys, dtype=np.int64), weights, shift)
+    keys = np.asarray(keys, dtype=np.int64)
+    return _open_at(starts, ends, keys, keys >> shift, ("left", "left"), shift)

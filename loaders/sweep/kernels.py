@@ -33,6 +33,7 @@ __all__ = [
     "RunningSums",
     "carry_totals",
     "make_aggregation",
+    "summable",
     "sweep_rows",
 ]
 
@@ -119,6 +120,16 @@ def replay(aggregation: Aggregation, carried: Iterable[tuple[Any, int]]) -> Any:
     return state
 
 
+def summable(values: np.ndarray) -> np.ndarray:
+    """Interval values as a sum adds them: decimals as doubles, whole numbers as int64 (so
+    that negating the smallest cannot wrap), NaN as 0."""
+    if values.dtype.kind == "O":  # decimals: their sum is a double
+        return np.nan_to_num(values.astype(np.float64))
+    if values.dtype.kind in "iub":
+        return values.astype(np.int64)
+    return np.nan_to_num(values.astype(np.float64))
+
+
 def _vectorized(
     aggregation: Aggregation,
     ids: np.ndarray,
@@ -131,13 +142,8 @@ def _vectorized(
     if aggregation.name == "count":
         step = np.where(roles == START, 1, np.where(roles == END, -1, 0)).astype(np.int64)
     else:
-        if values.dtype.kind == "O":  # decimals: their sum is a double
-            values = values.astype(np.float64)
-        elif values.dtype.kind in "iu":  # so that negating the smallest value cannot wrap
-            values = values.astype(np.int64)
-        filled = np.nan_to_num(values.astype(np.float64)) if values.dtype.kind == "f" else values
-        signed = np.where(roles == START, filled, np.where(roles == END, -filled, 0))
-        step = signed.astype(np.float64 if values.dtype.kind == "f" else np.int64)
+        filled = summable(values)
+        step = np.where(roles == START, filled, np.where(roles == END, -filled, 0))
     totals = np.cumsum(step)
     boundary = np.ones(len(ids), dtype=bool)
     boundary[1:] = ids[1:] != ids[:-1]

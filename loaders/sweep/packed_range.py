@@ -36,13 +36,14 @@ from loaders.sweep.columns import (
     arrow_type,
     summed_values,
 )
+from loaders.sweep.cover_index import open_totals
 from loaders.sweep.kernels import (
     END,
     EVENT,
     KIND_ORDER,
     START,
     Aggregation,
-    running_totals,
+    summable,
     sweep_rows,
 )
 
@@ -310,9 +311,11 @@ def _sweep_task(
     value_type: pa.DataType,
     batch_rows: int,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """One partition, unsorted: sort it by key with numpy, sweep it from an empty state;
-    rows go out (and, for the aggregations kept as Python objects, are swept) in slices
-    of ``batch_rows``."""
+    """One partition, unsorted, from an empty state; rows go out in slices of
+    ``batch_rows``. ``sum`` and ``count`` sort the starts and the ends apart and look
+    each event up in them (:func:`~loaders.sweep.cover_index.open_totals`): the events
+    keep their order. The other aggregations sort the whole partition by key with numpy
+    and sweep it (Python objects, one slice at a time)."""
     names = [*[f.name for f in rebuilt.fields], "value"]
     role_of_rank = np.zeros(4, dtype=np.int64)
     for role, rank in KIND_ORDER[closed].items():
@@ -323,8 +326,29 @@ def _sweep_task(
         if not kept:
             return
         table = pa.Table.from_batches(kept)
+        is_span = pc.is_valid(table.column(END_KEY))
+        spans = pc.indices_nonzero(is_span)
+        if aggregation.vectorized:
+            rows, event_keys, results = _looked_up(table, spans, is_span)
+        else:
+            rows, event_keys, results = _swept(table, spans)
+        for low in range(0, len(rows), batch_rows):
+            yield _events_batch(table, rows, event_keys, results, low)
+
+    def _looked_up(table: pa.Table, spans: pa.Array, is_span: Any) -> tuple[Any, Any, Any]:
+        rows = np.flatnonzero(~np.asarray(is_span))
+        keys = table.column(KEY).to_numpy()
+        weights = None
+        if aggregation.name != "count":
+            weights = summable(summed_values("sum", table.column(VALUE).take(spans)))
+        spans_at = np.asarray(spans)
+        end_keys = table.column(END_KEY).take(spans).to_numpy()
+        shift = packing.time_bits + 2
+        results = open_totals(keys[spans_at], end_keys, weights, keys[rows], shift)
+        return rows, keys[rows], results
+
+    def _swept(table: pa.Table, spans: pa.Array) -> tuple[Any, Any, Any]:
         # Each interval's row makes two: its start (the row's key) and its end.
-        spans = pc.indices_nonzero(pc.is_valid(table.column(END_KEY)))
         ends = table.column(END_KEY).take(spans)
         keys = np.concatenate([table.column(KEY).to_numpy(), pc.fill_null(ends, 0).to_numpy()])
         values = pa.chunked_array(
@@ -335,15 +359,7 @@ def _sweep_task(
         keys = keys[order]
         ids = packing.relative_ids(keys)
         roles = role_of_rank[keys & 3]
-        results = _results(ids, roles, values.take(order))
-        event_rows = np.flatnonzero(roles == EVENT)
-        for low in range(0, len(event_rows), batch_rows):
-            yield _events_batch(table, keys, order, event_rows, results, low)
-
-    def _results(ids: Any, roles: Any, values: pa.ChunkedArray) -> Any:
-        if aggregation.vectorized:
-            filled = summed_values(aggregation.name, values)
-            return running_totals(aggregation, ids, roles, filled, None)[roles == EVENT]
+        sorted_values = values.take(order)
         # slice by slice, so that only one slice's rows are Python objects at a time
         results: list[Any] = []
         state = None
@@ -353,27 +369,29 @@ def _sweep_task(
                 aggregation,
                 ids[low:high].tolist(),
                 roles[low:high].tolist(),
-                values.slice(low, batch_rows).to_pylist(),
+                sorted_values.slice(low, batch_rows).to_pylist(),
                 state,
             )
             results.extend(part)
-        return results
+        events = np.flatnonzero(roles == EVENT)
+        return order[events], keys[events], results
 
     def _events_batch(
-        table: pa.Table, keys: Any, order: Any, event_rows: Any, results: Any, low: int
+        table: pa.Table, rows: Any, event_keys: Any, results: Any, low: int
     ) -> pa.RecordBatch:
-        picked = event_rows[low : low + batch_rows]
-        event_keys = keys[picked]
+        """Events ``rows[low:low + batch_rows]`` of ``table`` (their keys and results alike)."""
+        high = low + batch_rows
+        keys = event_keys[low:high]
         out = []
         for field in rebuilt.fields:
             if field.name == rebuilt.id_column:
-                ids = packing.relative_ids(event_keys) + packing.id_low
+                ids = packing.relative_ids(keys) + packing.id_low
                 out.append(pa.array(ids).cast(field.type))
             elif field.name == rebuilt.time_column:
-                out.append(pa.array(packing.times(event_keys)).cast(field.type))
+                out.append(pa.array(packing.times(keys)).cast(field.type))
             else:
-                out.append(table.column(field.name).take(order[picked]).combine_chunks())
-        value = pa.array(results[low : low + batch_rows], type=value_type)
+                out.append(table.column(field.name).take(rows[low:high]).combine_chunks())
+        value = pa.array(results[low:high], type=value_type)
         return pa.RecordBatch.from_arrays([*out, value], names)
 
     return run

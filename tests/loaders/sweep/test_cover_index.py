@@ -1,4 +1,5 @@
-"""The broadcast plan's index (binary searches over per-id running totals) against the oracle."""
+"""The broadcast plan's index (binary searches over per-id running totals), and the same
+searches over the range plan's packed keys, against the oracle."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loaders.sweep.cover_index import CoverIndex
+from loaders.sweep.cover_index import CoverIndex, open_totals
+from loaders.sweep.kernels import END, EVENT, KIND_ORDER, START
 from loaders.sweep.options import CLOSED
 from tests.loaders.sweep.sweep_oracle import expected
 
@@ -121,3 +123,41 @@ def test_ids_far_outside_the_intervals_find_nothing() -> None:
     intervals = [(0, 0, 9, 5), (1, 0, 9, 2)]
     events = [(2**60, 3), (-(2**60), 3), (0, 3), (1, 3), (2, 3)]
     assert _lookup(events, intervals, "both", "sum", id_type=pa.int64()) == [0, 0, 5, 2, 0]
+
+
+@pytest.mark.parametrize("closed", CLOSED)
+@settings(max_examples=40, deadline=None)
+@given(
+    events=st.lists(st.tuples(st.integers(0, 3), times), max_size=30),
+    intervals=st.lists(
+        st.tuples(st.integers(0, 3), times, st.integers(0, 6), st.integers(-3, 9)), max_size=30
+    ),
+    agg=st.sampled_from(["sum", "count", "float"]),
+)
+def test_open_totals_over_packed_keys_follow_the_oracle(
+    closed: str, events: list[Any], intervals: list[Any], agg: str
+) -> None:
+    """Keys packing (id, time + 5, rank) with the ranks ``closed`` implies: each event's
+    total is that of its id's intervals covering its time (ties at equal times
+    included), whole or fractional values, or the count."""
+    intervals = [(i, s, s + length, v) for i, s, length, v in intervals]
+    if closed != "both":  # the range plan keeps no empty interval but for closed="both"
+        intervals = [r for r in intervals if r[1] < r[2]]
+    rank = KIND_ORDER[closed]
+
+    def keys(rows: list[tuple[int, int]], kind: int) -> np.ndarray:
+        return np.array([(i << 7) + ((t + 5) << 2) + rank[kind] for i, t in rows], np.int64)
+
+    weights = None
+    if agg != "count":
+        weights = np.array([v / (4 if agg == "float" else 1) for *_, v in intervals])
+        weights = weights if agg == "float" else weights.astype(np.int64)
+    got = open_totals(
+        keys([(i, s) for i, s, _, _ in intervals], START),
+        keys([(i, e) for i, _, e, _ in intervals], END),
+        weights,
+        keys(events, EVENT),
+        7,
+    )
+    scaled = [(i, s, e, v / 4 if agg == "float" else v) for i, s, e, v in intervals]
+    assert got.tolist() == expected(events, scaled, "count" if agg == "count" else "sum", closed)
