@@ -78,12 +78,8 @@ def range_sweep(
     generalised = _generalised(events, intervals, columns, closed)
     n = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
     read = read_ranges(events, intervals, columns, closed, lambda rows: sample_fraction(n, rows))
-    if read is not None:  # read on the driver: no counting job, no sampling job
-        ranges = read.counts
-    else:
-        count_row = generalised.counts.first()
-        assert count_row is not None
-        ranges = count_row.asDict()
+    # read on the driver: no counting job (and no sampling job below)
+    ranges = read.counts if read is not None else _counted(events, intervals, columns, closed)
     packing = _packing(generalised, report, ranges)
     report.events, report.skipped_events = int(ranges["events"]), int(ranges["skipped_events"] or 0)
     report.intervals = int(ranges["intervals"])
@@ -135,12 +131,11 @@ def range_sweep(
 
 @dataclass(frozen=True)
 class _Generalised:
-    """The events' rows, the valid intervals as (id, start, end, value) and the job that
-    counts the inputs; :meth:`rows` makes the generalised rows from them."""
+    """The events' rows and the valid intervals as (id, start, end, value); :meth:`rows`
+    makes the generalised rows from them."""
 
     events: DataFrame
     spans: DataFrame
-    counts: DataFrame
     closed: str
 
     def rows(self) -> DataFrame:
@@ -192,7 +187,19 @@ def _generalised(
     spans = kept_intervals.select(
         interval_id.alias(ID), start.alias(TIME), end.alias(END_TIME), value.alias(VALUE)
     )
-    # One job counts the skipped rows and finds the id and time ranges (for the packed key).
+    return _Generalised(a_rows, spans, closed)
+
+
+def _counted(
+    events: DataFrame, intervals: DataFrame, columns: dict[str, str], closed: str
+) -> dict[str, Any]:
+    """One job counts the rows and the skipped ones and finds the kept rows' id and time
+    ranges (for the packed key); ``_b`` names the intervals' (times: starts and ends)."""
+    from pyspark.sql import functions as F
+
+    event_time = time_as_long(events, columns["time"])
+    event_id = interval_id = F.col(f"`{columns['id']}`")
+    start, end, valid = interval_bounds(intervals, columns, closed)
     event_ok = event_id.isNotNull() & event_time.isNotNull()
     interval_ok = F.coalesce(valid, F.lit(False))
     counts = events.select(
@@ -212,7 +219,9 @@ def _generalised(
             F.max(F.when(interval_ok, end)).alias("time_high_b"),
         )
     )
-    return _Generalised(a_rows, spans, counts, closed)
+    row = counts.first()
+    assert row is not None
+    return row.asDict()
 
 
 def _packing(
