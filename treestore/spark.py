@@ -138,6 +138,10 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     )
     for name, value in memory.items():
         builder = builder.config(f"spark.executorEnv.{name}", value)
+    if chosen.startswith("local"):
+        # One machine: a broadcast's blocks never cross a network, so compressing them
+        # only costs time (0.23 s -> 0.17 s, median, to broadcast a sweep's 48 MB index).
+        builder = builder.config("spark.broadcast.compress", "false")
     try:
         with _STARTING, _quiet_jvm() as jvm_output:  # one start at a time patches the launch
             session = builder.getOrCreate()

@@ -214,6 +214,19 @@ def test_column_functions_make_no_round_trips_of_their_own(spark: Any) -> None:
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
 
 
+def test_a_local_session_broadcasts_without_compressing(spark: Any) -> None:
+    """A broadcast in a local session is read on the same machine: its blocks are not
+    compressed (a cluster's session keeps Spark's default), and it still arrives whole."""
+    assert spark.sparkContext.getConf().get("spark.broadcast.compress") == "false"
+    shared = spark.sparkContext.broadcast(list(range(1000)))
+    try:
+        assert (
+            spark.sparkContext.parallelize([0, 999], 2).map(lambda i: shared.value[i]).sum() == 999
+        )
+    finally:
+        shared.unpersist()
+
+
 def test_the_executors_python_workers_get_the_memory_settings(spark: Any) -> None:
     """The executors' Python workers keep freed Arrow memory for ten seconds, as the
     driver does, but keep numpy's own huge-page default, which only the driver changes
