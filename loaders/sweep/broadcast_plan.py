@@ -1,7 +1,7 @@
 """The sweep's broadcast plan for ``sum`` and ``count``: no shuffle, no sort of the events.
 
 The valid intervals are collected to the driver as Arrow (or read there from their
-Parquet files when they are a bare scan of them: :mod:`loaders.sweep.parquet_intervals`),
+Parquet files when they are a bare scan of them: :mod:`loaders.sweep.parquet_inputs`),
 indexed there (:class:`loaders.sweep.cover_index.CoverIndex`: per id, the running
 totals of the ``b+`` and ``b-`` rows sorted by time) and broadcast. The events are not moved:
 each Spark task looks up the batches of its own input partition with
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from loaders.sweep.columns import arrow_type, interval_bounds, time_as_long
 from loaders.sweep.cover_index import CoverIndex
-from loaders.sweep.parquet_intervals import read_intervals
+from loaders.sweep.parquet_inputs import read_intervals
 
 if TYPE_CHECKING:
     from pyspark import Broadcast
@@ -149,7 +149,7 @@ def broadcast_sweep(
     caller takes the range plan). Otherwise the intervals are collected once, with
     a flag that says which are valid, and counted from there. Intervals that are a
     bare scan of local Parquet files are read on the driver instead, their footers
-    counted first (:func:`~loaders.sweep.parquet_intervals.read_intervals`): no Spark
+    counted first (:func:`~loaders.sweep.parquet_inputs.read_intervals`): no Spark
     job. The events are not counted: the counts' ``count_events`` does that when called.
 
     Args:

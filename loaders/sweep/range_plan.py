@@ -47,7 +47,7 @@ from loaders.sweep.kernels import (
     sweep_rows,
 )
 from loaders.sweep.packed_range import KeySample, Packing, packed_sweep, sample_fraction
-from loaders.sweep.parquet_intervals import read_ranges
+from loaders.sweep.parquet_inputs import read_ranges
 from loaders.sweep.report import SweepReport
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import loaders.sweep.broadcast_plan as broadcast_plan
 import loaders.sweep.range_plan as range_plan
 from loaders.sweep.driver import SweepReport, interval_sweep
 from loaders.sweep.options import CLOSED
-from loaders.sweep.parquet_intervals import parquet_files, read_intervals, read_ranges
+from loaders.sweep.parquet_inputs import parquet_files, read_intervals, read_ranges
 from tests.loaders.sweep.sweep_oracle import expected
 
 pytestmark = pytest.mark.spark
