@@ -12,8 +12,10 @@ time, without the many-to-many non-equi join:
    whole numbers that fit, the three are packed into one long key
    (:mod:`loaders.sweep.packed_range`): the driver samples the keys and places
    the bounds, every interval goes to each partition it spans, so each
-   partition is sorted (by numpy) and swept from an empty state, and steps 3 and
-   4 below are not needed. Otherwise Spark range-partitions
+   partition is swept from an empty state (for ``sum`` and ``count``, its
+   intervals' starts and ends sorted by numpy and its events looked up in them;
+   otherwise the whole partition sorted by numpy and swept), and steps 3 and 4
+   below are not needed. Otherwise Spark range-partitions
    (``repartitionByRange``) and sorts within partitions.
 3. A first, light pass reports per partition its first and last id and, for
    them, the values opened minus closed there. The driver adds these up into

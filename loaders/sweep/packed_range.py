@@ -1,15 +1,17 @@
 """The range plan when one long key packs (id, time, rank) (:class:`Packing`): partitions
 that need nothing from each other.
 
-The driver samples the keys and picks the partitions' bounds; an event goes to the
-partition its key falls in (``repartitionById``), and an interval, as one row (the
-keys of its start and end), to every partition from its start's to its end's, where
-it makes a start row and an end row, so each partition is
-swept from an empty state: no carries between partitions, nothing cached, and the
-result is computed once, when it is used. Only the key, the interval's value and the
-events' columns the key does not hold cross the shuffle; each partition is sorted by
-numpy in its Python worker (no sort in the JVM), and the events' id and time are
-rebuilt from the key. Partitions are sized so that one fits a Python worker
+The driver samples the keys (or is given a sample it read itself: :class:`KeySample`)
+and picks the partitions' bounds; an event goes to the partition its key falls in
+(``repartitionById``), and an interval, as one row (the keys of its start and end), to
+every partition from its start's to its end's, where it makes a start row and an end
+row, so each partition is swept from an empty state: no carries between partitions,
+nothing cached, and the result is computed once, when it is used. Only the key, the
+interval's value and the events' columns the key does not hold cross the shuffle. In
+its Python worker (no sort in the JVM) a partition of ``sum`` or ``count`` sorts its
+starts and ends apart with numpy and looks its events up in them; one of another
+aggregation is sorted whole by numpy and swept. The events' id and time are rebuilt
+from the key. Partitions are sized so that one fits a Python worker
 (:data:`ROWS_PER_SORTED_PARTITION`).
 """
 
