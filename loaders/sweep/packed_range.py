@@ -345,9 +345,9 @@ def _sweep_task(
             weights = summable(summed_values("sum", table.column(VALUE).take(spans)))
         spans_at = np.asarray(spans)
         end_keys = table.column(END_KEY).take(spans).to_numpy()
+        event_keys = keys[rows]
         shift = packing.time_bits + 2
-        results = open_totals(keys[spans_at], end_keys, weights, keys[rows], shift)
-        return rows, keys[rows], results
+        return rows, event_keys, open_totals(keys[spans_at], end_keys, weights, event_keys, shift)
 
     def _swept(table: pa.Table, spans: pa.Array) -> tuple[Any, Any, Any]:
         # Each interval's row makes two: its start (the row's key) and its end.

@@ -65,6 +65,13 @@ def parquet_files(frame: DataFrame) -> list[str] | None:
     return files
 
 
+def _dataset(files: list[str]) -> Any:
+    """The local files ``parquet_files`` listed, as one pyarrow dataset."""
+    import pyarrow.dataset as ds
+
+    return ds.dataset([unquote(urlparse(file).path) for file in files], format="parquet")
+
+
 def read_intervals(
     frame: DataFrame,
     columns: dict[str, str],
@@ -90,13 +97,12 @@ def read_intervals(
     files = parquet_files(frame)
     if files is None:
         return None
-    import pyarrow.dataset as ds
     from pyspark.sql.pandas.types import to_arrow_schema
 
     schema = to_arrow_schema(kept)  # id, start, end, value, valid: as Spark would send them
     read = ["id", "start", "end"] + ([] if count else ["value"])
     try:  # any failure: Spark reads them, or says why
-        dataset = ds.dataset([unquote(urlparse(file).path) for file in files], format="parquet")
+        dataset = _dataset(files)
         if limit is not None and dataset.count_rows() > limit:
             return None
         table = dataset.to_table(columns=[columns[role] for role in read])
@@ -153,13 +159,8 @@ def read_ranges(
     files = [parquet_files(frame) for frame, _ in needed]
     if files[0] is None or files[1] is None:
         return None
-    import pyarrow.dataset as ds
-
     try:  # any failure: Spark counts and samples them, or says why
-        event_set, span_set = (
-            ds.dataset([unquote(urlparse(file).path) for file in found], format="parquet")
-            for found in (files[0], files[1])
-        )
+        event_set, span_set = _dataset(files[0]), _dataset(files[1])
         share = fraction(event_set.count_rows() + 2 * span_set.count_rows())
         rng = np.random.default_rng(SAMPLE_SEED)
         event_part = _scan(event_set, [columns["id"], columns["time"]], None, share, rng)
@@ -170,18 +171,8 @@ def read_ranges(
     except (OSError, ValueError, pa.ArrowException):
         return None
     counts = {
-        "events": event_part.rows,
-        "skipped_events": event_part.skipped(),
-        "id_low": event_part.lows[0],
-        "id_high": event_part.highs[0],
-        "time_low": event_part.lows[1],
-        "time_high": event_part.highs[1],
-        "intervals": span_part.rows,
-        "skipped_intervals": span_part.skipped(),
-        "id_low_b": span_part.lows[0],
-        "id_high_b": span_part.highs[0],
-        "time_low_b": span_part.lows[1],
-        "time_high_b": span_part.highs[2],
+        **event_part.named("events", "", end_column=1),
+        **span_part.named("intervals", "_b", end_column=2),
     }
     ids, times = event_part.sample()
     span_ids, starts, ends = span_part.sample()
@@ -199,9 +190,19 @@ class _Scanned:
     highs: list[int | None]
     picked: list[list[np.ndarray]]
 
-    def skipped(self) -> int | None:
-        """The rows not kept (None when there are no rows, as Spark's sum of none)."""
-        return self.rows - self.kept if self.rows else None
+    def named(self, rows: str, suffix: str, end_column: int) -> dict[str, Any]:
+        """The counts and ranges under the counting job's names: ``rows``, ``skipped_`` +
+        ``rows`` (None when there are no rows, as Spark's sum of none), the lowest and
+        highest id and time (``id_low`` + ``suffix`` ...), the highest time from column
+        ``end_column`` (the intervals' ends)."""
+        return {
+            rows: self.rows,
+            f"skipped_{rows}": self.rows - self.kept if self.rows else None,
+            f"id_low{suffix}": self.lows[0],
+            f"id_high{suffix}": self.highs[0],
+            f"time_low{suffix}": self.lows[1],
+            f"time_high{suffix}": self.highs[end_column],
+        }
 
     def sample(self) -> list[np.ndarray]:
         """The sampled rows, column by column."""
