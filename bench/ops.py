@@ -27,7 +27,9 @@ import treestore  # noqa: E402, F401  first: it sets the process's memory settin
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
+from query.driver.plan import QueryPlan  # noqa: E402
 from query.driver.result import Piece, Rows  # noqa: E402
+from query.ops.columns import ColumnType  # noqa: E402
 from query.ops.compiler import compile_ops  # noqa: E402
 
 OPS = {
@@ -61,9 +63,8 @@ def run(batches: list[pa.RecordBatch], ops: str, columns: bool) -> tuple[float, 
     def produce() -> Iterator[Piece]:
         yield from batches
 
-    result = Rows(produce, compile_ops(ops))
-    if columns:
-        result.piece_types = ["str", "str", "int"]
+    types: list[ColumnType] | None = ["str", "str", "int"] if columns else None
+    result = Rows(produce, QueryPlan.over_pieces(compile_ops(ops), types))
     started = time.perf_counter()
     out = result.to_arrow()
     return time.perf_counter() - started, out.to_pylist()

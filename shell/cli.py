@@ -202,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="no row of column names first (tsv, csv, table); json rows as arrays",
     )
+    query.add_argument(
+        "--explain",
+        action="store_true",
+        help="print how the query would run (on the driver or in Spark, which shards, what "
+        "runs on columns or rows, and why) instead of its rows; starts no Spark",
+    )
     _add_master(query)
 
     shell = _command(
@@ -393,9 +399,12 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             strict=args.strict,
         )
     elif args.command == "query":
+        from query.driver.plan import QueryRequest
+
+        request = QueryRequest(args.path, args.rops, args.ops)
         commands.command_query(
-            args.store, args.path, args.rops, args.ops, args.format, args.master, out,
-            header=args.header,
+            args.store, request, args.format, args.master, out,
+            header=args.header, explain=args.explain,
         )  # fmt: skip
     elif args.command == "shell":
         return commands.command_shell(args.store, args.master, args.execute, header=args.header)

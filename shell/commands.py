@@ -9,9 +9,12 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from shell.progress_view import showing_events
+
+if TYPE_CHECKING:
+    from query.driver.plan import QueryRequest
 
 __all__ = [
     "command_check",
@@ -113,23 +116,27 @@ def command_follow(
 
 def command_query(
     store: str,
-    path: str,
-    rops: str | None,
-    ops: str | None,
+    request: QueryRequest,
     fmt: str,
     master: str | None,
     out: TextIO,
     *,
     header: bool = True,
+    explain: bool = False,
 ) -> int:
     """``treestore query``: print the rows (after a row of their column names unless not
-    ``header``); returns how many were printed."""
+    ``header``); returns how many were printed. ``explain``: print the query's plan
+    instead (nothing runs; no Spark starts) and return 0."""
     from query.driver.runner import open_store
     from shell.formats import write_rows
     from treestore.spark import get_session
 
     handle = open_store(store, session_factory=lambda: get_session(master))
-    rows = handle.query(path, rops=rops, ops=ops)
+    plan = handle.plan_request(request)
+    if explain:
+        print(plan, file=out)
+        return 0
+    rows = handle.run(plan)
     count = write_rows(rows, out, fmt, header=header, columns=rows.column_names())
     for warning in rows.warnings():  # an op argument read leniently, a column past a row
         print(f"treestore query: warning: {warning}", file=sys.stderr)

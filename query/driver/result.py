@@ -9,11 +9,12 @@ value where the shards sent Arrow, which is the fast way to consume a big scan.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 import pyarrow as pa
 
+from query.driver.plan import QueryPlan
 from query.ops import Value
 from query.ops.columns import (
     ARROW_TYPES,
@@ -115,25 +116,23 @@ class Rows:
     before the end cancels the Spark job still running.
     """
 
-    def __init__(
-        self,
-        produce: Callable[[], Iterator[Piece]],
-        driver: OpsPipeline | None = None,
-        labels: tuple[str, ...] | None = None,
-        types: dict[str, str] | None = None,
-        rops: OpsPipeline | None = None,
-    ) -> None:
+    def __init__(self, produce: Callable[[], Iterator[Piece]], plan: QueryPlan) -> None:
         self._produce = produce
-        self._driver = driver or OpsPipeline()
-        self.labels = labels
-        self.types = types or {}
-        """Arrow type names of the path's columns, by column name (an empty result's schema)."""
-        self._rops = rops or OpsPipeline()
-        self.piece_types: list[ColumnType] | None = None
-        """The column types of every piece when the shards send typed columns: the driver
-        ops' leading column ops (``gather``, ``merge``, ``sort``...) then run on Arrow."""
+        self.plan = plan
+        """The query's plan (see :mod:`query.driver.plan`); ``print(rows.plan)`` says it."""
+        self._driver = plan.ops.pipeline
         self._source: Iterator[Piece] | None = None
         self._iterator: Iterator[tuple[Value, ...]] | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...] | None:
+        """The names of the columns the path and ops make (``None``: not known ahead)."""
+        return self.plan.labels
+
+    @property
+    def types(self) -> Mapping[str, str]:
+        """Arrow type names of the path's columns, by column name (an empty result's schema)."""
+        return self.plan.types
 
     def _pieces(self) -> Iterator[Piece]:
         if self._source is None:
@@ -141,16 +140,14 @@ class Rows:
         return self._source
 
     def _column_stage(self) -> tuple[Iterator[Chunk] | None, OpsPipeline]:
-        """The chunks the driver ops' leading column ops give (``None`` when none can run
-        on columns), and the ops left to run on rows."""
-        if self.piece_types is None or not self._driver:
+        """The chunks the driver ops' leading column ops give (``None`` when none run on
+        columns, as the plan says), and the ops left to run on rows."""
+        split = self.plan.ops
+        if split.input_types is None or not split.on_columns:
             return None, self._driver
-        column_ops, rest = self._driver.column_prefix(self.piece_types)
-        if not column_ops:
-            return None, self._driver
-        types = self.piece_types
-        chunks = run_on_columns(column_ops, (_chunk_of(piece, types) for piece in self._pieces()))
-        return chunks, rest
+        types = list(split.input_types)
+        chunks = run_on_columns(split.on_columns, (_chunk_of(p, types) for p in self._pieces()))
+        return chunks, split.on_rows
 
     def _rows(self) -> Iterator[tuple[Value, ...]]:
         if self._iterator is None:
@@ -235,7 +232,7 @@ class Rows:
         """The ops' warnings so far, each once with its column (an :class:`OpError`): an
         argument Hydra reads leniently (``sort=0:x``), and once rows ran, a column past
         a row's width. Rops that ran in Spark tasks report only the first kind."""
-        return self._rops.warnings() + self._driver.warnings()
+        return self.plan.rops.pipeline.warnings() + self._driver.warnings()
 
     def column_names(self, width: int | None = None) -> list[str]:
         """The names of the first ``width`` columns (default: as many as the path and ops

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from query.driver.channel import RowChannel, TaskSender
+from query.driver.plan import LOCAL_LIMIT_SETTING, QueryPlan, QueryRequest, plan_query
 from query.driver.result import Piece, Rows
 from query.driver.transport import ERROR, encode_error, encode_piece
 from query.ops import Value
-from query.ops.columns import Chunk, ColumnType, rows_of, run_on_columns
-from query.ops.compiler import OpsPipeline, compile_ops
+from query.ops.columns import Chunk, rows_of, run_on_columns
+from query.ops.compiler import OpsPipeline
 from query.syntax.ast import Path
-from query.syntax.path_parser import parse_path
-from query.walk.column_engine import column_types, run_path_columns, supports
+from query.walk.column_engine import run_path_columns
 from query.walk.row_walker import run_path
 from treestore.errors import StoreError, TreestoreError
 from treestore.failpoints import failpoint
@@ -46,7 +46,15 @@ from treestore.store.versions import StoreVersion, current_version, open_version
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["QueryStore", "Rows", "open_store", "shard_output", "shard_rows"]
+__all__ = [
+    "QueryPlan",
+    "QueryRequest",
+    "QueryStore",
+    "Rows",
+    "open_store",
+    "shard_output",
+    "shard_rows",
+]
 
 PIECE_ROWS = 8192
 """The most rows a shard sends in one piece (a task's pieces grow to it from
@@ -64,21 +72,20 @@ def shard_rows(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[tuple
     return rops.run(run_path(tree, path))
 
 
-def shard_output(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[Chunk | list[Any]]:
-    """One shard's rows for a scan: column chunks while the path and the leading rops can
-    run on columns (see :mod:`query.walk.column_engine`; they may be coded, see
-    :mod:`query.ops.columns`), else lists of rows that grow from :data:`_FIRST_CHUNK` to
-    :data:`PIECE_ROWS` (so the first rows leave early)."""
+def shard_output(tree: ShardTree, plan: QueryPlan) -> Iterator[Chunk | list[Any]]:
+    """One shard's rows for a scan, as ``plan`` says: column chunks while the path and the
+    leading rops run on columns (see :mod:`query.walk.column_engine`; they may be coded,
+    see :mod:`query.ops.columns`), else lists of rows that grow from :data:`_FIRST_CHUNK`
+    to :data:`PIECE_ROWS` (so the first rows leave early)."""
     rows: Iterable[tuple[Value, ...]]
-    if supports(path):
-        column_ops, rest = rops.column_prefix(column_types(path))
-        chunks = run_on_columns(column_ops, run_path_columns(tree, path))
-        if not rest:
+    if plan.path_on_columns:
+        chunks = run_on_columns(plan.rops.on_columns, run_path_columns(tree, plan.path))
+        if not plan.rops.on_rows:
             yield from chunks
             return
-        rows = rest.run(rows_of(chunks))  # type: ignore[arg-type]
+        rows = plan.rops.on_rows.run(rows_of(chunks))  # type: ignore[arg-type]
     else:
-        rows = shard_rows(tree, path, rops)
+        rows = shard_rows(tree, plan.path, plan.rops.pipeline)
     size = _FIRST_CHUNK
     iterator = iter(rows)
     while chunk := list(itertools.islice(iterator, size)):
@@ -86,17 +93,10 @@ def shard_output(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[Chu
         size = min(size * 4, PIECE_ROWS)
 
 
-def _piece_types(path: Path, rops: OpsPipeline) -> list[ColumnType] | None:
-    """The column types of every piece when the shards send columns (the path and all the
-    rops run on columns), so the driver's ops can run on columns too; else ``None``."""
-    return rops.output_types(column_types(path)) if supports(path) else None
-
-
 def _shard_task(
     pages: PageStore,
     states: dict[int, ShardState],
-    path: Path,
-    rops: OpsPipeline,
+    plan: QueryPlan,
     address: tuple[str, int],
     token: bytes,
     compress: bool,
@@ -117,7 +117,7 @@ def _shard_task(
                 for shard in batch.column(0).to_pylist():
                     try:
                         tree = ShardTree(pages, states[shard], shard=shard)
-                        for output in shard_output(tree, path, rops):
+                        for output in shard_output(tree, plan):
                             sender.send(shard, *encode_piece(output, compress=compress))
                     except TreestoreError as exc:
                         sender.send(shard, ERROR, encode_error(exc))
@@ -179,10 +179,11 @@ class QueryStore:
         spark: SparkSession | None = None,
         session_factory: Callable[[], SparkSession] | None = None,
     ) -> None:
-        self.store = version
+        self.store_version = version
+        """The published version this handle reads (its manifest and page store)."""
         self.last_job_group: str | None = None  # the Spark job group of the latest query
         self.last_run: str | None = None  # "local" or "spark": where the latest query ran
-        self.local_limit = int(env_number("TREESTORE_LOCAL_QUERY_LIMIT", LOCAL_LIMIT, whole=True))
+        self.local_limit = int(env_number(LOCAL_LIMIT_SETTING, LOCAL_LIMIT, whole=True))
         """Children the leading lookups may reach for a query to run on the driver (-1: never)."""
         self._spark = spark
         self._session_factory = session_factory
@@ -192,37 +193,37 @@ class QueryStore:
         """Which store, which version and how many shards, e.g.
         ``<QueryStore 'demo-work/store' version 2 of 2, 8 shards>``."""
         return (
-            f"<QueryStore {self.store.location!r} version {self.store.version}"
-            f" of {self._newest_or_own()}, {self.store.shards} shards>"
+            f"<QueryStore {self.store_version.location!r} version {self.store_version.version}"
+            f" of {self._newest_or_own()}, {self.store_version.shards} shards>"
         )
 
     def _newest_or_own(self) -> int:
         try:
             return self.newest_version()
         except TreestoreError:
-            return self.store.version
+            return self.store_version.version
 
     @property
     def version(self) -> int:
         """The store version this handle reads."""
-        return self.store.version
+        return self.store_version.version
 
     @property
     def shards(self) -> int:
         """The store's shard count."""
-        return self.store.shards
+        return self.store_version.shards
 
     def newest_version(self) -> int:
         """The newest version published in the store (a follower or a load may have
         published since this handle opened)."""
-        return current_version(self.store.pages)
+        return current_version(self.store_version.pages)
 
     def refresh(self) -> bool:
         """Move to the newest published version (queries already running keep theirs);
         whether the version changed."""
-        if self.newest_version() == self.store.version:
+        if self.newest_version() == self.store_version.version:
             return False
-        self.store = open_version(self.store.pages)
+        self.store_version = open_version(self.store_version.pages)
         self._trees = {}
         return True
 
@@ -234,73 +235,65 @@ class QueryStore:
         check_executors_python(self._spark)  # a user's session whose workers lack our packages
         return self._spark
 
+    def plan(self, path: str, rops: str | None = None, ops: str | None = None) -> QueryPlan:
+        """The plan of a query (see :mod:`query.driver.plan`): where it runs, which shards,
+        what runs on columns and what on rows, and why. Syntax errors are raised here; it
+        reads only the pages of the path's leading name lookups, and starts no Spark."""
+        return self.plan_request(QueryRequest(path, rops, ops))
+
+    def plan_request(self, request: QueryRequest) -> QueryPlan:
+        """The plan of ``request`` (see :meth:`plan`)."""
+        return plan_query(
+            request,
+            shards=tuple(self.store_version.manifest.trees),
+            tree_of=self._tree,
+            local_limit=self.local_limit,
+            version=self.store_version.version,
+            location=self.store_version.location,
+        )
+
     def query(self, path: str, rops: str | None = None, ops: str | None = None) -> Rows:
         """Run ``path`` on every shard, ``rops`` in each shard's task, ``ops`` on the driver.
 
-        Syntax errors are raised here, before anything runs; the rows come lazily.
+        The query is planned here (:meth:`plan`; syntax errors are raised before anything
+        runs); the rows come lazily, as the plan says (``Rows.plan``).
         """
-        parsed = parse_path(path)
-        rops_pipeline = compile_ops(rops)
-        ops_pipeline = compile_ops(ops)
+        return self.run(self.plan(path, rops, ops))
+
+    def run(self, plan: QueryPlan) -> Rows:
+        """The rows of a planned query, lazily (nothing runs until they are asked for), at
+        the version it was planned on (a :meth:`refresh` later does not change them)."""
+        version = self.store_version
+        if plan.version is not None and plan.version != version.version:
+            raise StoreError(
+                f"This query was planned on version {plan.version} of the store, and this "
+                f"handle reads version {version.version}: plan it again."
+            )
+        trees = self._trees
 
         def produce() -> Iterator[Piece]:
-            if self._selective(parsed):
+            if plan.where == "driver":
                 self.last_run = "local"
-                return self._local_pieces(parsed, rops_pipeline)
+                return self._local_pieces(plan, version, trees)
             self.last_run = "spark"
-            return self._shard_pieces(parsed, rops_pipeline)
+            return self._shard_pieces(plan, version)
 
-        path_names = parsed.labels()
-        labels = ops_pipeline.column_names(rops_pipeline.column_names(path_names))
-        types = {n: t for n, t in zip(path_names, parsed.column_types(), strict=True) if t}
-        rows = Rows(produce, ops_pipeline, labels, types, rops_pipeline)
-        rows.piece_types = _piece_types(parsed, rops_pipeline)
-        return rows
+        return Rows(produce, plan)
 
     def _tree(self, shard: int) -> ShardTree:
-        tree = self._trees.get(shard)
-        if tree is None:
-            state = self.store.manifest.trees[shard]
-            tree = self._trees[shard] = ShardTree(self.store.pages, state, shard=shard)
-        return tree
+        return _cached_tree(self.store_version, self._trees, shard)
 
-    def _selective(self, path: Path) -> bool:
-        """Whether the path's leading name lookups reach few enough children to run here."""
-        if self.local_limit < 0 or not self.store.manifest.trees:
-            return False
-        leading = []
-        for element in path.elements:
-            if element.kind != "names" or element.default is not None:
-                break
-            leading.append(element)
-        if not leading:
-            return False
-        if len(leading) == len(path.elements):
-            return True
-        reached = 0
-        for shard in self.store.manifest.trees:
-            tree = self._tree(shard)
-            nodes = [tree.root]
-            for element in leading:
-                nodes = [
-                    child
-                    for node in nodes
-                    for name in element.names
-                    if (child := tree.child(node, name)) is not None
-                ]
-            reached += sum(node.child_count for node in nodes)
-            if reached > self.local_limit:
-                return False
-        return True
-
-    def _local_pieces(self, path: Path, rops: OpsPipeline) -> Iterator[Piece]:
+    def _local_pieces(
+        self, plan: QueryPlan, version: StoreVersion, trees: dict[int, ShardTree]
+    ) -> Iterator[Piece]:
         """The shards' rows, computed on the driver, in shard order."""
-        for shard in sorted(self.store.manifest.trees):
-            rows = shard_rows(self._tree(shard), path, rops)
+        for shard in plan.shards:
+            tree = _cached_tree(version, trees, shard)
+            rows = shard_rows(tree, plan.path, plan.rops.pipeline)
             while piece := list(itertools.islice(rows, PIECE_ROWS)):
                 yield piece
 
-    def _shard_pieces(self, path: Path, rops: OpsPipeline) -> Iterator[Piece]:
+    def _shard_pieces(self, plan: QueryPlan, version: StoreVersion) -> Iterator[Piece]:
         """The shards' rows as the tasks send them (a generator), in shard order.
 
         ONE Spark job runs every shard: a few tasks, each over consecutive shards, the
@@ -310,11 +303,11 @@ class QueryStore:
         """
         from pyspark.sql import functions as F
 
-        states = dict(self.store.manifest.trees)
+        states = {s: version.manifest.trees[s] for s in plan.shards}
         if not states:
             return
         spark = self._session()
-        shards = sorted(states)
+        shards = list(plan.shards)
         shard_of_partition = F.element_at(
             F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int")
         )
@@ -329,9 +322,7 @@ class QueryStore:
         host, bind = _driver_address(spark)
         channel = RowChannel(host, bind)
         remote = not (context.master or "").startswith("local")
-        task = _shard_task(
-            self.store.pages, states, path, rops, channel.address, channel.token, remote
-        )
+        task = _shard_task(version.pages, states, plan, channel.address, channel.token, remote)
         spark_job = _BackgroundSparkJob(spark, frame, task, group)
         finished = False
         try:
@@ -345,6 +336,15 @@ class QueryStore:
             channel.close()
             if not finished:
                 spark_job.thread.join()
+
+
+def _cached_tree(version: StoreVersion, trees: dict[int, ShardTree], shard: int) -> ShardTree:
+    """Shard ``shard``'s tree at ``version``, kept in ``trees`` (that version's cache)."""
+    tree = trees.get(shard)
+    if tree is None:
+        state = version.manifest.trees[shard]
+        tree = trees[shard] = ShardTree(version.pages, state, shard=shard)
+    return tree
 
 
 def open_store(

@@ -37,7 +37,7 @@ from treestore.settings import env_number
 from treestore.storage.entries import ChildColumns, expand_ranges
 from treestore.storage.tree import ShardTree
 
-__all__ = ["CHUNK_ROWS", "column_types", "run_path_columns", "supports"]
+__all__ = ["CHUNK_ROWS", "column_types", "rows_reason", "run_path_columns", "supports"]
 
 CHUNK_ROWS = 65536
 """Levels bigger than this are walked in slices of this many rows."""
@@ -47,11 +47,29 @@ WHOLE_TREE_SHARE = 64
 """A frontier holding more than this share of the tree's nodes reads the whole tree."""
 
 
+def rows_reason(path: Path) -> str | None:
+    """Why ``path`` cannot run on columns (the first element that reads an attachment, a
+    field, a trap or an ``@@`` reference), or ``None`` when it can."""
+    for number, element in enumerate(path.elements, 1):
+        what = (
+            "reads an attachment"
+            if element.kind == "data"
+            else "is an @@ reference"
+            if element.kind == "reference"
+            else "shows attachment fields ($)"
+            if element.fields
+            else "has traps (-name)"
+            if element.traps
+            else None
+        )
+        if what is not None:
+            return f"element {number} ({element}) {what}"
+    return None
+
+
 def supports(path: Path) -> bool:
     """Whether ``path`` can run on columns (no attachment, trap or ``@@`` reference)."""
-    return all(
-        e.kind not in ("data", "reference") and not e.fields and not e.traps for e in path.elements
-    )
+    return rows_reason(path) is None
 
 
 def column_types(path: Path) -> list[ColumnType]:

@@ -145,7 +145,7 @@ def _interactive(
     )
     session.header = header
     session.spark_ready = ready
-    names = NodeNames(lambda: session.store.store)
+    names = NodeNames(lambda: session.store.store_version)
     prompt = PromptSession[str](
         history=_history(err),
         completer=ShellCompleter(names),

@@ -65,6 +65,9 @@ class MetaSession(Protocol):
     def newest_version(self) -> int:
         """The newest version published in the store (checked every few seconds)."""
 
+    def explain(self, line: str) -> None:
+        """Print the plan of the query ``line`` (``PATH [| rops OPS] [| ops OPS]``)."""
+
 
 LINE_HELP = """\
 A line is a path, optionally followed by ops run in each shard's task (rops)
@@ -159,6 +162,18 @@ def render_doc(text: str) -> str:
 def info_command(session: MetaSession, argument: str) -> None:
     """Show the store: version, shards, nodes, recent loads."""
     session.info()
+
+
+@command("explain")
+def explain_command(session: MetaSession, argument: str) -> None:
+    """Show how a query would run, without running it: \\explain PATH [| rops OPS] [| ops OPS].
+
+    Says where it runs (on the driver or in one Spark job) and why, which shards, and
+    what runs on columns and what on rows."""
+    if not argument.strip():
+        session.fail("\\explain takes a query line: \\explain PATH [| rops OPS] [| ops OPS].")
+        return
+    session.explain(argument.strip())
 
 
 @command("timing")

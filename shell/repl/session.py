@@ -127,6 +127,16 @@ class ShellSession:
         """Print the store's summary (as ``treestore info``)."""
         write_info(self.store_dir, self.out)
 
+    def explain(self, line: str) -> None:
+        """Print the plan of the query ``line`` (nothing runs; no Spark starts)."""
+        parts = split_line(line)
+        try:
+            plan = self.store.plan(parts.path, parts.rops, parts.ops)
+        except PositionedError as exc:
+            self.fail(_at_line(exc, line))
+            return
+        self.say(str(plan))
+
     def run_line(self, line: str) -> bool:
         """Run one line (a query or a meta-command); return whether it succeeded."""
         self.failed = False
@@ -198,7 +208,7 @@ class ShellSession:
         for warning in result.warnings():
             self.warn(_at_line(warning, text))
         if count == 0:
-            missing = missing_name(self.store.store, parts.path)
+            missing = missing_name(self.store.store_version, parts.path)
             if missing is not None:
                 self.warn(_at_line(missing, text))
 

@@ -128,15 +128,15 @@ def test_new_mapping_files_load_incrementally(spark: object, demo_dir: Path) -> 
     joined = _answer(handle)
     assert joined == [*EXPECTED_JOIN[:1], ("qqq", "1,2"), *EXPECTED_JOIN[1:]]
     assert "55555" not in {row[0] for row in handle.query("root/+")}
-    report = handle.store.manifest.loads[-1]
+    report = handle.store_version.manifest.loads[-1]
     assert report["sources"]["mapping"]["missed_updates"] == 1
     assert report["sources"]["mapping"]["files"] == 1
     assert report["sources"]["attributes"]["files"] == 0
-    inputs = handle.store.manifest.inputs
+    inputs = handle.store_version.manifest.inputs
     assert inputs["mapping/mapping-0002.tsv"]["records"] == 2  # source / path under its root
     # the previous version is still readable, unchanged
-    old = handle.store.manifest.trees
-    assert treestore.open(store).store.manifest.trees == old
+    old = handle.store_version.manifest.trees
+    assert treestore.open(store).store_version.manifest.trees == old
 
 
 def test_eight_shards_answer_like_one(spark: object, demo_dir: Path, tmp_path: Path) -> None:
@@ -255,8 +255,8 @@ def test_damaged_tree_is_reported_by_query_and_load(spark: object, demo_dir: Pat
     store = demo_dir / "store"
     _load(spark, demo_dir, store)
     handle = treestore.open(store, spark=spark)  # type: ignore[arg-type]
-    shard = max(handle.store.manifest.trees)
-    pages = store / f"{handle.store.shard_state(shard).runs[0]}.pages"
+    shard = max(handle.store_version.manifest.trees)
+    pages = store / f"{handle.store_version.shard_state(shard).runs[0]}.pages"
     damaged = bytearray(pages.read_bytes())
     damaged[-3] ^= 0xFF
     pages.write_bytes(bytes(damaged))

@@ -9,9 +9,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from query.driver.plan import QueryPlan
 from query.driver.result import Piece, Rows
 from query.driver.runner import open_store
 from query.ops import GatherOp, SortOp
+from query.ops.columns import ColumnType
 from query.ops.compiler import compile_ops
 from shell.demo import DEMO_PATH
 
@@ -30,11 +32,11 @@ def _refuse_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(SortOp, "run", refuse)
 
 
-def _pieces(batches: list[pa.RecordBatch]) -> Rows:
+def _pieces(batches: list[pa.RecordBatch], types: list[ColumnType] | None = None) -> Rows:
     def produce() -> Iterator[Piece]:
         yield from batches
 
-    return Rows(produce, compile_ops("gather=kJu;sort=1:s:d"))
+    return Rows(produce, QueryPlan.over_pieces(compile_ops("gather=kJu;sort=1:s:d"), types))
 
 
 def _batches() -> list[pa.RecordBatch]:
@@ -48,11 +50,9 @@ def test_driver_ops_run_on_the_pieces_columns(monkeypatch: pytest.MonkeyPatch) -
     on_rows = _pieces(_batches()).to_list()
     assert on_rows == [(None, "9", 1), ("q", "2", 2), ("p", "1,3", 2)]
     _refuse_rows(monkeypatch)
-    rows = _pieces(_batches())
-    rows.piece_types = ["str", "str"]
+    rows = _pieces(_batches(), ["str", "str"])
     assert rows.to_list() == on_rows
-    rows = _pieces(_batches())
-    rows.piece_types = ["str", "str"]
+    rows = _pieces(_batches(), ["str", "str"])
     (batch,) = list(rows.batches())
     assert batch.schema.types == [pa.string(), pa.string(), pa.int64()]
     assert batch.to_pylist()[2] == {"c0": "p", "c1": "1,3", "c2": 2}
@@ -64,8 +64,7 @@ def test_rows_from_a_driver_walk_are_typed_for_the_columns(monkeypatch: pytest.M
     def produce() -> Iterator[Piece]:
         yield [("p", "1"), ("q", "2"), ("p", "3,1")]
 
-    rows = Rows(produce, compile_ops("gather=kJ"))
-    rows.piece_types = ["str", "str"]
+    rows = Rows(produce, QueryPlan.over_pieces(compile_ops("gather=kJ"), ["str", "str"]))
     assert rows.to_list() == [("p", "1,3"), ("q", "2")]
 
 
@@ -79,7 +78,7 @@ def test_the_store_answers_puid_to_attribute_ids(
     store = open_store(str(demo_store), spark)
     store.local_limit = -1 if where == "spark" else 10**9
     rows = store.query(DEMO_PATH, rops="cross=0,1,2,M,A", ops="gather=kJ;sort")
-    assert rows.piece_types == ["str", "str"]
+    assert rows.plan.piece_types == ("str", "str")
     assert rows.to_list() == SEED_ANSWER
     assert store.last_run == where
 

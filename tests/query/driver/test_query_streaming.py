@@ -26,7 +26,7 @@ def test_one_spark_job_runs_every_shard_and_the_first_row_comes_before_it_ends(
     spark: Any, demo_store: Path
 ) -> None:
     handle = _store(spark, demo_store)
-    shards = len(handle.store.manifest.trees)
+    shards = len(handle.store_version.manifest.trees)
     assert shards >= 3
     tracker = spark.sparkContext.statusTracker()
     rows = handle.query("root/+/+/+")
@@ -41,8 +41,10 @@ def test_one_spark_job_runs_every_shard_and_the_first_row_comes_before_it_ends(
 def test_rows_come_in_shard_order(spark: Any, demo_store: Path) -> None:
     handle = _store(spark, demo_store)
     expected = []
-    for shard in sorted(handle.store.manifest.trees):  # each shard's children of root, by name
-        tree = handle.store.tree(shard)
+    for shard in sorted(
+        handle.store_version.manifest.trees
+    ):  # each shard's children of root, by name
+        tree = handle.store_version.tree(shard)
         top = tree.child(tree.root, "root")
         expected += [node.name for node in tree.children(top)] if top is not None else []
     assert len(expected) == 4 and expected != sorted(expected)  # shard order is not name order
@@ -157,7 +159,7 @@ def test_sharded_store_and_one_shard_tree_give_the_same_rows(
     one = open_version(single_dir / "store").tree(0)
     expected = sorted(compile_ops(rops).run(run_path(one, parse_path(path))), key=repr)
     handle = _store(spark, demo_store)
-    assert len(handle.store.manifest.trees) > 1
+    assert len(handle.store_version.manifest.trees) > 1
     got = sorted(handle.query(path, rops=rops).to_list(), key=repr)
     assert got == expected and got
 

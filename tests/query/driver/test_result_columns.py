@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from query.driver.plan import QueryPlan
 from query.driver.result import Piece, Rows
 from query.ops.compiler import compile_ops
 from query.syntax.path_parser import parse_path
@@ -17,7 +18,8 @@ def _rows(path: str, ops: str | None, rows: list[tuple[object, ...]]) -> Rows:
 
     parsed = parse_path(path)
     types = {n: t for n, t in zip(parsed.labels(), parsed.column_types(), strict=True) if t}
-    return Rows(produce, pipeline, pipeline.column_names(parsed.labels()), types)
+    plan = QueryPlan.over_pieces(pipeline, None, pipeline.column_names(parsed.labels()), types)
+    return Rows(produce, plan)
 
 
 def test_ops_that_keep_or_reorder_columns_keep_their_names() -> None:
