@@ -46,7 +46,10 @@ from pathlib import Path
 
 sys.path = [p for p in sys.path if Path(p).resolve() != Path(__file__).resolve().parent]
 
-import treestore  # noqa: E402  first: it sets the process's memory settings
+from treestore.settings import prepare_process  # noqa: E402
+
+prepare_process()  # first, before numpy and pyarrow load: the treestore command's settings
+import treestore  # noqa: E402
 
 # isort: split
 import numpy as np  # noqa: E402

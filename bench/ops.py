@@ -21,7 +21,9 @@ from pathlib import Path
 # or that file would stand in for the `query` package.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 
-import treestore  # noqa: E402, F401  first: it sets the process's memory settings
+from treestore.settings import prepare_process  # noqa: E402
+
+prepare_process()  # first, before numpy and pyarrow load: the treestore command's settings
 
 # isort: split
 import numpy as np  # noqa: E402

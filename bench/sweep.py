@@ -25,15 +25,17 @@ import threading
 import time
 from pathlib import Path
 
-import treestore  # noqa: F401  first: it sets the process's memory settings
+from treestore.settings import prepare_process
+
+prepare_process()  # first, before numpy and pyarrow load: the treestore command's settings
 
 # isort: split
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 
-from loaders.sweep.driver import SweepReport, interval_sweep
-from treestore.spark import get_session
+from loaders.sweep.driver import SweepReport, interval_sweep  # noqa: E402
+from treestore.spark import get_session  # noqa: E402
 
 SPAN = 10_000_000
 

@@ -23,10 +23,16 @@ if TYPE_CHECKING:
     from loaders.sweep.driver import SweepReport, interval_sweep
 
 __all__ = ["JobSpec", "LoadResult", "SweepReport", "interval_sweep", "load_job", "run_load"]
+_LAZY = frozenset(__all__)
 
 
 def __getattr__(name: str) -> Any:
-    """The facade's names, imported when first asked for."""
+    """The facade's names, imported when first asked for (after making sure ``query`` is
+    treestore's own, not a user's ``query.py``: see :mod:`treestore.packages`)."""
+    if name in _LAZY:
+        from treestore.packages import require_own_packages
+
+        require_own_packages("query")
     if name in ("JobSpec", "load_job"):
         from loaders.job import model
 

@@ -8,6 +8,8 @@ import os
 import signal
 import sys
 
+from treestore.settings import prepare_process
+
 __all__ = ["run"]
 
 INTERRUPTED = 130
@@ -22,6 +24,7 @@ def run() -> None:
     -2; seen in 2 of 60 runs interrupted 0.15-0.3 s after the start). A JVM it started
     exits when its pipe from this process closes.
     """
+    prepare_process()  # before numpy and pyarrow load: the process's memory settings
     try:
         from shell.cli import main
 

@@ -22,11 +22,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from treestore.settings import prepare_memory as _prepare_memory
-
-_prepare_memory()  # before Arrow's allocator starts: every treestore module imports this first
-
-from treestore.errors import (  # noqa: E402
+from treestore.errors import (
     CorruptPageError,
     JobConfigError,
     LoadError,
@@ -65,10 +61,11 @@ def open(path: str | os.PathLike[str], spark: SparkSession | None = None) -> Que
     Queries run on ``spark``; without one, the process's SparkSession is used,
     created on the first query with treestore's settings.
     """
+    from treestore.packages import require_own_packages
+
+    require_own_packages("query")  # a user's query.py beside the script: named, not a puzzle
     from query.driver.runner import open_store
-    from treestore.settings import prepare_driver_memory
     from treestore.spark import check_executors_python, get_session
 
-    prepare_driver_memory()
     check_executors_python(spark)  # a session of the caller's whose workers lack our packages
     return open_store(os.fspath(path), spark, session_factory=get_session)

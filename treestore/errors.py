@@ -12,7 +12,8 @@ catch that one class to handle any of them, or a phase's class to be precise::
     ├── StoreError                a store folder that cannot be used
     │   └── CorruptPageError      stored bytes that fail their check
     ├── LoadError                 a load that cannot run or finish
-    └── SparkSetupError           Java or Spark missing or unusable (RuntimeError)
+    ├── SparkSetupError           Java or Spark missing or unusable (RuntimeError)
+    └── ShadowedPackageError      a user's file hides one of treestore's packages (ImportError)
 
 The command line prints ``str(error)`` and exits non-zero; it never shows a
 traceback for these.
@@ -29,6 +30,7 @@ __all__ = [
     "QuerySyntaxError",
     "RecordError",
     "SettingError",
+    "ShadowedPackageError",
     "SparkSetupError",
     "StoreError",
     "TreestoreError",
@@ -153,3 +155,8 @@ class SettingError(TreestoreError, ValueError):
 
 class SparkSetupError(TreestoreError, RuntimeError):
     """Java or Spark is missing or unusable on this machine."""
+
+
+class ShadowedPackageError(TreestoreError, ImportError):
+    """A file or folder of the user's (``query.py`` next to a script) hides one of
+    treestore's top-level packages (:mod:`treestore.packages`)."""

@@ -9,9 +9,11 @@ from treestore.errors import SettingError
 __all__ = [
     "HUGE_PAGES_ENV",
     "MEMORY_SETTINGS",
+    "WORKER_HUGE_PAGES",
     "env_number",
-    "prepare_driver_memory",
-    "prepare_memory",
+    "memory_settings",
+    "prepare_process",
+    "worker_settings",
 ]
 
 MEMORY_SETTINGS = {"MIMALLOC_PURGE_DELAY": "10000"}
@@ -22,35 +24,45 @@ before it gives it back to the system. Given back at once, the big arrays of one
 a query are faulted in again by the next step; ten seconds keeps a query's memory
 between its steps and for the next query, and still gives it back soon after (0.7-1.1 s
 of page faults per answer of the seed's regrouping query). mimalloc reads it at its
-first allocation, so it is set as the ``treestore`` package is imported."""
+first allocation, so the entry points (the ``treestore`` command, the benchmarks) set it
+first, with :func:`prepare_process`; importing ``treestore`` changes nothing in the
+process. The executors' workers get it from the session (:func:`worker_settings`)."""
 
 HUGE_PAGES_ENV = "NUMPY_MADVISE_HUGEPAGE"
 """numpy asks the kernel for huge pages for each big array. Where the kernel honours
 that only on request (``transparent_hugepage`` ``madvise``, as here), each such array's
 first touch may wait while the kernel compacts memory to find huge pages: the seed's
 regrouping answer spent 1.4-2.0 s of system time in the driver's fold against 1.1-1.3 s
-of its own work, 0.2 s without them. So the driver asks for none, unless this variable
-says otherwise. The executors' workers keep numpy's default: their part of that answer
-took the same time either way, and the sweep's range plan (big sorts) was faster with
-huge pages (3.2 s against 3.6 s, medians of four runs)."""
+of its own work, 0.2 s without them. numpy reads this variable as it is imported, so the
+entry points set it to ``0`` before (unless it is set already). The executors' workers
+ask for huge pages (numpy's own default on Linux): their part of that answer took the
+same time either way, and the sweep's range plan (big sorts) was faster with huge pages
+(3.2 s against 3.6 s, medians of four runs)."""
+
+WORKER_HUGE_PAGES = "1"
+"""The executors' workers' :data:`HUGE_PAGES_ENV` (see there)."""
 
 
-def prepare_memory() -> dict[str, str]:
-    """Put :data:`MEMORY_SETTINGS` into this process's environment where it does not set
-    them already, and return the values in force (for the executors). Runs as the
-    ``treestore`` package is imported (which every treestore module does first): before
-    Arrow's first allocation, unless the program made one first."""
-    return {name: os.environ.setdefault(name, value) for name, value in MEMORY_SETTINGS.items()}
+def memory_settings() -> dict[str, str]:
+    """:data:`MEMORY_SETTINGS` as this process's environment overrides them (read only)."""
+    return {name: os.environ.get(name, value) for name, value in MEMORY_SETTINGS.items()}
 
 
-def prepare_driver_memory() -> dict[str, str]:
-    """:func:`prepare_memory`, and numpy asks for no huge pages in this process unless
-    :data:`HUGE_PAGES_ENV` says otherwise (see there); for the driver, not the workers."""
-    from numpy._core import multiarray
+def worker_settings() -> dict[str, str]:
+    """The environment the executors' Python workers get (``spark.executorEnv.*``): the
+    memory settings in force here, and numpy's huge pages on (:data:`HUGE_PAGES_ENV`)."""
+    return {**memory_settings(), HUGE_PAGES_ENV: WORKER_HUGE_PAGES}
 
-    if HUGE_PAGES_ENV not in os.environ:
-        multiarray._set_madvise_hugepage(False)  # type: ignore[attr-defined]
-    return prepare_memory()
+
+def prepare_process() -> None:
+    """For entry points only, before numpy and pyarrow are imported: put
+    :data:`MEMORY_SETTINGS` and ``NUMPY_MADVISE_HUGEPAGE=0`` into this process's
+    environment where it does not set them already (see :data:`HUGE_PAGES_ENV`).
+    The ``treestore`` command calls it first; a program using the Python API may too,
+    or set the variables itself."""
+    os.environ.setdefault(HUGE_PAGES_ENV, "0")
+    for name, value in MEMORY_SETTINGS.items():
+        os.environ.setdefault(name, value)
 
 
 def env_number(name: str, default: float, whole: bool = False) -> float:

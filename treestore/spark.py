@@ -23,7 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from treestore.errors import SparkSetupError, TreestoreError
-from treestore.settings import prepare_driver_memory
+from treestore.settings import worker_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -115,7 +115,6 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    memory = prepare_driver_memory()
     chosen = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
     check_master(chosen)
     log_option = f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}"
@@ -136,7 +135,7 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
         # the JVM: about nine round trips a function (a sweep's plan made 560, 0.2 s)
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
-    for name, value in memory.items():
+    for name, value in worker_settings().items():
         builder = builder.config(f"spark.executorEnv.{name}", value)
     if chosen.startswith("local"):
         # One machine: a broadcast's blocks never cross a network, so compressing them
