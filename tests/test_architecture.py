@@ -3,6 +3,9 @@
 The rooms table of ``docs/architecture.md`` is the rule: each row names a room (a
 package), and the rooms or modules it may import. Every import counts, including
 imports inside functions and under ``TYPE_CHECKING`` (see :mod:`tests.import_graph`).
+The map stays true both ways: every import is allowed, every allowance is used, no two
+rooms import each other (directly or through others), and each package's docstring
+says in its "May import:" sentence exactly what its row says.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.import_graph import cycles, import_graph, room_of
+from tests.import_graph import cycles, import_graph, module_name, room_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("treestore", "query", "loaders", "shell")
@@ -55,6 +58,84 @@ def violations(graph: dict[str, set[str]], rooms: dict[str, set[str]]) -> list[s
     return found
 
 
+def room_edges(
+    graph: dict[str, set[str]], rooms: dict[str, set[str]]
+) -> dict[str, dict[str, set[str]]]:
+    """Room -> each other room its modules import -> those imports (``importer -> imported``).
+
+    The facade's one named exception is left out: it is the table's only import
+    against the direction, and it is allowed by name.
+    """
+    edges: dict[str, dict[str, set[str]]] = {}
+    for module, targets in graph.items():
+        room = room_of(module, rooms)
+        for target in targets:
+            target_room = room_of(target, rooms)
+            if room is None or target_room in (None, room) or (module, target) == FACADE_EXCEPTION:
+                continue
+            assert target_room is not None
+            edges.setdefault(room, {}).setdefault(target_room, set()).add(f"{module} -> {target}")
+    return edges
+
+
+def unused_allowances(graph: dict[str, set[str]], rooms: dict[str, set[str]]) -> list[str]:
+    """Allowances of the rooms table that no import uses: a room no module of the row's
+    room imports, or a listed module that none of them imports (or imports below)."""
+    edges = room_edges(graph, rooms)
+    found = []
+    for room, allowed in sorted(rooms.items()):
+        imported = {t.split(" -> ")[1] for lines in edges.get(room, {}).values() for t in lines}
+        for allowance in sorted(allowed):
+            if allowance in rooms:
+                used = allowance in edges.get(room, {})
+            else:
+                used = any(t == allowance or t.startswith(allowance + ".") for t in imported)
+            if not used:
+                found.append(f"room {room} may import {allowance}, but nothing there does")
+    return found
+
+
+def room_cycles(graph: dict[str, set[str]], rooms: dict[str, set[str]]) -> list[str]:
+    """Groups of rooms that import each other, directly or through other rooms, each
+    with the imports that tie it (modules may form no cycle and their rooms still do)."""
+    edges = room_edges(graph, rooms)
+    found = []
+    for group in cycles({room: set(targets) for room, targets in edges.items()}):
+        ties = sorted(
+            line for room in group for target in group for line in edges[room].get(target, ())
+        )
+        found.append(f"{' <-> '.join(group)}: {'; '.join(ties)}")
+    return found
+
+
+MAY_IMPORT = re.compile(r"May import:(.*?)(?:\.\s|\.?\Z)", re.DOTALL)
+"""A package docstring's "May import:" sentence (it ends at a period before a space
+or at the end; the periods inside dotted names do not end it)."""
+
+
+def docstring_drift(root: Path, packages: tuple[str, ...], rooms: dict[str, set[str]]) -> list[str]:
+    """Packages whose docstring's "May import:" sentence does not name (in double
+    backticks) exactly the rooms and modules of its row in the rooms table.
+
+    Together with the direction check and the unused-allowance check (the row is
+    exactly what the room's modules import), a true docstring is true of the imports.
+    """
+    found = []
+    for name in packages:
+        for init in sorted((root / name).rglob("__init__.py")):
+            where = init.relative_to(root)
+            room = module_name(root, init)
+            sentence = MAY_IMPORT.search(ast.get_docstring(ast.parse(init.read_text())) or "")
+            if sentence is None:
+                found.append(f'{where}: no "May import:" sentence')
+                continue
+            said = set(re.findall(r"``([\w.]+)``", sentence.group(1)))
+            row = rooms.get(room, set())
+            if said != row:
+                found.append(f"{where} says it may import {sorted(said)}; its row: {sorted(row)}")
+    return found
+
+
 ROOMS = read_rooms(ROOT / "docs" / "architecture.md")
 GRAPH = import_graph(ROOT, PACKAGES)
 
@@ -74,6 +155,18 @@ def test_no_module_cycles_lazy_imports_included() -> None:
 
 def test_every_import_follows_the_rooms_table() -> None:
     assert violations(GRAPH, ROOMS) == []
+
+
+def test_every_allowance_of_the_rooms_table_is_used() -> None:
+    assert unused_allowances(GRAPH, ROOMS) == []
+
+
+def test_no_two_rooms_import_each_other() -> None:
+    assert room_cycles(GRAPH, ROOMS) == []
+
+
+def test_every_package_docstring_says_what_its_row_says() -> None:
+    assert docstring_drift(ROOT, PACKAGES, ROOMS) == []
 
 
 def test_nothing_imports_the_command_line() -> None:
@@ -133,6 +226,70 @@ def test_the_direction_check_finds_an_import_against_the_table(tmp_path: Path) -
     rooms = {"low": set(), "high": {"low"}}
     assert violations(import_graph(root, ["low", "high"]), rooms) == [
         "low.a -> high.b (room low may import [])"
+    ]
+
+
+def test_the_allowance_check_finds_an_allowance_no_import_uses(tmp_path: Path) -> None:
+    root = _package(
+        tmp_path,
+        {
+            "low/__init__.py": "",
+            "low/a.py": "",
+            "low/b.py": "",
+            "mid/__init__.py": "",
+            "mid/c.py": "",
+            "high/__init__.py": "",
+            "high/d.py": "def f():\n    from low import a\n",
+        },
+    )
+    rooms = {"low": set(), "mid": set(), "high": {"low.a", "low.b", "mid"}}
+    graph = import_graph(root, ["low", "mid", "high"])
+    assert violations(graph, rooms) == []
+    assert unused_allowances(graph, rooms) == [
+        "room high may import low.b, but nothing there does",
+        "room high may import mid, but nothing there does",
+    ]
+
+
+def test_the_room_check_finds_rooms_that_import_each_other(tmp_path: Path) -> None:
+    """``app.cmd -> app.sub.loop -> app.fmt`` is no module cycle, but the rooms ``app``
+    and ``app.sub`` import each other; ``app.sub`` importing ``low`` is one way."""
+    root = _package(
+        tmp_path,
+        {
+            "low/__init__.py": "",
+            "low/x.py": "",
+            "app/__init__.py": "",
+            "app/cmd.py": "from app.sub.loop import run\n",
+            "app/fmt.py": "",
+            "app/sub/__init__.py": "",
+            "app/sub/loop.py": "from app import fmt\nfrom low.x import y\n",
+        },
+    )
+    rooms = {"low": set(), "app": {"app.sub"}, "app.sub": {"app", "low"}}
+    graph = import_graph(root, ["low", "app"])
+    assert cycles(graph) == []
+    assert violations(graph, rooms) == []
+    assert room_cycles(graph, rooms) == [
+        "app <-> app.sub: app.cmd -> app.sub.loop; app.sub.loop -> app.fmt"
+    ]
+
+
+def test_the_docstring_check_finds_a_may_import_that_disagrees(tmp_path: Path) -> None:
+    """Only the "May import:" sentence counts: ``low``'s next sentence names ``high``."""
+    root = _package(
+        tmp_path,
+        {
+            "low/__init__.py": '"""Low.\n\nMay import: nothing. Never ``high``."""\n',
+            "mid/__init__.py": '"""Mid.\n\nMay import: ``low``, ``high``."""\n',
+            "high/__init__.py": '"""High.\n\nMay import: ``low.a`` and\n``mid``."""\n',
+            "high/sub/__init__.py": '"""Below high, saying nothing of its imports."""\n',
+        },
+    )
+    rooms = {"low": set(), "mid": {"low"}, "high": {"low.a", "mid"}, "high.sub": {"high"}}
+    assert docstring_drift(root, ("low", "mid", "high"), rooms) == [
+        "mid/__init__.py says it may import ['high', 'low']; its row: ['low']",
+        'high/sub/__init__.py: no "May import:" sentence',
     ]
 
 
