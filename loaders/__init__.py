@@ -10,7 +10,8 @@ The facade loads its names on first use (PEP 562), so importing a light module o
 room (the command line reads ``loaders.load.options`` and ``loaders.sweep.options``
 for its defaults) does not import Spark.
 
-May import: ``treestore`` and ``query`` (never ``shell``); see docs/architecture.md.
+May import: ``loaders.job``, ``loaders.load``, ``loaders.sweep``, ``treestore``. Never
+``shell``; see docs/architecture.md.
 """
 
 from __future__ import annotations

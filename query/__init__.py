@@ -4,7 +4,7 @@
 ``syntax`` (grammars, AST, parsers), ``ops`` (the op catalogue and compiler),
 ``walk`` (a path over one tree), ``driver`` (a query over a store).
 
-May import: ``treestore`` (never ``loaders`` or ``shell``).
+May import: ``query.syntax``, ``query.ops``, ``query.walk``. Never ``loaders`` or ``shell``.
 """
 
 from __future__ import annotations

@@ -2,10 +2,13 @@
 
 Lives here: ``entry`` (the command's entry point: Ctrl-C at any moment is exit status
 130), ``cli`` (argparse and dispatch only), ``commands`` (the work of each
-command), ``demo``, ``info`` (the store summary), ``formats`` (tsv, csv, json, table);
-the interactive shell is in ``shell.repl``.
+command), ``demo``, ``progress_view`` (the view of load events); the interactive shell
+is in ``shell.repl``, and the output formats and the store summary both use are in
+``shell.output``.
 
-May import: ``query``, ``loaders`` and ``treestore``; nothing imports ``shell``.
+May import: ``shell.output``, ``shell.repl``, ``query.driver``, ``loaders``,
+``loaders.load``, ``loaders.follow``, ``loaders.sweep``, ``treestore``,
+``treestore.storage``, ``treestore.store``. Nothing imports ``shell``.
 """
 
 __all__: list[str] = []

@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     # imported here, not at the top: a Ctrl-C while they load is main's to answer
     from loaders.load.options import DEFAULT_MAX_REJECTED
     from loaders.sweep import options as sweep_options
-    from shell.formats import FORMATS
+    from shell.output.formats import FORMATS
     from treestore.store.versions import DEFAULT_RETENTION
 
     parser = argparse.ArgumentParser(

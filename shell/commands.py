@@ -128,7 +128,7 @@ def command_query(
     ``header``); returns how many were printed. ``explain``: print the query's plan
     instead (nothing runs; no Spark starts) and return 0."""
     from query.driver.runner import open_store
-    from shell.formats import write_rows
+    from shell.output.formats import write_rows
     from treestore.spark import get_session
 
     handle = open_store(store, session_factory=lambda: get_session(master))
@@ -156,7 +156,7 @@ def command_shell(
 
 def command_info(store: str, out: TextIO) -> None:
     """``treestore info``: versions, shards, nodes and bytes per shard, recent loads."""
-    from shell.info import write_info
+    from shell.output.info import write_info
 
     write_info(store, out)
 

@@ -225,7 +225,7 @@ def run_demo(
     and print each step."""
     from query.driver.runner import open_store
     from shell.commands import command_load
-    from shell.formats import write_rows
+    from shell.output.formats import write_rows
     from treestore.spark import get_session
 
     prepare_demo_folder(workdir, force, out)

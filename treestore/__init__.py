@@ -11,10 +11,10 @@ Lives here: the facade (``open``), the exception tree (``errors``), settings, th
 Spark session, sharding, data attachments and failpoints; the paged engine is in
 ``treestore.storage`` and a store's versions in ``treestore.store``.
 
-May import: nothing above it (``query``, ``loaders``, ``shell``), with one named
-exception: the fixed API hangs a query-layer method on ``treestore.open``, so
-:func:`open` imports ``query.driver.runner`` when it is called. Nothing in ``query``
-imports this facade, so that makes no cycle (``tests/test_architecture.py``).
+May import: nothing. One named exception: the fixed API hangs a query-layer method
+on ``treestore.open``, so :func:`open` imports ``query.driver.runner`` when it is
+called. Nothing in ``query`` imports this facade, so that makes no cycle
+(``tests/test_architecture.py``).
 """
 
 from __future__ import annotations

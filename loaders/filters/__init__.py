@@ -19,5 +19,5 @@ filter is a frozen dataclass with ``read``, ``fields`` and ``spark``, decorated
 with ``@bundle_filter``. ``tests/loaders/job/test_filter_registry.py`` checks every
 registered filter has each part.
 
-May import: ``loaders.job.text`` (job-file positions), ``treestore``; pyspark lazily.
+May import: ``loaders.job.text`` (job-file positions); pyspark lazily.
 """

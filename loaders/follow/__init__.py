@@ -5,7 +5,8 @@ and the files a follower could not read, set aside until they change (``set_asid
 ``follow_job``, ``parse_trigger`` and ``FollowSummary`` load on first use (PEP 562), so
 reading ``loaders.follow.set_aside`` (as ``treestore info`` does) stays light.
 
-May import: ``loaders.job``, ``loaders.listing``, ``loaders.load``, ``treestore``.
+May import: ``loaders.job``, ``loaders.listing``, ``loaders.load``, ``treestore``,
+``treestore.storage``, ``treestore.store``.
 """
 
 from __future__ import annotations

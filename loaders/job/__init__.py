@@ -1,4 +1,5 @@
-"""The job file: its text (JSON/TOML with positions), the job model and the filter model.
+"""The job file: the job model, read from the job's text (``loaders.job.text``, the room
+below, which keeps every value's place) with its filters validated by their registry.
 
-May import: ``treestore`` (errors, sharding) and its own modules.
+May import: ``loaders.filters``, ``loaders.job.text``, ``treestore``.
 """

@@ -1,5 +1,7 @@
-"""Running a query over a store: the runner (shards as Spark tasks or on the driver), the
-transport of rows to the driver, and the result (rows, Arrow batches, pandas).
+"""Running a query over a store: its plan (``plan``: where it runs and why), the runner
+(shards as Spark tasks or on the driver), the transport of rows to the driver, and the
+result (rows, Arrow batches, pandas).
 
-May import: ``query.syntax``, ``query.ops``, ``query.walk``, ``treestore``.
+May import: ``query.syntax``, ``query.ops``, ``query.ops.base``, ``query.walk``,
+``treestore``, ``treestore.storage``, ``treestore.store``.
 """

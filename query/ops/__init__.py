@@ -1,10 +1,10 @@
 """The op catalogue: every op class, registered by name (and alias) in :data:`REGISTRY`.
 
-Lives here: one module per family of ops, the analysis ops in the ``analysis``
-subpackage, ops over Arrow columns (``columns``) and the compiler of op strings into
-a pipeline (``compiler``).
+Lives here: one module per family of ops, ops over Arrow columns (``columns``) and the
+compiler of op strings into a pipeline (``compiler``). What every op is made of is the
+room below, ``base``; the analysis ops are the ``analysis`` subpackage, registered here.
 
-May import: ``query.syntax`` and ``treestore``.
+May import: ``query.ops.analysis``, ``query.ops.base``, ``query.syntax``, ``treestore``.
 """
 
 from __future__ import annotations

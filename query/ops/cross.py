@@ -9,9 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from query.ops.base import Op, OpArgs, Row, Value, as_text, cell
+from query.ops.base import Op, OpArgs, Row, Value, as_text, cell, column_number
 from query.ops.columns import Chunk, as_text_column, column_at, whole_runs
-from query.ops.row_ops import column_number
 from query.syntax.ast import unique_names
 
 __all__ = ["CrossOp"]

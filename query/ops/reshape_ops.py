@@ -6,8 +6,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell
-from query.ops.row_ops import column_number
+from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, column_number
 from query.syntax.lark_support import offset_of
 from treestore.errors import OpError
 

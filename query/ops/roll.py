@@ -5,8 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, cell, to_long, with_table_width
-from query.ops.row_ops import column_number
+from query.ops.base import (
+    Op,
+    OpArgs,
+    Row,
+    Value,
+    as_number,
+    cell,
+    column_number,
+    to_long,
+    with_table_width,
+)
 
 __all__ = ["AvgOp", "DeltaOp", "MaxOp", "MinOp", "RollOp", "SumOp"]
 

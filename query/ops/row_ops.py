@@ -20,6 +20,7 @@ from query.ops.base import (
     as_number,
     as_text,
     cell,
+    column_number,
     set_cell,
     whole_argument,
     with_table_width,
@@ -39,14 +40,7 @@ __all__ = [
     "PadOp",
     "SkipOp",
     "TitleOp",
-    "column_number",
 ]
-
-
-def column_number(args: OpArgs, text: str, index: int) -> int:
-    """``text`` (starting at ``index`` of the arguments) as a column number (below
-    :data:`MOST_COLUMNS`), or an error there."""
-    return whole_argument(args, text, index, "a column number", MOST_COLUMNS - 1)
 
 
 class LimitOp(Op):

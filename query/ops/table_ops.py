@@ -26,11 +26,11 @@ from query.ops.base import (
     as_number,
     as_text,
     cell,
+    column_number,
     set_cell,
     whole_argument,
 )
 from query.ops.columns import Chunk
-from query.ops.row_ops import column_number
 from treestore.settings import env_number
 
 __all__ = [

@@ -1,4 +1,4 @@
 """The query language's text: the path and ops grammars, the typed path AST, the parsers.
 
-May import: ``treestore.errors`` and its own modules.
+May import: ``treestore`` (its errors).
 """

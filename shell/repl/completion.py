@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from query.ops import REGISTRY
 from query.syntax.ast import quote_name
-from shell.formats import FORMATS
+from shell.output.formats import FORMATS
 from shell.repl.line import PART_SEPARATOR
 from shell.repl.meta import COMMANDS
 

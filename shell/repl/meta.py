@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from query.ops import REGISTRY
-from shell.formats import FORMATS
+from shell.output.formats import FORMATS
 
 __all__ = ["COMMANDS", "LINE_HELP", "MetaSession", "StoreView", "render_doc", "run_meta"]
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from query.driver.runner import QueryStore, open_store
 from query.ops import Value
-from shell.formats import write_rows
-from shell.info import write_info
+from shell.output.formats import write_rows
+from shell.output.info import write_info
 from shell.repl.hints import missing_name, repeated_keys
 from shell.repl.line import QueryLine, split_line
 from shell.repl.meta import run_meta

@@ -23,7 +23,7 @@ from typing import Any
 from loaders import load_job, run_load
 from loaders.sweep.command import run_sweep
 from shell.demo import DEMO_JOB, DEMO_OPS, DEMO_PATH, write_demo_inputs
-from shell.info import write_info
+from shell.output.info import write_info
 from tests.loaders.load.test_dedup_load import FIRST, SECOND
 from tests.loaders.load.test_dedup_load import JOB as DEDUP_JOB
 from tests.loaders.tree.test_load_pending import JOB as PENDING_JOB

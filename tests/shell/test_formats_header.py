@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from shell.formats import write_rows
+from shell.output.formats import write_rows
 
 ROWS = [("a", 1, "x"), ("bb", 22)]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from shell.formats import write_rows
-from shell.info import _write_sources
+from shell.output.formats import write_rows
+from shell.output.info import _write_sources
 from shell.repl.app import run_lines
 from shell.repl.line import join_lines, needs_more
 from shell.repl.meta import LINE_HELP, help_command, ops_command, render_doc

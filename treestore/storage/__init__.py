@@ -8,5 +8,5 @@ shard tree: reading it (``reading``), visiting it
 side files included (``state``), and flush and commit (``tree``). It knows nothing
 of loads, queries or job files.
 
-May import: ``treestore.errors``, ``treestore.settings`` and its own modules.
+May import: ``treestore`` (its errors, settings, arrays, failpoints and filesystems).
 """

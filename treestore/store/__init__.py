@@ -4,6 +4,5 @@ Lives here: versions, manifests and publishing (``versions``), the store's lock
 (``lock``), gc and check (``maintenance``), the per-shard dedup index files
 (``dedup_index``).
 
-May import: ``treestore.storage``, ``treestore.errors``, ``treestore.settings``,
-``treestore.sharding``.
+May import: ``treestore``, ``treestore.storage``.
 """

@@ -2,7 +2,8 @@
 ``ftable``, ``histo``, ``histo2``, ``distribution``, ``disorder``, ``changepoints`` and
 ``holtwinters``.
 
-May import: ``query.ops`` modules other than the package's ``__init__``.
+May import: ``query.ops.base``. The catalogue (``query.ops``) registers these ops, so
+nothing here imports it back.
 """
 
 from __future__ import annotations

@@ -5,8 +5,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, as_number, as_text, cell, to_long, whole_argument
-from query.ops.row_ops import column_number
+from query.ops.base import (
+    Op,
+    OpArgs,
+    Row,
+    as_number,
+    as_text,
+    cell,
+    column_number,
+    to_long,
+    whole_argument,
+)
 
 __all__ = ["DisorderOp", "PowerHistogramOp", "power_bucket"]
 

@@ -6,8 +6,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
-from query.ops.base import Op, OpArgs, Row, as_text, cell
-from query.ops.row_ops import column_number
+from query.ops.base import Op, OpArgs, Row, as_text, cell, column_number
 
 __all__ = ["DateFormatOp", "DatePattern"]
 

@@ -7,8 +7,18 @@ import math
 import random
 from collections.abc import Iterable, Iterator
 
-from query.ops.base import Op, OpArgs, Row, Value, as_number, as_text, cell, to_long, whole_argument
-from query.ops.row_ops import column_number
+from query.ops.base import (
+    Op,
+    OpArgs,
+    Row,
+    Value,
+    as_number,
+    as_text,
+    cell,
+    column_number,
+    to_long,
+    whole_argument,
+)
 
 __all__ = ["DistributionOp", "FrequencyTable", "FrequencyTableOp", "HistogramOp"]
 

@@ -23,7 +23,7 @@ from loaders import load_job, run_load
 from loaders.follow import FollowSummary, follow_job, parse_trigger
 from loaders.listing.identity import location_of
 from shell.cli import main
-from shell.info import write_info
+from shell.output.info import write_info
 from tests.loaders.load.test_crash_safety import _kill_all, _wait_for
 from treestore.errors import LoadError, StoreError
 from treestore.events import as_lines

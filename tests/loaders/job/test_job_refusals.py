@@ -127,7 +127,7 @@ def test_a_bad_unicode_escape_is_a_syntax_error_at_the_string(tmp_path: Path) ->
 def test_lines_are_counted_as_lark_counts_them(tmp_path: Path) -> None:
     text = '{\x0c"a": 1,\x0c\n "b" 2}'  # \x0c is JSON blank; str.splitlines splits there
     with pytest.raises(UnexpectedInput) as caught:
-        parser("loaders.job", "jsonpos.lark", "value").parse(text)
+        parser("loaders.job.text", "jsonpos.lark", "value").parse(text)
     error = _refusal(tmp_path, text)
     assert (error.line, error.column) == (caught.value.line, caught.value.column) == (2, 6)
     end = _refusal(tmp_path, '{\x0c"a": [1,\x0c\n')

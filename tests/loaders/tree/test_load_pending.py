@@ -10,7 +10,7 @@ from typing import Any
 from loaders import load_job, run_load
 from loaders.load.report import format_load_report
 from loaders.tree.pending import PendingState
-from shell.info import write_info
+from shell.output.info import write_info
 from treestore.sharding import shard_of
 from treestore.store.maintenance import check_store, collect_garbage
 from treestore.store.versions import open_version

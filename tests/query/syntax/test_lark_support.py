@@ -22,7 +22,7 @@ def _failure(grammar: tuple[str, str, str], text: str) -> Failure:
 
 PATH = ("query.syntax", "path.lark", "path")
 OPS = ("query.syntax", "ops.lark", "ops")
-JSON = ("loaders.job", "jsonpos.lark", "value")
+JSON = ("loaders.job.text", "jsonpos.lark", "value")
 
 
 def test_each_grammar_is_built_once() -> None:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from query.driver.runner import open_store
-from shell.info import write_info
+from shell.output.info import write_info
 from treestore.errors import StoreError
 from treestore.storage.page_cache import reset_cache
 from treestore.storage.pagestore import FilePageStore

@@ -1,4 +1,13 @@
-"""What every op is made of: its arguments with their positions, and the Op base class."""
+"""What every op is made of: its arguments with their positions, and the Op base class.
+
+Lives here: :class:`OpArgs`, :class:`Op`, the cell helpers every family of ops shares
+(``cell``, ``as_text``, ``as_number``, ``with_table_width``...) and the reading of whole
+numbers and column numbers in an op's arguments. A room of its own below the op
+catalogue (``query.ops``, which registers every op) and the analysis ops
+(``query.ops.analysis``), so both build on it and neither imports the other back.
+
+May import: ``query.syntax``, ``treestore``.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +29,7 @@ __all__ = [
     "as_number",
     "as_text",
     "cell",
+    "column_number",
     "set_cell",
     "to_long",
     "whole_argument",
@@ -155,6 +165,12 @@ def whole_argument(
     if number is None or not smallest <= number <= largest:
         raise args.error(index, f"{what} must lie between {smallest} and {largest}")
     return number
+
+
+def column_number(args: OpArgs, text: str, index: int) -> int:
+    """``text`` (starting at ``index`` of the arguments) as a column number (below
+    :data:`MOST_COLUMNS`), or an error there."""
+    return whole_argument(args, text, index, "a column number", MOST_COLUMNS - 1)
 
 
 def to_long(number: int | float) -> int:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from loaders.follow.set_aside import FILE_NAME as UNREADABLE_FILE
 from loaders.follow.set_aside import STREAM_FOLDER
 from loaders.tree.pending import PendingState
-from shell.formats import write_rows
+from shell.output.formats import write_rows
 from treestore.errors import StoreError
 from treestore.store.dedup_index import read_dedup_manifest
 from treestore.store.lock import lock_holder

@@ -9,6 +9,11 @@ Whatever the text, reading it gives a job's plain data or a ``JobConfigError``: 
 are nested at most :data:`DEEPEST_NESTING` deep, whole numbers lie in Java's ``long``
 range (as Hydra reads them), real numbers are finite, and no text holds a lone
 surrogate (``"\\ud800"``: it cannot be written as UTF-8).
+
+A room of its own, below the job model and the filters (both point into a job's text),
+with its grammar ``jsonpos.lark`` beside it.
+
+May import: ``query.syntax``, ``treestore``.
 """
 
 from __future__ import annotations
@@ -213,7 +218,7 @@ def read_job_file(path: str | Path) -> JobText:
         job.content = _read_toml(job)
         return job
     tree = parse(
-        parser("loaders.job", "jsonpos.lark", "value"), text, partial(_json_syntax_error, job)
+        parser("loaders.job.text", "jsonpos.lark", "value"), text, partial(_json_syntax_error, job)
     )
     job.content = _Decoder(job).decode(tree, ())
     return job

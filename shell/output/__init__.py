@@ -1,0 +1,10 @@
+"""What the front ends write: rows in an output format, and a store's summary.
+
+Lives here: ``formats`` (tsv, csv, json, jsonl and an aligned table) and ``info`` (the
+text of ``treestore info`` and the shell's ``\\info``). Both the command line's
+commands (``shell``) and the interactive shell (``shell.repl``) write through them, so
+they sit in a room below both, and only ``shell`` imports ``shell.repl``.
+
+May import: ``loaders.follow``, ``loaders.tree``, ``query.ops``, ``treestore``,
+``treestore.storage``, ``treestore.store``.
+"""
