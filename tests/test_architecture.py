@@ -58,23 +58,27 @@ def violations(graph: dict[str, set[str]], rooms: dict[str, set[str]]) -> list[s
     return found
 
 
+Import = tuple[str, str]
+"""One import, as ``(importer, imported)`` module names."""
+
+
 def room_edges(
     graph: dict[str, set[str]], rooms: dict[str, set[str]]
-) -> dict[str, dict[str, set[str]]]:
-    """Room -> each other room its modules import -> those imports (``importer -> imported``).
+) -> dict[str, dict[str, set[Import]]]:
+    """Room -> each other room its modules import -> the imports that do it.
 
     The facade's one named exception is left out: it is the table's only import
     against the direction, and it is allowed by name.
     """
-    edges: dict[str, dict[str, set[str]]] = {}
+    edges: dict[str, dict[str, set[Import]]] = {}
     for module, targets in graph.items():
         room = room_of(module, rooms)
         for target in targets:
             target_room = room_of(target, rooms)
-            if room is None or target_room in (None, room) or (module, target) == FACADE_EXCEPTION:
+            if room is None or target_room is None or target_room == room:
                 continue
-            assert target_room is not None
-            edges.setdefault(room, {}).setdefault(target_room, set()).add(f"{module} -> {target}")
+            if (module, target) != FACADE_EXCEPTION:
+                edges.setdefault(room, {}).setdefault(target_room, set()).add((module, target))
     return edges
 
 
@@ -84,10 +88,11 @@ def unused_allowances(graph: dict[str, set[str]], rooms: dict[str, set[str]]) ->
     edges = room_edges(graph, rooms)
     found = []
     for room, allowed in sorted(rooms.items()):
-        imported = {t.split(" -> ")[1] for lines in edges.get(room, {}).values() for t in lines}
+        imports = edges.get(room, {})
+        imported = {target for pairs in imports.values() for _, target in pairs}
         for allowance in sorted(allowed):
             if allowance in rooms:
-                used = allowance in edges.get(room, {})
+                used = allowance in imports
             else:
                 used = any(t == allowance or t.startswith(allowance + ".") for t in imported)
             if not used:
@@ -101,10 +106,8 @@ def room_cycles(graph: dict[str, set[str]], rooms: dict[str, set[str]]) -> list[
     edges = room_edges(graph, rooms)
     found = []
     for group in cycles({room: set(targets) for room, targets in edges.items()}):
-        ties = sorted(
-            line for room in group for target in group for line in edges[room].get(target, ())
-        )
-        found.append(f"{' <-> '.join(group)}: {'; '.join(ties)}")
+        ties = sorted(pair for a in group for b in group for pair in edges[a].get(b, ()))
+        found.append(f"{' <-> '.join(group)}: {'; '.join(f'{a} -> {b}' for a, b in ties)}")
     return found
 
 
