@@ -26,7 +26,7 @@ from loaders.formats.lines import (
     physical,
     scan_lines,
 )
-from loaders.formats.plan import ReadPlan, RecordOutput, UnreadableInput
+from loaders.formats.read_spec import ReadSpec, RecordOutput, UnreadableInput
 from loaders.formats.values import as_field, decoded
 from treestore.filesystems import input_stream
 
@@ -96,7 +96,7 @@ def _cells(raw: bytes, fmt: str) -> list[str]:
 
 
 def _left_out_records(
-    plan: ReadPlan,
+    spec: ReadSpec,
     out: RecordOutput,
     rows: list[tuple[int, bytes]],
     expected: int,
@@ -111,7 +111,7 @@ def _left_out_records(
     for number, raw in rows:
         shown = raw.decode("utf-8", "replace").removesuffix("\r")
         try:
-            cells = _cells(raw, plan.format)
+            cells = _cells(raw, spec.format)
         except python_csv.Error:  # a cell past the csv module's size limit: cannot split
             line_byte = first_bad_byte(raw.decode("utf-8", "surrogateescape"))
             bad.append((number, not_utf8_reason(line_byte or 1), shown))
@@ -135,14 +135,14 @@ def _left_out_records(
         columns = {}
         for name, texts in values.items():
             column = pa.array(texts, pa.string())
-            columns[name] = as_field(column, True) if name in plan.list_fields else column
+            columns[name] = as_field(column, True) if name in spec.list_fields else column
         lines = np.array(numbers, dtype=np.int64)
         yield out.good(columns, lines, pa.nulls(len(numbers), pa.string()))
     if bad:
         yield out.bad(bad)
 
 
-def read_delimited(plan: ReadPlan, path: str, out: RecordOutput) -> Iterator[pa.RecordBatch]:
+def read_delimited(spec: ReadSpec, path: str, out: RecordOutput) -> Iterator[pa.RecordBatch]:
     """The records of the csv/tsv file at ``path``: good ones and set-aside ones."""
     import pyarrow.csv as csv
 
@@ -154,31 +154,31 @@ def read_delimited(plan: ReadPlan, path: str, out: RecordOutput) -> Iterator[pa.
         invalid[number] = (reason, row.text)
         return "skip"
 
-    names = list(plan.columns) or None
+    names = list(spec.columns) or None
     first = None if names else first_line(path)
     if names:
         file_names = names
     elif first is None:
         return  # blank lines only
     else:  # the names (or the column count) come from the first line that is not blank
-        file_names = header_names(first, plan.format, plan.header)
+        file_names = header_names(first, spec.format, spec.header)
     scan = scan_lines(path)
     undecodable = scan.undecodable
-    if plan.header and len(undecodable):  # the header is not a record: never left out
+    if spec.header and len(undecodable):  # the header is not a record: never left out
         first = first or first_line(path)
         undecodable = undecodable[undecodable != (first.number if first else 0)]
     read_options = csv.ReadOptions(
         use_threads=False,
         block_size=BLOCK_BYTES,
-        column_names=names or (None if plan.header else file_names),
-        skip_rows=1 if names and plan.header else 0,
+        column_names=names or (None if spec.header else file_names),
+        skip_rows=1 if names and spec.header else 0,
     )
     parse_options = _parse_options(
-        plan.format, ignore_empty_lines=True, invalid_row_handler=on_invalid
+        spec.format, ignore_empty_lines=True, invalid_row_handler=on_invalid
     )
     # Arrow's names for a file without a header are f0, f1, ...; Spark's are _c0, _c1, ...
-    ours = [f"_c{i}" for i in range(len(file_names))] if not names and not plan.header else None
-    positions = {o: i for i, o in enumerate(ours or file_names) if o in plan.fields}
+    ours = [f"_c{i}" for i in range(len(file_names))] if not names and not spec.header else None
+    positions = {o: i for i, o in enumerate(ours or file_names) if o in spec.fields}
     present = {o: file_names[i] for o, i in positions.items()}
     # no field the job reads: still one column, as bytes (an empty list means every
     # column, each typed by pyarrow's inference, which fails on a stray byte)
@@ -200,7 +200,7 @@ def read_delimited(plan: ReadPlan, path: str, out: RecordOutput) -> Iterator[pa.
             if "Empty CSV" not in str(exc):
                 raise
             reader = None  # a header and no records (or only lines that are not text)
-        next_line = 2 if plan.header else 1
+        next_line = 2 if spec.header else 1
         for batch in reader or ():
             size = batch.num_rows
             pending = sorted(n for n in invalid if n >= next_line)
@@ -210,7 +210,7 @@ def read_delimited(plan: ReadPlan, path: str, out: RecordOutput) -> Iterator[pa.
             columns = {}
             for name, file_name in present.items():
                 raw = decoded(batch.column(file_name), name, reasons)
-                columns[name] = as_field(raw, True) if name in plan.list_fields else raw
+                columns[name] = as_field(raw, True) if name in spec.list_fields else raw
             if size:
                 next_line = int(lines[-1]) + 1
             bad_rows = [(n, *invalid.pop(n)) for n in sorted(invalid) if n < next_line]
@@ -218,9 +218,9 @@ def read_delimited(plan: ReadPlan, path: str, out: RecordOutput) -> Iterator[pa.
             if bad_rows:
                 yield out.bad(_physical_rows(bad_rows, skipped))
             if source is not None and source.found:
-                yield from _left_out_records(plan, out, source.take(), len(file_names), positions)
+                yield from _left_out_records(spec, out, source.take(), len(file_names), positions)
         if invalid:
             yield out.bad(_physical_rows([(n, *invalid.pop(n)) for n in sorted(invalid)], skipped))
         if source is not None:
             source.read()  # to the end: every line left out is read
-            yield from _left_out_records(plan, out, source.take(), len(file_names), positions)
+            yield from _left_out_records(spec, out, source.take(), len(file_names), positions)

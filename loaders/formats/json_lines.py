@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from loaders.formats.lines import is_utf8, not_utf8_reason, undecodable_lines
-from loaders.formats.plan import ReadPlan, RecordOutput
+from loaders.formats.read_spec import ReadSpec, RecordOutput
 from loaders.formats.values import WrittenNumber, as_field, value_text
 from treestore.filesystems import input_stream
 
@@ -50,7 +50,7 @@ def _json_lines(chunk: bytes, first_line: int) -> tuple[list[bytes], np.ndarray]
 
 
 def _json_chunk(
-    plan: ReadPlan, out: RecordOutput, chunk: bytes, first_line: int
+    spec: ReadSpec, out: RecordOutput, chunk: bytes, first_line: int
 ) -> Iterator[pa.RecordBatch]:
     """The records of a chunk of whole lines, the first numbered ``first_line``."""
     lines, numbers = _json_lines(chunk, first_line)
@@ -66,11 +66,11 @@ def _json_chunk(
         keep = np.ones(len(lines), dtype=bool)
         keep[[i for i in bad if i < len(lines)]] = False
         lines, numbers = [line for line, k in zip(lines, keep, strict=True) if k], numbers[keep]
-    yield from _json_batch(plan, out, lines, numbers)
+    yield from _json_batch(spec, out, lines, numbers)
 
 
 def _json_batch(
-    plan: ReadPlan, out: RecordOutput, lines: list[bytes], numbers: np.ndarray
+    spec: ReadSpec, out: RecordOutput, lines: list[bytes], numbers: np.ndarray
 ) -> Iterator[pa.RecordBatch]:
     import pyarrow.json as pj
 
@@ -81,7 +81,7 @@ def _json_batch(
         table = pj.read_json(pa.py_buffer(data), read_options=pj.ReadOptions(use_threads=False))
         undated = {
             name: _undated(table.schema.field(name).type)
-            for name in plan.fields
+            for name in spec.fields
             if name in table.column_names and _has_dates(table.schema.field(name).type)
         }
         if undated:  # pyarrow parsed strings as timestamps: read those fields as written
@@ -94,18 +94,18 @@ def _json_batch(
             raise pa.ArrowInvalid("row count differs from line count")
     except pa.ArrowInvalid:
         yield from _json_slow(
-            plan, out, [ln for ln, k in zip(lines, keep, strict=True) if k], numbers
+            spec, out, [ln for ln, k in zip(lines, keep, strict=True) if k], numbers
         )
         return
     columns = {}
-    for name in plan.fields:
+    for name in spec.fields:
         if name not in table.column_names:
             continue
         column = table.column(name).combine_chunks()
-        if pa.types.is_floating(column.type) and name not in plan.list_fields:
+        if pa.types.is_floating(column.type) and name not in spec.list_fields:
             columns[name] = _number_texts(column, name, data, len(numbers))
         else:
-            columns[name] = as_field(column, name in plan.list_fields)
+            columns[name] = as_field(column, name in spec.list_fields)
     yield out.good(columns, numbers, pa.nulls(len(numbers), pa.string()))
 
 
@@ -152,7 +152,7 @@ def _number_texts(column: pa.Array, name: str, data: bytes, rows: int) -> pa.Arr
 
 
 def _json_slow(
-    plan: ReadPlan, out: RecordOutput, lines: list[bytes], numbers: np.ndarray
+    spec: ReadSpec, out: RecordOutput, lines: list[bytes], numbers: np.ndarray
 ) -> Iterator[pa.RecordBatch]:
     """Line by line: the chunk has a bad line, or types pyarrow cannot unify."""
     docs: list[dict[str, Any]] = []
@@ -173,9 +173,9 @@ def _json_slow(
         docs.append(doc)
         good_lines.append(number)
     columns = {}
-    for name in plan.fields:
+    for name in spec.fields:
         values = [doc.get(name) for doc in docs]
-        if name in plan.list_fields:
+        if name in spec.list_fields:
             listed = [
                 None if v is None else [value_text(x) for x in (v if isinstance(v, list) else [v])]
                 for v in values
@@ -189,7 +189,7 @@ def _json_slow(
         yield out.bad(bad)
 
 
-def read_json(plan: ReadPlan, path: str, out: RecordOutput) -> Iterator[pa.RecordBatch]:
+def read_json(spec: ReadSpec, path: str, out: RecordOutput) -> Iterator[pa.RecordBatch]:
     """The records of the json-lines file at ``path``: good ones and set-aside ones."""
     next_line, rest = 1, b""
     with input_stream(path) as stream:
@@ -198,10 +198,10 @@ def read_json(plan: ReadPlan, path: str, out: RecordOutput) -> Iterator[pa.Recor
             data = rest + block
             if not block:
                 if data:
-                    yield from _json_chunk(plan, out, data, next_line)
+                    yield from _json_chunk(spec, out, data, next_line)
                 return
             cut = data.rfind(b"\n") + 1
             data, rest = data[:cut], data[cut:]
             if data:
-                yield from _json_chunk(plan, out, data, next_line)
+                yield from _json_chunk(spec, out, data, next_line)
                 next_line += data.count(b"\n")

@@ -7,19 +7,19 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from loaders.formats.plan import ReadPlan, RecordOutput
+from loaders.formats.read_spec import ReadSpec, RecordOutput
 from loaders.formats.values import as_field, decoded
 from treestore.filesystems import input_file
 
 __all__ = ["read_parquet"]
 
 
-def read_parquet(plan: ReadPlan, path: str, out: RecordOutput) -> Iterator[pa.RecordBatch]:
+def read_parquet(spec: ReadSpec, path: str, out: RecordOutput) -> Iterator[pa.RecordBatch]:
     """The records of the Parquet file at ``path`` (its row numbers as lines)."""
     import pyarrow.parquet as pq
 
     with input_file(path) as source, pq.ParquetFile(source) as parquet:
-        present = [name for name in plan.fields if name in parquet.schema_arrow.names]
+        present = [name for name in spec.fields if name in parquet.schema_arrow.names]
         row = 1
         for batch in parquet.iter_batches(batch_size=65536, columns=present):
             size = batch.num_rows
@@ -27,7 +27,7 @@ def read_parquet(plan: ReadPlan, path: str, out: RecordOutput) -> Iterator[pa.Re
             columns = {}
             for name in present:
                 checked = _text_checked(batch.column(name), name, reasons)
-                columns[name] = as_field(checked, name in plan.list_fields)
+                columns[name] = as_field(checked, name in spec.list_fields)
             lines = np.arange(row, row + size, dtype=np.int64)
             row += size
             rejects = (

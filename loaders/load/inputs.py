@@ -49,7 +49,7 @@ from loaders.listing.files import InputFile, list_input_files
 from loaders.listing.identity import fingerprint
 from loaders.load.readers import (
     FILE_COLUMN,
-    ReadPlan,
+    ReadSpec,
     read_files,
     sample_field_names,
     sample_list_fields,
@@ -152,7 +152,7 @@ def read_source(
     wanted = tuple(sorted({f for f in fields if f and f != source.inject_source_name}))
     if lists is None:
         lists = list_fields(source, files, wanted)
-    plan = ReadPlan(source.format, source.header, source.columns, wanted, lists & set(wanted))
+    spec = ReadSpec(source.format, source.header, source.columns, wanted, lists & set(wanted))
     # Biggest files first, dealt round-robin over the tasks, so tasks get similar work.
     numbers = numbers or {f.path: i for i, f in enumerate(files)}
     settings = FilesystemSettings.capture()
@@ -166,13 +166,13 @@ def read_source(
         for batch in batches:
             for task in batch.column(0).to_pylist():
                 for number, path in dealt[task]:
-                    yield from read_files(plan, [(number, path)])
+                    yield from read_files(spec, [(number, path)])
                     if fingerprints is not None:
                         found = fingerprint(path, sizes[path])
                         if found is not None:
                             fingerprints.add({_fingerprint_key(path, sizes[path]): found})
 
-    return spark.range(0, tasks, 1, tasks).mapInArrow(read, plan.spark_schema())
+    return spark.range(0, tasks, 1, tasks).mapInArrow(read, spec.spark_schema())
 
 
 @dataclass(frozen=True)

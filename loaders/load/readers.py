@@ -28,12 +28,12 @@ from loaders.formats.delimited import header_names, read_delimited
 from loaders.formats.json_lines import read_json, sample_objects
 from loaders.formats.lines import first_line
 from loaders.formats.parquet import read_parquet
-from loaders.formats.plan import (
+from loaders.formats.read_spec import (
     FILE_COLUMN,
     LINE,
     REJECT,
     TEXT,
-    ReadPlan,
+    ReadSpec,
     RecordOutput,
     UnreadableInput,
 )
@@ -46,7 +46,7 @@ __all__ = [
     "LINE",
     "REJECT",
     "TEXT",
-    "ReadPlan",
+    "ReadSpec",
     "read_files",
     "sample_field_names",
     "sample_list_fields",
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 _SAMPLE_FILES = 20
-_READERS: dict[str, Callable[[ReadPlan, str, RecordOutput], Iterator[pa.RecordBatch]]] = {
+_READERS: dict[str, Callable[[ReadSpec, str, RecordOutput], Iterator[pa.RecordBatch]]] = {
     "csv": read_delimited,
     "tsv": read_delimited,
     "json": read_json,
@@ -125,19 +125,19 @@ def sample_field_names(fmt: str, paths: list[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def read_files(plan: ReadPlan, files: Iterable[tuple[int, str]]) -> Iterator[pa.RecordBatch]:
-    """Read ``(number, path)`` files by ``plan``. A file that cannot be read at all raises
+def read_files(spec: ReadSpec, files: Iterable[tuple[int, str]]) -> Iterator[pa.RecordBatch]:
+    """Read ``(number, path)`` files by ``spec``. A file that cannot be read at all raises
     :class:`LoadError` naming it (skipping it would lose it), as does any other failure
     while a file is read, with the last line read before it."""
-    reader = _READERS.get(plan.format, read_parquet)
+    reader = _READERS.get(spec.format, read_parquet)
     for number, path in files:
-        out = RecordOutput(plan, number)
+        out = RecordOutput(spec, number)
         try:
-            yield from reader(plan, path, out)
+            yield from reader(spec, path, out)
         except TreestoreError:
             raise  # says what is wrong already (a path only the driver has)
         except _CANNOT_READ as exc:
-            raise _cannot_read(path, plan.format, exc, out.last_line) from None
+            raise _cannot_read(path, spec.format, exc, out.last_line) from None
         except Exception as exc:
             where = f" after line {out.last_line}" if out.last_line else ""
             raise LoadError(

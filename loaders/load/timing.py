@@ -22,10 +22,10 @@ class Timer:
     """Seconds by name (rounded to milliseconds), in the order the names first came.
 
     >>> timer = Timer("input")
-    >>> with timer.phase("plan"):
+    >>> with timer.phase("prepare"):
     ...     pass
     >>> list(timer.seconds)
-    ['input', 'plan']
+    ['input', 'prepare']
     """
 
     def __init__(self, *names: str) -> None:

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loaders.formats import delimited, json_lines
-from loaders.load.readers import LINE, REJECT, TEXT, ReadPlan, read_files
+from loaders.load.readers import LINE, REJECT, TEXT, ReadSpec, read_files
 from treestore.errors import LoadError
 
 RANDOM = random.Random(4).randbytes(3000)
@@ -30,8 +30,8 @@ RANDOM = random.Random(4).randbytes(3000)
 EXAMPLES = int(os.environ.get("TREESTORE_FUZZ_EXAMPLES", "150"))
 
 
-def _read(plan: ReadPlan, path: Path) -> list[dict[str, Any]]:
-    rows = [row for batch in read_files(plan, [(0, str(path))]) for row in batch.to_pylist()]
+def _read(spec: ReadSpec, path: Path) -> list[dict[str, Any]]:
+    rows = [row for batch in read_files(spec, [(0, str(path))]) for row in batch.to_pylist()]
     return sorted(rows, key=lambda row: row[LINE])
 
 
@@ -51,7 +51,7 @@ def test_random_bytes_after_good_rows_are_set_aside_line_by_line(
     data = f"K{sep}V\nk1{sep}v1\n".encode() + RANDOM + f"\nk2{sep}v2\n".encode()
     path = tmp_path / f"a.{fmt}"
     path.write_bytes(data)
-    rows = _read(ReadPlan(fmt, True, (), ("K", "V")), path)
+    rows = _read(ReadSpec(fmt, True, (), ("K", "V")), path)
     last = _lines(data)
     assert _good(rows, "K") == [(2, "k1"), (last, "k2")]
     bad = [row for row in rows if row[REJECT] is not None]
@@ -64,7 +64,7 @@ def test_random_bytes_after_good_rows_are_set_aside_line_by_line(
 def test_bad_bytes_in_a_field_the_job_does_not_read_keep_the_record(tmp_path: Path) -> None:
     path = tmp_path / "a.csv"
     path.write_bytes(b"K,V,W\na,1,x\nb,2,\xff\xfe\nc,\xff,y\nd,\xc3\n")
-    rows = _read(ReadPlan("csv", True, (), ("K", "V")), path)
+    rows = _read(ReadSpec("csv", True, (), ("K", "V")), path)
     assert _good(rows, "V") == [(2, "1"), (3, "2")]
     assert [(row[LINE], row[REJECT]) for row in rows if row[REJECT]] == [
         (4, "field 'V' is not UTF-8 text (byte 1)"),
@@ -75,7 +75,7 @@ def test_bad_bytes_in_a_field_the_job_does_not_read_keep_the_record(tmp_path: Pa
 def test_a_long_line_that_is_not_text_is_set_aside(tmp_path: Path) -> None:
     path = tmp_path / "a.csv"  # one cell past the csv module's limit (128 KiB)
     path.write_bytes(b"K,V\na,b\nx," + b"y" * 300_000 + b"\xff\nc,d\n")
-    rows = _read(ReadPlan("csv", True, (), ("K", "V")), path)
+    rows = _read(ReadSpec("csv", True, (), ("K", "V")), path)
     assert _good(rows, "K") == [(2, "a"), (4, "c")]
     assert [(row[LINE], row[REJECT]) for row in rows if row[REJECT]] == [
         (3, "not UTF-8 text (byte 300003)")
@@ -98,7 +98,7 @@ def test_any_other_failure_while_reading_names_the_file_and_the_last_line_read(
     path = tmp_path / "a.tsv"
     path.write_text("K\tV\n" + "".join(f"k{i}\tv\n" for i in range(1000)))
     with pytest.raises(LoadError) as caught:
-        _read(ReadPlan("tsv", True, (), ("K",)), path)
+        _read(ReadSpec("tsv", True, (), ("K",)), path)
     last = int(str(caught.value).split("after line ")[1].split(":")[0])
     assert str(caught.value) == (
         f"reading input file {path} failed after line {last}: RuntimeError: out of something"
@@ -112,7 +112,7 @@ def test_a_header_that_is_not_text_names_the_file_its_line_and_byte_offset(
     path = tmp_path / "random.tsv"
     path.write_bytes(b"\n" + RANDOM)
     with pytest.raises(LoadError) as caught:
-        _read(ReadPlan("tsv", True, (), ("K",)), path)
+        _read(ReadSpec("tsv", True, (), ("K",)), path)
     with pytest.raises(UnicodeDecodeError) as header:
         RANDOM.split(b"\n")[0].decode()
     assert str(caught.value) == (
@@ -124,7 +124,7 @@ def test_a_header_that_is_not_text_names_the_file_its_line_and_byte_offset(
 def test_random_bytes_without_a_header_are_records_or_set_aside(tmp_path: Path) -> None:
     path = tmp_path / "a.tsv"
     path.write_bytes(RANDOM)
-    rows = _read(ReadPlan("tsv", False, (), ("_c0",)), path)
+    rows = _read(ReadSpec("tsv", False, (), ("_c0",)), path)
     assert [row[LINE] for row in rows] == list(range(1, _lines(RANDOM) + 1))
 
 
@@ -137,7 +137,7 @@ def test_a_json_line_that_is_not_utf8_is_set_aside_and_the_rest_read_by_pyarrow(
     monkeypatch.setattr(json_lines, "_json_slow", no_slow_path)
     path = tmp_path / "a.json"
     path.write_bytes(b'{"K": "a"}\n{"K": "b\xff"}\n{"K": "c"}\n')  # pyarrow does not check
-    rows = _read(ReadPlan("json", False, (), ("K",)), path)
+    rows = _read(ReadSpec("json", False, (), ("K",)), path)
     assert _good(rows, "K") == [(1, "a"), (3, "c")]
     assert [(row[LINE], row[REJECT]) for row in rows if row[REJECT]] == [
         (2, "not UTF-8 text (byte 9)")
@@ -157,20 +157,20 @@ def test_a_clean_file_never_takes_the_slow_paths(
     (tmp_path / "a.json").write_text(
         "".join(json.dumps({"K": f"é{i}"}) + "\n" for i in range(1000))
     )
-    assert len(_read(ReadPlan("csv", True, (), ("K",)), tmp_path / "a.csv")) == 1000
-    assert len(_read(ReadPlan("json", False, (), ("K",)), tmp_path / "a.json")) == 1000
+    assert len(_read(ReadSpec("csv", True, (), ("K",)), tmp_path / "a.csv")) == 1000
+    assert len(_read(ReadSpec("json", False, (), ("K",)), tmp_path / "a.json")) == 1000
 
 
 def test_parquet_garbage_and_parquet_text_that_is_not_utf8(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.parquet"
     garbage.write_bytes(RANDOM)
     with pytest.raises(LoadError, match=rf"^input file {garbage} cannot be read as parquet \("):
-        _read(ReadPlan("parquet", False, (), ("K",)), garbage)
+        _read(ReadSpec("parquet", False, (), ("K",)), garbage)
     data, offsets = b"okbad\xffz", np.array([0, 2, 6, 7], dtype=np.int32)
     text = pa.StringArray.from_buffers(3, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data))
     latin = tmp_path / "latin.parquet"
     pq.write_table(pa.table({"K": text, "V": ["1", "2", "3"]}), latin)  # written unchecked
-    rows = _read(ReadPlan("parquet", False, (), ("K", "V")), latin)
+    rows = _read(ReadSpec("parquet", False, (), ("K", "V")), latin)
     assert [(row[LINE], row["K"], row["V"], row[REJECT]) for row in rows] == [
         (1, "ok", "1", None),
         (2, None, "2", "field 'K' is not UTF-8 text (byte 4)"),
@@ -200,7 +200,7 @@ def test_any_bytes_read_as_records_or_the_file_is_named(
     path.write_bytes(data)
     fields = ("K", "V") if header or fmt == "json" else ("_c0", "_c1")
     try:
-        rows = _read(ReadPlan(fmt, header, (), fields), path)
+        rows = _read(ReadSpec(fmt, header, (), fields), path)
     except LoadError as exc:
         said = str(exc)
         assert said.startswith(f"input file {path} cannot be read as {fmt} ("), said
@@ -219,7 +219,7 @@ def test_a_file_without_the_jobs_fields_reads_its_records_whatever_their_bytes(
     typed by pyarrow's inference, and a stray NUL refused the whole file."""
     path = tmp_path / "a.csv"
     path.write_bytes(b'K\tV\n""\n\x80\n\x00')  # one column, named "K\tV"
-    rows = _read(ReadPlan("csv", True, (), ("K", "V")), path)
+    rows = _read(ReadSpec("csv", True, (), ("K", "V")), path)
     assert [row[LINE] for row in rows] == [2, 3, 4]
     # bytes that are not UTF-8 in a field no one reads do not reject the record
     assert [row[REJECT] for row in rows] == [None, None, None]

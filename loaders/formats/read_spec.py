@@ -1,4 +1,4 @@
-"""What a reader is asked for (:class:`ReadPlan`) and the batches it gives (:class:`RecordOutput`).
+"""What a reader is asked for (:class:`ReadSpec`) and the batches it gives (:class:`RecordOutput`).
 
 Each output row carries ``__file`` (the file's number in the load; its path travels
 once, not per row), ``__line`` (the physical line, or the row number in a Parquet
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["FILE_COLUMN", "LINE", "REJECT", "TEXT", "ReadPlan", "RecordOutput", "UnreadableInput"]
+__all__ = ["FILE_COLUMN", "LINE", "REJECT", "TEXT", "ReadSpec", "RecordOutput", "UnreadableInput"]
 
 FILE_COLUMN, LINE, REJECT, TEXT = "__file", "__line", "__reject", "__text"
 """Columns of every read row: file number, line number, why rejected, rejected line's text."""
@@ -25,7 +25,7 @@ class UnreadableInput(ValueError):
 
 
 @dataclass(frozen=True)
-class ReadPlan:
+class ReadSpec:
     """How to read one source's files: format, header/columns and the fields to keep."""
 
     format: str
@@ -63,9 +63,9 @@ class RecordOutput:
     """Builds the output batches of one file, and remembers the last line it gave (so a
     failure further on can say where the reader was)."""
 
-    def __init__(self, plan: ReadPlan, number: int) -> None:
-        self.plan, self.number = plan, number
-        self.schema = plan.schema()
+    def __init__(self, spec: ReadSpec, number: int) -> None:
+        self.spec, self.number = spec, number
+        self.schema = spec.schema()
         self.last_line = 0
 
     def good(
@@ -74,9 +74,9 @@ class RecordOutput:
         """Records read: their fields (a missing one is null), lines and reject reasons."""
         size = len(lines)
         arrays = []
-        for name, spec in zip(self.plan.fields, self.schema, strict=False):
+        for name, field_type in zip(self.spec.fields, self.schema, strict=False):
             found = columns.get(name)
-            arrays.append(found if found is not None else pa.nulls(size, spec.type))
+            arrays.append(found if found is not None else pa.nulls(size, field_type.type))
         arrays += [
             pa.array(np.full(size, self.number, dtype=np.int32)),
             pa.array(lines, pa.int64()),
@@ -90,7 +90,7 @@ class RecordOutput:
     def bad(self, rows: list[tuple[int, str, str]]) -> pa.RecordBatch:
         """Rows set aside while parsing: (line, reason, raw text)."""
         size = len(rows)
-        arrays = [pa.nulls(size, spec.type) for spec in list(self.schema)[: len(self.plan.fields)]]
+        arrays = [pa.nulls(size, f.type) for f in list(self.schema)[: len(self.spec.fields)]]
         if size:
             self.last_line = max(self.last_line, max(r[0] for r in rows))
         arrays += [
