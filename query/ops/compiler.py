@@ -98,16 +98,6 @@ class OpsPipeline:
             types = out
         return tuple(ops), OpsPipeline(self.ops[len(ops) :], self.text)
 
-    def output_types(self, types: list[str]) -> list[str] | None:
-        """The column types after every op, when every op runs on chunks typed ``types``;
-        ``None`` when some op runs on rows only."""
-        prefix, rest = self.column_prefix(types)
-        if rest:
-            return None
-        for op in prefix:
-            types = op.column_types(types) or []
-        return types
-
     def __bool__(self) -> bool:
         return bool(self.ops)
 
