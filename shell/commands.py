@@ -5,6 +5,7 @@ dispatches. Spark and the loaders are imported inside the commands that need the
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import threading
@@ -126,7 +127,8 @@ def command_query(
 ) -> int:
     """``treestore query``: print the rows (after a row of their column names unless not
     ``header``); returns how many were printed. ``explain``: print the query's plan
-    instead (nothing runs; no Spark starts) and return 0."""
+    instead (as one JSON object with ``fmt`` json or jsonl; nothing runs, no Spark
+    starts) and return 0."""
     from query.driver.runner import open_store
     from shell.output.formats import write_rows
     from treestore.spark import get_session
@@ -134,7 +136,8 @@ def command_query(
     handle = open_store(store, session_factory=lambda: get_session(master))
     plan = handle.plan_request(request)
     if explain:
-        print(plan, file=out)
+        as_json = fmt in ("json", "jsonl")
+        print(json.dumps(plan.to_dict()) if as_json else plan, file=out)
         return 0
     rows = handle.run(plan)
     count = write_rows(rows, out, fmt, header=header, columns=rows.column_names())

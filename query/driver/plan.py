@@ -156,6 +156,28 @@ class QueryPlan:
         """Whether the path walks on the driver (no Spark job)."""
         return self.where == "driver"
 
+    def to_dict(self) -> dict[str, object]:
+        """The plan as plain values (JSON-ready): what ``--explain --format json`` prints,
+        and what a program reads of it."""
+        return {
+            "path": self.text,
+            "rops": self.rops.pipeline.text or None,
+            "ops": self.ops.pipeline.text or None,
+            "store": self.location,
+            "version": self.version,
+            "where": self.where,
+            "why": self.where_reason,
+            "shards": list(self.shards),
+            "path_on": "columns" if self.path_on_columns else "rows",
+            "path_rows_reason": self.path_rows_reason,
+            "rops_on_columns": [op.name for op in self.rops.on_columns],
+            "rops_on_rows": [op.name for op in self.rops.on_rows.ops],
+            "pieces": None if self.piece_types is None else list(self.piece_types),
+            "ops_on_columns": [op.name for op in self.ops.on_columns],
+            "ops_on_rows": [op.name for op in self.ops.on_rows.ops],
+            "columns": None if self.labels is None else list(self.labels),
+        }
+
     def lines(self) -> list[str]:
         """The plan in a few readable lines (what ``--explain`` prints)."""
         query = self.text

@@ -8,6 +8,7 @@ rows as it says, the driver's ops split as it says. ``--explain`` (command line)
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,10 @@ def test_explain_on_the_command_line_prints_the_plan_without_spark(
     assert out.splitlines()[0] == f"query {DEMO_PATH} | rops {JOIN_ROPS}"
     assert "one Spark job" in out and "walks on the driver are off" in out
     assert "12345" not in out  # the plan, not the rows
+    status = main(["query", str(demo_store), DEMO_PATH, "--explain", "--format", "json"])
+    plan = json.loads(capsys.readouterr().out)
+    assert status == 0 and plan["where"] == "spark" and plan["path_on"] == "columns"
+    assert plan["columns"] == ["name", "name2", "name3"] and plan["version"] == 1
 
 
 def test_explain_in_the_shell(demo_store: Path) -> None:
