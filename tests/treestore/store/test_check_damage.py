@@ -20,15 +20,11 @@ from treestore.storage.page_cache import reset_cache
 from treestore.storage.pagestore import FilePageStore
 from treestore.storage.state import SideFiles
 from treestore.storage.tree import ShardTree
-from treestore.store.dedup_index import (
-    INDEX_NAME,
-    DedupManifest,
-    ShardIndex,
-    publish_dedup_manifest,
-)
+from treestore.store.dedup_index import DedupManifest, ShardIndex, publish_dedup_manifest
+from treestore.store.layout import DEDUP_INDEX, manifest_name
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import inspect_store
-from treestore.store.versions import StoreWriter, manifest_name
+from treestore.store.versions import StoreWriter
 
 QUERY = "root/+/+:+hits"
 DEDUP_RUN_KEY = b'["key-00042"]'
@@ -129,7 +125,7 @@ def _dedup_run_damaged(store: Path) -> None:
 
 
 def _dedup_index_damaged(store: Path) -> None:
-    path = store / INDEX_NAME
+    path = store / DEDUP_INDEX
     doc = json.loads(path.read_bytes())
     doc["sources"]["src"]["shards"] = {}  # still valid JSON: loads would count keys again
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))

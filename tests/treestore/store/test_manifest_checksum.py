@@ -15,12 +15,12 @@ from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStor
 from treestore.storage.runs import RunReader
 from treestore.storage.state import ShardState, SideFiles
 from treestore.storage.tree import ShardTree, build_tree
+from treestore.store.layout import manifest_name
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import inspect_store
 from treestore.store.versions import (
     Manifest,
     StoreWriter,
-    manifest_name,
     open_version,
     published_versions,
     read_manifest,
