@@ -226,16 +226,17 @@ def _precheck_sweep(
     from loaders.sweep.inputs import list_table
     from treestore.errors import LoadError, StoreError
     from treestore.storage.pagestore import page_store_for
+    from treestore.store.layout import CONFIG, sweep_folder
     from treestore.store.versions import StoreWriter, read_config
 
     if not name or "/" in name:
         raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
     pages = page_store_for(store)
-    if pages.exists("store.json"):
+    if pages.exists(CONFIG):
         read_config(pages)
     else:
         StoreWriter(pages, shards, create=False)  # a file in the way, a foreign folder
-    if pages.list(f"sweeps/{name}"):
+    if pages.list(sweep_folder(name)):
         raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
     for path in (events, intervals):
         list_table(path, input_format)  # missing, no telling format, no files: refused

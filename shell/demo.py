@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from treestore.errors import TreestoreError
+from treestore.store.layout import CURRENT
 
 __all__ = [
     "DEMO_ANSWER_OPS",
@@ -152,7 +153,7 @@ def write_demo_inputs(workdir: Path) -> Path:
 
 def _store_version(workdir: Path) -> str | None:
     """The text of the demo store's ``CURRENT`` (None: nothing published)."""
-    current = workdir / "store" / "CURRENT"
+    current = workdir / "store" / CURRENT
     return current.read_text(errors="replace").strip() if current.is_file() else None
 
 

@@ -19,12 +19,7 @@ from typing import Any
 
 from loaders.load.inputs import InputFile
 
-__all__ = ["FILE_NAME", "STREAM_FOLDER", "SetAside", "unreadable_file"]
-
-STREAM_FOLDER = "stream"
-"""The follower's folder in the store: Spark's checkpoint, the job it follows, and this."""
-FILE_NAME = "unreadable.json"
-"""The set-aside files, in :data:`STREAM_FOLDER`."""
+__all__ = ["SetAside", "unreadable_file"]
 
 
 def unreadable_file(
@@ -44,17 +39,17 @@ def unreadable_file(
 
 @dataclass
 class SetAside:
-    """The unreadable files a follower skipped, kept in its stream folder."""
+    """The unreadable files a follower skipped, kept in a file of its stream folder
+    (:data:`~treestore.store.layout.STREAM_UNREADABLE`)."""
 
-    folder: Path
+    path: Path
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, folder: Path) -> SetAside:
-        """The files kept in ``folder`` (none if it keeps none)."""
-        path = folder / FILE_NAME
+    def open(cls, path: Path) -> SetAside:
+        """The files kept in the file ``path`` (none if it keeps none)."""
         files = json.loads(path.read_text()) if path.exists() else {}
-        return cls(folder, files)
+        return cls(path, files)
 
     def add(self, source: int, input_file: InputFile, error: str) -> None:
         """Keep ``input_file`` of source ``source`` aside (saved at once)."""
@@ -84,7 +79,6 @@ class SetAside:
         return found
 
     def _save(self) -> None:
-        path = self.folder / FILE_NAME
-        aside = path.with_suffix(".tmp")
+        aside = self.path.with_suffix(".tmp")
         aside.write_text(json.dumps(self.files, indent=1, sort_keys=True))
-        os.replace(aside, path)
+        os.replace(aside, self.path)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loaders.follow.batches import STOP_MARK, FollowSummary, MicroBatches
-from loaders.follow.set_aside import STREAM_FOLDER, SetAside
+from loaders.follow.set_aside import SetAside
 from loaders.job.model import JobSpec, SourceSpec
 from loaders.listing.files import list_input_files, missing_source, split_glob
 from loaders.load.options import DEFAULT_MAX_REJECTED
@@ -34,6 +34,7 @@ from treestore.events import EventSink, Message, ignore_events
 from treestore.filesystems import is_uri
 from treestore.spark import failure_line, spark_errors
 from treestore.storage.pagestore import page_store_for
+from treestore.store.layout import STREAM, STREAM_CHECKPOINT, STREAM_JOB, STREAM_UNREADABLE
 from treestore.store.lock import store_lock
 from treestore.store.versions import StoreWriter
 
@@ -91,20 +92,20 @@ def _job_digest(job: JobSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _check_job(folder: Path, job: JobSpec) -> None:
+def _check_job(store_folder: Path, job: JobSpec) -> None:
     """Refuse a job that changed since the stream's checkpoint was made; remember it."""
-    marker = folder / "job.json"
+    marker = store_folder / STREAM_JOB
     digest = _job_digest(job)
     if marker.exists():
         known = json.loads(marker.read_text())
         if known.get("digest") != digest:
             raise LoadError(
                 f"The job changed since this store's follower started ({known.get('job')}); "
-                f"its stream would mix two jobs. Remove {folder} to follow the new job from "
-                "here on (files already loaded stay loaded), or load into a new store."
+                f"its stream would mix two jobs. Remove {store_folder / STREAM} to follow the new "
+                "job from here on (files already loaded stay loaded), or load into a new store."
             )
         return
-    folder.mkdir(parents=True, exist_ok=True)
+    marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(json.dumps({"digest": digest, "job": str(job.file)}))
 
 
@@ -166,15 +167,17 @@ def follow_job(
         list_input_files(source, on_event)  # Spark's stream skips broken links: say so here
     pages = page_store_for(location)
     StoreWriter(pages, job.shards, job.hash)  # creates the store if it is new
-    folder = Path(location).resolve() / STREAM_FOLDER
+    store_folder = Path(location).resolve()
     with store_lock(pages, f"a follower of {job.file} (--follow)", on_event) as lease:
-        _check_job(folder, job)
+        _check_job(store_folder, job)
         follower = MicroBatches(
             spark, job, location, lease, on_event, max_rejected, keep_versions, stop,
-            SetAside.open(folder),
+            SetAside.open(store_folder / STREAM_UNREADABLE),
         )  # fmt: skip
         with spark_errors(LoadError, "Starting the follower's stream"):
-            query = _start(spark, job, follower, folder, max_files, trigger_seconds, available_now)
+            query = _start(
+                spark, job, follower, store_folder, max_files, trigger_seconds, available_now
+            )
         on_event(
             Message(
                 f"following {len(job.sources)} source(s) into {location}"
@@ -195,7 +198,7 @@ def _start(
     spark: SparkSession,
     job: JobSpec,
     follower: MicroBatches,
-    folder: Path,
+    store_folder: Path,
     max_files: int | None,
     trigger_seconds: float,
     available_now: bool,
@@ -204,7 +207,7 @@ def _start(
     writer = (
         _stream(spark, job, max_files)
         .writeStream.foreachBatch(follower.batch)
-        .option("checkpointLocation", str(folder / "checkpoint"))
+        .option("checkpointLocation", str(store_folder / STREAM_CHECKPOINT))
     )
     writer = (
         writer.trigger(availableNow=True)

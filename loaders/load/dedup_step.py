@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +45,7 @@ from treestore.store.dedup_index import (
     publish_dedup_manifest,
     read_dedup_manifest,
 )
+from treestore.store.layout import dedup_folder
 from treestore.store.versions import StoreWriter
 
 if TYPE_CHECKING:
@@ -61,7 +61,6 @@ __all__ = [
     "ShardDedup",
     "dedup_columns",
     "index_files",
-    "index_folder",
     "key_hash",
     "prepare_index",
     "publish_index",
@@ -69,11 +68,6 @@ __all__ = [
 
 DKEY, DHASH = "__dkey", "__dhash"
 WITHIN, EARLIER = "duplicates_in_load", "duplicates_of_earlier_loads"
-
-
-def index_folder(source: str, shard: int) -> str:
-    """Where ``source``'s index runs for ``shard`` live in the store."""
-    return f"dedup/{quote(source, safe='')}/shard-{shard:04d}"
 
 
 def dedup_columns(frame: DataFrame, source: SourceSpec) -> DataFrame:
@@ -124,7 +118,7 @@ class ShardDedup:
         if found is None:
             name, runs = self.sources[order]
             found = self.indexes[order] = ShardIndex(
-                self.pages, index_folder(name, self.shard), runs
+                self.pages, dedup_folder(name, self.shard), runs
             )
         return found
 

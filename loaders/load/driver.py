@@ -67,6 +67,7 @@ from treestore.failpoints import failpoint
 from treestore.spark import check_executors_python, spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState
+from treestore.store.layout import expired_file, expired_parts_folder, rejected_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import collect_garbage
 from treestore.store.versions import DEFAULT_RETENTION, StoreWriter
@@ -327,8 +328,8 @@ def _load_locked(
         dedup_runs={name: index.runs(name) for name in dedup_sources.values()},
         states=dict(writer.base.trees),
         files=tuple(ordered),
-        rejected_folder=f"rejected/{stamp}",
-        expired_folder=f"expired/{stamp}-shards",
+        rejected_folder=rejected_folder(stamp),
+        expired_folder=expired_parts_folder(stamp),
         max_rejected=max_rejected,
         list_fields=text_lists,
     )
@@ -344,7 +345,7 @@ def _load_locked(
     if rejected["count"] > max_rejected:
         raise LoadError(_too_many_rejected(writer.pages, rejected, max_rejected))
     if report["expired"]["files"]:  # the shards' expired records, one file per version
-        merged = f"expired/{stamp}.parquet"
+        merged = expired_file(stamp)
         merge_expired(writer.pages, report["expired"]["files"], merged)
         report["expired"]["files"] = [merged]
     taken = take_fingerprints(fingerprints, (f for files in scan.fresh.values() for f in files))

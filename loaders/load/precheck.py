@@ -21,12 +21,13 @@ __all__ = ["precheck_load"]
 
 def precheck_load(
     job: JobSpec,
-    store: str | Path | PageStore,
+    location: str | Path | PageStore,
     on_event: EventSink = ignore_events,
     *,
     reprocess_changed: bool = False,
 ) -> bool:
-    """Check the job's store and inputs without Spark; return whether any file is new.
+    """Check the job's store at ``location`` and its inputs without Spark; return whether
+    any file is new.
 
     Raises what :func:`~loaders.load.driver.run_load` would raise before its Spark work
     (a store of other shards or hash, a location that is a file, an input that cannot be
@@ -37,7 +38,7 @@ def precheck_load(
     """
     said: list[str] = []  # said only when nothing is new; else the load says it
     listed = [list_input_files(source, as_lines(said.append)) for source in job.sources]
-    writer = StoreWriter(store, job.shards, job.hash, create=False)
+    writer = StoreWriter(location, job.shards, job.hash, create=False)
     scan = scan_inputs(job.sources, listed, writer.base.inputs, said.append, reprocess_changed)
     if scan.fresh:
         return True

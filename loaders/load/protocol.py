@@ -31,6 +31,7 @@ import pyarrow.json as pajson
 
 from loaders.tree.builder import TreeBuilder
 from treestore.storage.tree import ShardState
+from treestore.store.layout import EXPIRED
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -72,7 +73,7 @@ class TaskSpec:
     files: tuple[str, ...]  # the input files, by their number in ``__file``
     rejected_folder: str
     max_rejected: int
-    expired_folder: str = "expired/unnamed"
+    expired_folder: str = f"{EXPIRED}/unnamed"
     """Where the shards write the pending records that expire in this load."""
     list_fields: tuple[str, ...] = ()
     """The fields that hold lists, which travel as JSON text (:func:`list_as_text`)."""

@@ -49,6 +49,7 @@ from treestore.events import EventSink, Message, ignore_events
 from treestore.filesystems import is_uri
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import FilePageStore, PageStore, page_store_for
+from treestore.store.layout import CONFIG, sweep_folder
 from treestore.store.versions import StoreWriter, open_version
 
 if TYPE_CHECKING:
@@ -270,7 +271,7 @@ def run_sweep(
     """
     names = {**COLUMNS, **(columns or {})}
     pages = page_store_for(store)
-    if pages.list(f"sweeps/{name}"):
+    if pages.list(sweep_folder(name)):
         raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
     if not name or "/" in name:
         raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
@@ -288,7 +289,7 @@ def run_sweep(
     events = _timed(events, [names["time"]], time_format, times_of_day)
     intervals = _timed(intervals, [names["start"], names["end"]], time_format, times_of_day)
     time_of_day = names["time"] if times_of_day and strings[0][1] else None
-    if pages.exists("store.json"):
+    if pages.exists(CONFIG):
         shards = open_version(pages).shards
     StoreWriter(pages, shards)  # creates the store if it is new, so the results can live in it
     report = SweepReport()
@@ -307,7 +308,7 @@ def run_sweep(
             value_col=names["value"],
             report=report,
         )
-        folder = f"sweeps/{name}"
+        folder = sweep_folder(name)
         targets = [(pages, folder)]
         if out_target is not None and out_target[1] is None:
             targets.append((out_target[0], ""))

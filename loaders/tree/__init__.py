@@ -6,5 +6,5 @@ the retry of kept records), pending records (``pending``: their stored form, kep
 the shard's ``pending`` side files, and their watermark), a shard's load (``shard_load``:
 records source by source, then pending records retried, stored and committed).
 
-May import: ``loaders.job``, ``treestore``, ``treestore.storage``.
+May import: ``loaders.job``, ``treestore``, ``treestore.storage``, ``treestore.store``.
 """

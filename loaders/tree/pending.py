@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 
 from treestore.storage.pagestore import PageStore
 from treestore.storage.state import ShardState, SideFiles
+from treestore.store.layout import tree_folder
 
 __all__ = [
     "ELEMENT",
@@ -138,7 +139,7 @@ def write_pending(
         for i, spec in enumerate(table.schema):  # the origin's names come as dictionaries
             if pa.types.is_dictionary(spec.type):
                 table = table.set_column(i, spec.name, table.column(i).cast(spec.type.value_type))
-        name = f"trees/shard-{shard:04d}/{uuid.uuid4().hex[:12]}-pending.arrow"
+        name = f"{tree_folder(shard)}/{uuid.uuid4().hex[:12]}-pending.arrow"
         pages.write_table(name, table)
         names.append(name)
         records += int(pc.sum(table.column(WEIGHT)).as_py() or 0)

@@ -33,6 +33,7 @@ from loaders.tree.pending import (
 )
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState, ShardTree
+from treestore.store.layout import tree_folder
 
 __all__ = ["ShardLoad"]
 
@@ -51,7 +52,7 @@ class ShardLoad:
         self, builder: TreeBuilder, pages: PageStore, shard: int, state: ShardState | None
     ) -> None:
         self.builder, self.pages, self.shard = builder, pages, shard
-        self.tree = ShardTree(pages, state, shard=shard)
+        self.tree = ShardTree(pages, state, shard=shard, folder=tree_folder(shard))
         self.stats = ApplyStats()
         self.waiting = 0
         """The records left waiting after :meth:`finish` (summed weights)."""

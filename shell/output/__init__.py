@@ -5,6 +5,6 @@ text of ``treestore info`` and the shell's ``\\info``). Both the command line's
 commands (``shell``) and the interactive shell (``shell.repl``) write through them, so
 they sit in a room below both, and only ``shell`` imports ``shell.repl``.
 
-May import: ``loaders.follow``, ``loaders.tree``, ``query.ops``, ``treestore``,
-``treestore.storage``, ``treestore.store``.
+May import: ``loaders.tree``, ``query.ops``, ``treestore``, ``treestore.storage``,
+``treestore.store``.
 """

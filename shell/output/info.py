@@ -7,12 +7,11 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from loaders.follow.set_aside import FILE_NAME as UNREADABLE_FILE
-from loaders.follow.set_aside import STREAM_FOLDER
 from loaders.tree.pending import PendingState
 from shell.output.formats import write_rows
 from treestore.errors import StoreError
 from treestore.store.dedup_index import read_dedup_manifest
+from treestore.store.layout import STREAM_UNREADABLE
 from treestore.store.lock import lock_holder
 from treestore.store.versions import manifest_versions, open_version
 
@@ -130,15 +129,14 @@ def _write_follower(pages: PageStore, manifest: Any, out: TextIO) -> None:
 
 def _write_set_aside(pages: PageStore, out: TextIO) -> None:
     """The files a follower could not read at all, set aside until they change."""
-    name = f"{STREAM_FOLDER}/{UNREADABLE_FILE}"
-    if not pages.exists(name):
+    if not pages.exists(STREAM_UNREADABLE):
         return
-    kept = json.loads(pages.read(name))
+    kept = json.loads(pages.read(STREAM_UNREADABLE))
     if kept:
         shown = ", ".join(sorted(kept)[:3]) + (" ..." if len(kept) > 3 else "")
         print(
             f"  {len(kept)} file(s) the follower could not read, skipped until they change "
-            f"({pages.location}/{name}): {shown}",
+            f"({pages.location}/{STREAM_UNREADABLE}): {shown}",
             file=out,
         )
 

@@ -11,8 +11,9 @@ import pytest
 from shell.cli import main
 from treestore.storage.pagestore import FilePageStore
 from treestore.storage.tree import build_tree
+from treestore.store.layout import manifest_name
 from treestore.store.lock import store_lock
-from treestore.store.versions import StoreWriter, manifest_name
+from treestore.store.versions import StoreWriter
 
 REPORT = {"sources": {}, "started": "2025-01-01 00:00:00", "seconds": 1.0}
 

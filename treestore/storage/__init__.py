@@ -6,7 +6,7 @@ page cache (``runs``), tree entries as columns (``entries``), the runs' key filt
 shard tree: reading it (``reading``), visiting it
 (``visits``), when its runs merge (``compaction``), what a version records of it,
 side files included (``state``), and flush and commit (``tree``). It knows nothing
-of loads, queries or job files.
+of loads, queries or job files, nor a store's file names (its callers give them).
 
 May import: ``treestore`` (its errors, settings, arrays, failpoints and filesystems).
 """

@@ -48,9 +48,7 @@ __all__ = [
     "MemoryPageStore",
     "PageStore",
     "create_s3_object",
-    "is_new_folder",
     "page_store_for",
-    "remove_if_unpublished",
     "require_folder",
 ]
 
@@ -415,33 +413,13 @@ def _not_a_folder(location: str, file: str) -> StoreError:
     )
 
 
-def require_folder(store: PageStore) -> None:
-    """Raise :class:`StoreError` (one line, nothing created) if the store's location is a
-    file or lies under one."""
-    if isinstance(store, FilePageStore):
-        in_the_way = store.file_in_the_way()
+def require_folder(pages: PageStore) -> None:
+    """Raise :class:`StoreError` (one line, nothing created) if the page store's location is
+    a file or lies under one."""
+    if isinstance(pages, FilePageStore):
+        in_the_way = pages.file_in_the_way()
         if in_the_way is not None:
-            raise _not_a_folder(store.location, in_the_way)
-
-
-def is_new_folder(store: PageStore) -> bool:
-    """Whether nothing is at the store's location yet (a folder a load would create)."""
-    return (  # a store.json answers at once, with no listing of an object store's prefix
-        isinstance(store, FilePageStore)
-        and not store.exists("store.json")
-        and not store.folder_exists()
-    )
-
-
-def remove_if_unpublished(store: PageStore) -> None:
-    """Remove the store's folder if it holds no published version and no rejected records
-    a failed load set aside for the user to look at: call it only for a folder this
-    process created (:func:`is_new_folder`) and still holds the lock of, so a failed
-    first load leaves nothing behind but what its error message points to."""
-    if not isinstance(store, FilePageStore):
-        return
-    if not store.exists("CURRENT") and not store.list("rejected"):
-        store.remove_all()
+            raise _not_a_folder(pages.location, in_the_way)
 
 
 def create_s3_object(path: str, data: bytes, settings: FilesystemSettings) -> bool:

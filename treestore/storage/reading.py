@@ -54,7 +54,7 @@ class TreeReader:
     """Reads a shard's tree from its runs (committed ones only).
 
     Args:
-        store: where the runs live.
+        pages: where the runs live.
         runs: the runs' names, oldest first.
         shard: the shard number, for messages.
         sums: what the version's manifest records of the runs (checked as each is opened).
@@ -62,15 +62,15 @@ class TreeReader:
 
     def __init__(
         self,
-        store: PageStore,
+        pages: PageStore,
         runs: Sequence[str],
         shard: int = 0,
         sums: Mapping[str, RunSum] | None = None,
     ) -> None:
-        self.store = store
+        self.pages = pages
         self.shard = shard
         sums = sums or {}
-        self.readers = [RunReader(store, name, shard, sums.get(name)) for name in runs]
+        self.readers = [RunReader(pages, name, shard, sums.get(name)) for name in runs]
 
     def entry(self, key: Key) -> Entry | None:
         """The stored entry of ``key``, merged across runs, or ``None``."""

@@ -125,7 +125,7 @@ arrays; names may be an Arrow string array), and data (a list, or ``None`` for n
 
 
 def write_run(
-    store: PageStore,
+    page_store: PageStore,
     name: str,
     chunks: Iterable[Columns],
     page_bytes: int = PAGE_BYTES,
@@ -140,14 +140,14 @@ def write_run(
     """
     filled = keys is not None
     keys = keys if keys is not None else KeyFilter.sized(expected)
-    with store.writer(f"{name}.pages") as out:
+    with page_store.writer(f"{name}.pages") as out:
         pages, total, size = _write_pages(out, chunks, None if filled else keys, page_bytes)
     index_body = msgpack.packb(
         {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "filter": keys.save()}
     )
     checksum = _checksum(index_body)
     index_file = msgpack.packb([index_body, checksum])
-    store.write(f"{name}.index", index_file)
+    page_store.write(f"{name}.index", index_file)
     run_sum = RunSum(size, len(index_file), checksum)
     return RunStats(name, total, len(pages), size + len(index_body), run_sum)
 
@@ -218,15 +218,19 @@ class RunReader:
     """
 
     def __init__(
-        self, store: PageStore, name: str, shard: int | str = "?", expected: RunSum | None = None
+        self,
+        page_store: PageStore,
+        name: str,
+        shard: int | str = "?",
+        expected: RunSum | None = None,
     ) -> None:
-        self.store = store
+        self.page_store = page_store
         self.name = name
         self.shard = shard
         self.expected = expected
-        where = f"{store.location}/{name}.index"
+        where = f"{page_store.location}/{name}.index"
         try:
-            data = store.read(f"{name}.index")
+            data = page_store.read(f"{name}.index")
             index = parsed_index(data)
         except (ValueError, TypeError, KeyError, msgpack.UnpackException) as exc:
             raise CorruptPageError(
@@ -243,7 +247,7 @@ class RunReader:
                     "or damaged; run 'treestore check' on the store."
                 )
         self._lasts_columns: ChildColumns | None = None
-        self._cache_prefix = (store.location, name)
+        self._cache_prefix = (page_store.location, name)
         self._handle: Any = None
         self._local: tuple[Any] | None = None  # the pages file's local path, once looked up
 
@@ -306,7 +310,8 @@ class RunReader:
         info = self.pages[number]
         if len(encoded) != info.length or _checksum(encoded) != info.checksum:
             raise CorruptPageError(
-                f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
+                f"Shard {self.shard}: page {number} of "
+                f"{self.page_store.location}/{self.name}.pages "
                 "fails its checksum (the file is damaged); run 'treestore check' on the store."
             )
 
@@ -321,17 +326,17 @@ class RunReader:
             return Page(encoded)
         except (ValueError, TypeError, struct.error, msgpack.UnpackException) as exc:
             raise CorruptPageError(
-                f"Shard {self.shard}: page {number} of {self.store.location}/{self.name}.pages "
-                f"cannot be decoded ({exc})."
+                f"Shard {self.shard}: page {number} of "
+                f"{self.page_store.location}/{self.name}.pages cannot be decoded ({exc})."
             ) from exc
 
     def _read(self, offset: int, length: int) -> bytes:
         """Read from the pages file, keeping it open when it is local."""
         if self._local is None:
-            self._local = (self.store.local_path(f"{self.name}.pages"),)
+            self._local = (self.page_store.local_path(f"{self.name}.pages"),)
         path = self._local[0]
         if path is None:
-            return self.store.read_range(f"{self.name}.pages", offset, length)
+            return self.page_store.read_range(f"{self.name}.pages", offset, length)
         try:
             if self._handle is None:
                 handle = open(path, "rb")  # noqa: SIM115 - kept open for the reader's life
@@ -350,7 +355,7 @@ class RunReader:
         records (a stat of the open file: it costs nothing)."""
         if self.expected is not None and size != self.expected.pages_bytes:
             raise CorruptPageError(
-                f"Shard {self.shard}: {self.store.location}/{self.name}.pages is {size:,} "
+                f"Shard {self.shard}: {self.page_store.location}/{self.name}.pages is {size:,} "
                 f"bytes, the version's manifest says {self.expected.pages_bytes:,} (the file "
                 "was cut short or added to); run 'treestore check' on the store."
             )

@@ -63,7 +63,7 @@ class SideFiles:
     """A named group of side files kept with a shard's tree in a version.
 
     Attributes:
-        files: the files (names in the page store, under ``trees/shard-NNNN/``), each an
+        files: the files (names in the page store, in the shard's folder), each an
             Arrow IPC file written with :meth:`PageStore.write_table
             <treestore.storage.pagestore.PageStore.write_table>` (so ``check`` can read it).
         meta: what the feature keeps beside them: opaque to storage, written to the

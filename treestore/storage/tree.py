@@ -77,34 +77,39 @@ class ShardTree(TreeWriter):
     """A shard's tree over a :class:`PageStore`: read it, visit it, commit it.
 
     Args:
-        store: where the runs live.
+        pages: where the runs live.
         state: the runs and counters to start from (an empty tree by default).
         shard: the shard number, for messages and run names.
         page_bytes: the target page size of runs this tree writes.
+        folder: the folder this tree writes its runs in. A store names it (its layout,
+            :mod:`treestore.store.layout`, gives each shard's); a bare page store's
+            trees write in ``shard-NNNN`` by default.
     """
 
     def __init__(
         self,
-        store: PageStore,
+        pages: PageStore,
         state: ShardState | None = None,
         shard: int = 0,
         page_bytes: int = PAGE_BYTES,
+        folder: str | None = None,
     ) -> None:
         self.state = state or ShardState()
-        super().__init__(store, self.state, shard)
+        super().__init__(pages, self.state, shard)
         self.page_bytes = page_bytes
+        self.folder = f"shard-{shard:04d}" if folder is None else folder
         self._tag = uuid.uuid4().hex[:12]
         self._sums: dict[str, RunSum] = dict(self.state.run_sums)  # of runs kept and written
 
     def _run_name(self) -> str:
         number = len(self.stats.runs_written)
-        return f"trees/shard-{self.shard:04d}/{self._tag}-{number:03d}"
+        return f"{self.folder}/{self._tag}-{number:03d}"
 
     def _write(
         self, chunks: Iterable[Columns], expected: int, keys: KeyFilter | None = None
     ) -> str:
         name = self._run_name()
-        written = write_run(self.store, name, chunks, self.page_bytes, expected, keys)
+        written = write_run(self.pages, name, chunks, self.page_bytes, expected, keys)
         self._sums[name] = written.sum
         self.stats.runs_written.append(name)
         self.stats.bytes_written += written.bytes
@@ -123,7 +128,7 @@ class ShardTree(TreeWriter):
         keys.add(hashed if slots is None else hashed.take(slots))
         name = self._write(_slices(columns), len(columns), keys)
         memtable.clear(keep=memtable.inner_slots(self.memtable_limit // 2))
-        self.readers.append(RunReader(self.store, name, self.shard))
+        self.readers.append(RunReader(self.pages, name, self.shard))
         while newest := after_flush(self._own_entries()):
             self.compact(newest=newest)
 
@@ -152,7 +157,7 @@ class ShardTree(TreeWriter):
         else:  # block by block, in bounded memory
             blocks = merge_blocks([r.column_blocks(with_data=True) for r in merging])
             name = self._write((c for block in blocks for c in _slices(block)), expected)
-        self.readers = [*keep, RunReader(self.store, name, self.shard)]
+        self.readers = [*keep, RunReader(self.pages, name, self.shard)]
         self.stats.compacted = True
 
     def commit(self, side: Mapping[str, SideFiles | None] | None = None) -> ShardState:
@@ -182,11 +187,11 @@ class ShardTree(TreeWriter):
         """The side file ``name`` of the state the tree started from (an Arrow table), its
         size and checksum verified against what the version's manifest records
         (:class:`~treestore.errors.CorruptPageError` if they differ)."""
-        data = self.store.read(name)
+        data = self.pages.read(name)
         expected = self.state.side_sums.get(name)
         if expected is not None and FileSum.of(data) != expected:
             raise CorruptPageError(
-                f"Shard {self.shard}: the side file {self.store.location}/{name} is not what the "
+                f"Shard {self.shard}: the side file {self.pages.location}/{name} is not what the "
                 "version's manifest records (it was changed or damaged); run 'treestore check' "
                 "on the store."
             )
@@ -202,12 +207,12 @@ class ShardTree(TreeWriter):
                 sums[name] = carried[name]
             elif name not in before:  # a file written before sums were kept stays without
                 with contextlib.suppress(StoreError):  # missing: check names it
-                    sums[name] = FileSum.of(self.store.read(name))
+                    sums[name] = FileSum.of(self.pages.read(name))
         return sums
 
 
 def build_tree(
-    store: PageStore, paths: Sequence[Sequence[str]], shard: int = 0, **kwargs: Any
+    pages: PageStore, paths: Sequence[Sequence[str]], shard: int = 0, **kwargs: Any
 ) -> ShardTree:
     """A committed tree holding ``paths`` (each visited once); for tests and examples.
 
@@ -216,11 +221,11 @@ def build_tree(
     >>> [(n.name, n.hits) for n in tree.children(tree.child(tree.root, "root"))]
     [('a', 1), ('b', 1)]
     """
-    tree = ShardTree(store, shard=shard, **kwargs)
+    tree = ShardTree(pages, shard=shard, **kwargs)
     for path in paths:
         handle: Handle | None = tree.root_handle
         for name in path:
             assert handle is not None
             handle = tree.visit(handle, name)
     state = tree.commit()
-    return ShardTree(store, state, shard=shard, **kwargs)
+    return ShardTree(pages, state, shard=shard, **kwargs)

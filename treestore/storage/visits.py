@@ -134,13 +134,13 @@ class TreeWriter(TreeReader):
     """A tree's reads plus visits into a memtable; :meth:`flush` is the subclass's.
 
     Args:
-        store: where the runs live.
+        pages: where the runs live.
         state: the runs and counters to start from.
         shard: the shard number, for messages and run names.
     """
 
-    def __init__(self, store: PageStore, state: ShardState, shard: int = 0) -> None:
-        super().__init__(store, state.runs, shard, state.run_sums)
+    def __init__(self, pages: PageStore, state: ShardState, shard: int = 0) -> None:
+        super().__init__(pages, state.runs, shard, state.run_sums)
         self.next_id = state.next_id
         self.memtable = Memtable()
         self.memtable_limit = memtable_limit()

@@ -57,10 +57,10 @@ import xxhash
 
 from treestore.errors import StoreError
 from treestore.storage.pagestore import PageStore
+from treestore.store.layout import DEDUP, DEDUP_INDEX
 from treestore.store.sealed import seal, unseal
 
 __all__ = [
-    "INDEX_NAME",
     "RUN_SCHEMA",
     "DedupManifest",
     "IndexRun",
@@ -328,9 +328,6 @@ def _one_array(column: pa.ChunkedArray) -> pa.Array:
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
-INDEX_NAME = "dedup/INDEX"
-
-
 @dataclass(frozen=True)
 class DedupManifest:
     """Which runs make up each source's per-shard index, and which data version they cover.
@@ -382,23 +379,23 @@ class DedupManifest:
 
 def read_dedup_manifest(pages: PageStore) -> DedupManifest | None:
     """The published dedup manifest; None if there is none; :class:`StoreError` if unreadable."""
-    if not pages.exists(INDEX_NAME):
+    if not pages.exists(DEDUP_INDEX):
         return None
     try:
-        doc, _ = unseal(pages.read(INDEX_NAME))
+        doc, _ = unseal(pages.read(DEDUP_INDEX))
         manifest = DedupManifest(int(doc["covers"]), dict(doc["sources"]))
         for name in manifest.sources:
             manifest.runs(name)
             manifest.keys(name)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise StoreError(f"{pages.location}/{INDEX_NAME} is damaged ({exc}).") from exc
+        raise StoreError(f"{pages.location}/{DEDUP_INDEX} is damaged ({exc}).") from exc
     return manifest
 
 
 def publish_dedup_manifest(pages: PageStore, manifest: DedupManifest) -> None:
     """Replace the published dedup manifest atomically (sealed with its checksum)."""
     doc = {"covers": manifest.covers, "sources": manifest.sources}
-    pages.write(INDEX_NAME, seal(json.dumps(doc, indent=1, sort_keys=True).encode()))
+    pages.write(DEDUP_INDEX, seal(json.dumps(doc, indent=1, sort_keys=True).encode()))
 
 
 def unused_dedup_runs(pages: PageStore) -> list[str]:
@@ -408,7 +405,7 @@ def unused_dedup_runs(pages: PageStore) -> list[str]:
     except StoreError:
         return []  # the next load rebuilds it; keep the files until then
     used = manifest.referenced() if manifest else set()
-    return [name for name in pages.list("dedup") if name != INDEX_NAME and name not in used]
+    return [name for name in pages.list(DEDUP) if name != DEDUP_INDEX and name not in used]
 
 
 _REBUILT = " The next load rebuilds the dedup index from the files already loaded."

@@ -44,17 +44,12 @@ from typing import Any
 from treestore.errors import StoreError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.settings import env_number
-from treestore.storage.pagestore import (
-    PageStore,
-    is_new_folder,
-    remove_if_unpublished,
-    require_folder,
-)
+from treestore.storage.pagestore import FilePageStore, PageStore, require_folder
+from treestore.store.layout import CONFIG, CURRENT, LOCKS, REJECTED, lease_name, number_of
 from treestore.store.maintenance import remove_partial_files
 
 __all__ = [
     "LEASE_SECONDS",
-    "LOCKS_FOLDER",
     "Lease",
     "boot_id",
     "lock_holder",
@@ -62,23 +57,13 @@ __all__ = [
     "store_lock",
 ]
 
-LOCKS_FOLDER = "locks"
 LEASE_SECONDS = 60.0
 """How long a lock outlives its holder's last renewal."""
 _KEPT_LEASE_FILES = 3
 
 
-def _lease_name(number: int) -> str:
-    return f"{LOCKS_FOLDER}/{number:06d}.json"
-
-
-def _lease_numbers(store: PageStore) -> list[int]:
-    numbers = []
-    for name in store.list(LOCKS_FOLDER):
-        stem = name.rsplit("/", 1)[-1].removesuffix(".json")
-        if stem.isdigit():
-            numbers.append(int(stem))
-    return sorted(numbers)
+def _lease_numbers(pages: PageStore) -> list[int]:
+    return sorted(n for n in map(number_of, pages.list(LOCKS)) if n is not None)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -137,17 +122,17 @@ _GARBAGE_READS = 3
 lease read while its holder renewed it was seen to read as garbage on the S3 test server)."""
 
 
-def lock_holder(store: PageStore) -> dict[str, Any] | None:
+def lock_holder(pages: PageStore) -> dict[str, Any] | None:
     """Who holds the store's lock now (the newest lease, unless released), or None.
 
     A lease that cannot be read comes back as ``{"number": N, "garbage": why}``.
     """
-    numbers = _lease_numbers(store)
+    numbers = _lease_numbers(pages)
     if not numbers:
         return None
     for attempt in range(_GARBAGE_READS):
         try:
-            holder = json.loads(store.read(_lease_name(numbers[-1])))
+            holder = json.loads(pages.read(lease_name(numbers[-1])))
             why = _garbage(holder)
         except (StoreError, ValueError) as exc:
             why = f"it is not JSON ({str(exc)[:80]})"
@@ -165,15 +150,15 @@ def lock_holder(store: PageStore) -> dict[str, Any] | None:
 class Lease:
     """A held lock: renewed in the background until released."""
 
-    def __init__(self, store: PageStore, number: int, body: dict[str, Any], seconds: float):
-        self.store, self.number, self.body, self.seconds = store, number, body, seconds
+    def __init__(self, pages: PageStore, number: int, body: dict[str, Any], seconds: float):
+        self.pages, self.number, self.body, self.seconds = pages, number, body, seconds
         self._stop = threading.Event()
         self._renewer = threading.Thread(target=self._renew, daemon=True, name="treestore-lease")
         self._renewer.start()
 
     def _write(self, **changes: Any) -> None:
         self.body = {**self.body, **changes}
-        self.store.write(_lease_name(self.number), json.dumps(self.body).encode())
+        self.pages.write(lease_name(self.number), json.dumps(self.body).encode())
 
     def _renew(self) -> None:
         while not self._stop.wait(self.seconds / 4):
@@ -182,10 +167,10 @@ class Lease:
 
     def verify(self) -> None:
         """Raise unless this lease is still the newest one (nobody took the lock over)."""
-        numbers = _lease_numbers(self.store)
+        numbers = _lease_numbers(self.pages)
         if numbers and numbers[-1] != self.number:
             raise StoreError(
-                f"This process lost the lock of {self.store.location}: another process took it "
+                f"This process lost the lock of {self.pages.location}: another process took it "
                 "over (this one stalled past its lease). Nothing of this run was published."
             )
 
@@ -194,17 +179,17 @@ class Lease:
         self._stop.set()
         self._renewer.join()
         self._write(released=True, expires=time.time())
-        for number in _lease_numbers(self.store):
+        for number in _lease_numbers(self.pages):
             if number <= self.number - _KEPT_LEASE_FILES:
-                self.store.delete(_lease_name(number))
+                self.pages.delete(lease_name(number))
 
 
 def _refusal(
-    store: PageStore, holder: dict[str, Any], seconds: float = LEASE_SECONDS
+    pages: PageStore, holder: dict[str, Any], seconds: float = LEASE_SECONDS
 ) -> StoreError:
     if "garbage" in holder:
-        name = f"{store.location}/{_lease_name(holder['number'])}"
-        changed = store.modified(_lease_name(holder["number"]))
+        name = f"{pages.location}/{lease_name(holder['number'])}"
+        changed = pages.modified(lease_name(holder["number"]))
         when = (
             f"the next load takes the lock over at "
             f"{time.strftime('%H:%M:%S', time.localtime(changed + seconds))}"
@@ -212,14 +197,14 @@ def _refusal(
             else "remove the file"
         )
         return StoreError(
-            f"The store {store.location} may be locked: its newest lease {name} cannot be read "
+            f"The store {pages.location} may be locked: its newest lease {name} cannot be read "
             f"({holder['garbage']}). A load that holds it rewrites it every {seconds / 4:g} s; "
             f"if none is running, {when}."
         )
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.get("since", 0)))
     until = time.strftime("%H:%M:%S", time.localtime(holder.get("expires", 0)))
     return StoreError(
-        f"The store {store.location} is locked by {holder.get('purpose', 'another process')} "
+        f"The store {pages.location} is locked by {holder.get('purpose', 'another process')} "
         f"(pid {holder.get('pid', '?')} on host {holder.get('host', '?')}) since {since}. "
         f"Wait for it to finish; if it died, its lease runs out at {until} and the next "
         "load takes the lock over."
@@ -227,12 +212,12 @@ def _refusal(
 
 
 def _stale_reason(
-    store: PageStore, holder: dict[str, Any], host: str, seconds: float
+    pages: PageStore, holder: dict[str, Any], host: str, seconds: float
 ) -> str | None:
     """Why the lock of ``holder`` may be taken over, or None if it may be alive."""
     if "garbage" in holder:
-        name = _lease_name(holder["number"])
-        changed = store.modified(name)
+        name = lease_name(holder["number"])
+        changed = pages.modified(name)
         if changed is not None and changed + seconds < time.time():
             return (
                 f"whose lease {name} cannot be read ({holder['garbage']}) and has not changed "
@@ -256,7 +241,7 @@ def _stale_reason(
 
 @contextmanager
 def store_lock(
-    store: PageStore, purpose: str, on_event: EventSink = ignore_events
+    pages: PageStore, purpose: str, on_event: EventSink = ignore_events
 ) -> Iterator[Lease]:
     """Hold the store's lock for a load or a gc; refuse at once if someone else holds it.
 
@@ -264,17 +249,17 @@ def store_lock(
     A store folder that the block created and left without a published version is
     removed afterwards; a location that is a file is refused before anything is created.
     """
-    require_folder(store)  # a file there: one line, nothing created
-    new_folder = is_new_folder(store)
+    require_folder(pages)  # a file there: one line, nothing created
+    new_folder = _is_new_folder(pages)
     seconds = float(env_number("TREESTORE_LOCK_LEASE_SECONDS", LEASE_SECONDS))
     host = socket.gethostname()
-    numbers = _lease_numbers(store)
+    numbers = _lease_numbers(pages)
     newest = numbers[-1] if numbers else 0
-    holder = lock_holder(store)
+    holder = lock_holder(pages)
     if holder is not None:
-        reason = _stale_reason(store, holder, host, seconds)
+        reason = _stale_reason(pages, holder, host, seconds)
         if reason is None:
-            raise _refusal(store, holder, seconds)
+            raise _refusal(pages, holder, seconds)
         on_event(Message(f"taking over the lock of {holder.get('purpose', 'a load')}, {reason}"))
     now = time.time()
     body = {
@@ -287,22 +272,40 @@ def store_lock(
         "purpose": purpose,
         "id": uuid.uuid4().hex,
     }
-    if not store.create(_lease_name(newest + 1), json.dumps(body).encode()):
-        raced = lock_holder(store) or {}
-        raise _refusal(store, raced, seconds)
-    lease = Lease(store, newest + 1, body, seconds)
+    if not pages.create(lease_name(newest + 1), json.dumps(body).encode()):
+        raced = lock_holder(pages) or {}
+        raise _refusal(pages, raced, seconds)
+    lease = Lease(pages, newest + 1, body, seconds)
     try:
         yield lease
     except Exception as exc:
-        _remove_what_failed_wrote(store, lease, exc)
+        _remove_what_failed_wrote(pages, lease, exc)
         raise
     finally:
         lease.release()
         if new_folder:  # a failed first load leaves no folder behind
-            remove_if_unpublished(store)
+            _remove_if_unpublished(pages)
 
 
-def _remove_what_failed_wrote(store: PageStore, lease: Lease, failure: Exception) -> None:
+def _is_new_folder(pages: PageStore) -> bool:
+    """Whether nothing is at the store's location yet (a folder a load would create)."""
+    return (  # a store.json answers at once, with no listing of an object store's prefix
+        isinstance(pages, FilePageStore) and not pages.exists(CONFIG) and not pages.folder_exists()
+    )
+
+
+def _remove_if_unpublished(pages: PageStore) -> None:
+    """Remove the store's folder if it holds no published version and no rejected records
+    a failed load set aside for the user to look at: call it only for a folder this
+    process created (:func:`_is_new_folder`) and still holds the lock of, so a failed
+    first load leaves nothing behind but what its error message points to."""
+    if not isinstance(pages, FilePageStore):
+        return
+    if not pages.exists(CURRENT) and not pages.list(REJECTED):
+        pages.remove_all()
+
+
+def _remove_what_failed_wrote(pages: PageStore, lease: Lease, failure: Exception) -> None:
     """After the block failed: remove the files it wrote that no published version uses,
     keeping the rejected records its message names, if this process still holds the lock.
 
@@ -316,4 +319,4 @@ def _remove_what_failed_wrote(store: PageStore, lease: Lease, failure: Exception
 
     with contextlib.suppress(StoreError, OSError):
         lease.verify()
-        remove_partial_files(store, keep=named, still_held=lease.verify)
+        remove_partial_files(pages, keep=named, still_held=lease.verify)

@@ -21,11 +21,11 @@ from treestore.storage.pagestore import PageStore, page_store_for
 from treestore.storage.runs import RunReader, RunSum
 from treestore.storage.state import FileSum
 from treestore.store.dedup_index import check_dedup_index, unused_dedup_runs
+from treestore.store.layout import CONFIG, CURRENT, EXPIRED, REJECTED, TREES, manifest_name
 from treestore.store.versions import (
     DEFAULT_RETENTION,
     Manifest,
     current_version,
-    manifest_name,
     manifest_versions,
     published_versions,
     read_config,
@@ -52,16 +52,16 @@ def collect_garbage(
 
     Call it while holding the store's lock. Returns counts of what was removed.
     """
-    store = page_store_for(location)
-    config = read_config(store)
-    kept = published_versions(store)[-max(1, keep) :]
-    manifests = [read_manifest(store, v, int(config["shards"])) for v in kept]
+    pages = page_store_for(location)
+    config = read_config(pages)
+    kept = published_versions(pages)[-max(1, keep) :]
+    manifests = [read_manifest(pages, v, int(config["shards"])) for v in kept]
     removed = {"versions": 0, "files": 0}
-    for version in manifest_versions(store):
+    for version in manifest_versions(pages):
         if version not in kept:
-            store.delete(manifest_name(version))
+            pages.delete(manifest_name(version))
             removed["versions"] += 1
-    removed["files"] = _remove_unused(store, manifests)
+    removed["files"] = _remove_unused(pages, manifests)
     return removed
 
 
@@ -79,23 +79,23 @@ def remove_partial_files(
     Call it only while holding the store's lock; ``still_held`` raises if the lock was lost
     (called before each kind of file). Returns how many files were removed.
     """
-    store = page_store_for(location)
-    config = read_config(store)
-    current = current_version(store)
+    pages = page_store_for(location)
+    config = read_config(pages)
+    current = current_version(pages)
     manifests = [
-        read_manifest(store, v, int(config["shards"])) for v in published_versions(store, current)
+        read_manifest(pages, v, int(config["shards"])) for v in published_versions(pages, current)
     ]
     still_held()
     removed = 0
-    for version in manifest_versions(store):
+    for version in manifest_versions(pages):
         if version > current:
-            store.delete(manifest_name(version))
+            pages.delete(manifest_name(version))
             removed += 1
-    return removed + _remove_unused(store, manifests, keep, still_held)
+    return removed + _remove_unused(pages, manifests, keep, still_held)
 
 
 def _remove_unused(
-    store: PageStore,
+    pages: PageStore,
     manifests: Iterable[Manifest],
     keep: Callable[[str], bool] = lambda name: False,
     still_held: Callable[[], None] = lambda: None,
@@ -112,24 +112,24 @@ def _remove_unused(
             reported.update(load.get("expired", {}).get("files", []))
     unused = [
         name
-        for name in store.list("trees")
+        for name in pages.list(TREES)
         if name.rsplit(".", 1)[0] not in referenced or name.rsplit("/", 1)[-1].startswith(".")
     ]
     still_held()
     for name in unused:
-        store.delete(name)
+        pages.delete(name)
     still_held()
-    dedup = unused_dedup_runs(store)
+    dedup = unused_dedup_runs(pages)
     for name in dedup:
-        store.delete(name)
+        pages.delete(name)
     still_held()
     records = [
         name
-        for name in [*store.list("rejected"), *store.list("expired")]
+        for name in [*pages.list(REJECTED), *pages.list(EXPIRED)]
         if name not in reported and not keep(name)
     ]
     for name in records:
-        store.delete(name)
+        pages.delete(name)
     return len(unused) + len(dedup) + len(records)
 
 
@@ -172,30 +172,30 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
     manifest) and every byte of each run and side file those versions use, against the
     sizes and checksums the manifests record; then the dedup index. Raises
     :class:`StoreError` only when the location is not a store at all."""
-    store = page_store_for(location)
+    pages = page_store_for(location)
     report = CheckReport()
-    shards = _shards(store, report)
-    listed = manifest_versions(store)
+    shards = _shards(pages, report)
+    listed = manifest_versions(pages)
     try:
-        current: int | None = current_version(store)
+        current: int | None = current_version(pages)
     except StoreError as exc:
         report.problems.append(str(exc))
         current = None
-    versions = listed if current is None else published_versions(store, current)
+    versions = listed if current is None else published_versions(pages, current)
     if current and current not in listed:
         versions.append(current)  # its manifest is missing: read_manifest says so
     for version in listed:
         if current is not None and version > current:
             report.notes.append(
-                f"{store.location}/{manifest_name(version)} was never published (a load "
-                "stopped between writing it and CURRENT); the next load removes it."
+                f"{pages.location}/{manifest_name(version)} was never published (a load "
+                f"stopped between writing it and {CURRENT}); the next load removes it."
             )
     runs: dict[str, _Use] = {}
     sides: dict[str, _Use] = {}
     unsealed = []
     for version in versions:
         try:
-            manifest = read_manifest(store, version, shards)
+            manifest = read_manifest(pages, version, shards)
         except StoreError as exc:
             report.problems.append(str(exc))
             continue
@@ -208,33 +208,33 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
                 for name in side.files:
                     use = sides.setdefault(name, _Use(shard, group=group))
                     use.add(version, state.side_sums.get(name))
-    _note_unverifiable(store, report, unsealed, runs, sides)
+    _note_unverifiable(pages, report, unsealed, runs, sides)
     for run, use in sorted(runs.items()):
-        problem = _check_run(store, run, use)
+        problem = _check_run(pages, run, use)
         if problem:
             report.problems.append(problem)
     for name, use in sorted(sides.items()):
-        problem = _check_side_file(store, name, use)
+        problem = _check_side_file(pages, name, use)
         if problem:
             report.problems.append(f"Shard {use.shard}: {problem}")
-    report.problems += check_dedup_index(store)
+    report.problems += check_dedup_index(pages)
     return report
 
 
-def _shards(store: PageStore, report: CheckReport) -> int | None:
+def _shards(pages: PageStore, report: CheckReport) -> int | None:
     """The store's shard count from ``store.json`` (None, and a problem, if it is damaged);
     raises :class:`StoreError` if the location is not a store."""
     try:
-        return int(read_config(store)["shards"])
+        return int(read_config(pages)["shards"])
     except StoreError as exc:
-        if not store.exists("store.json"):
+        if not pages.exists(CONFIG):
             raise
         report.problems.append(str(exc))
         return None
 
 
 def _note_unverifiable(
-    store: PageStore,
+    pages: PageStore,
     report: CheckReport,
     unsealed: list[int],
     runs: dict[str, _Use],
@@ -266,39 +266,39 @@ def _used_by(use: _Use) -> str:
     return f"(used by version{'s' if len(versions) > 1 else ''} {shown})"
 
 
-def _check_run(store: PageStore, run: str, use: _Use) -> str | None:
+def _check_run(pages: PageStore, run: str, use: _Use) -> str | None:
     """Why run ``run`` is damaged (one line naming the file), or None."""
     expected = use.sum if isinstance(use.sum, RunSum) else None
-    where = f"Shard {use.shard}: {store.location}/{run}"
+    where = f"Shard {use.shard}: {pages.location}/{run}"
     for suffix in (".index", ".pages"):
-        if not store.exists(run + suffix):
+        if not pages.exists(run + suffix):
             return f"{where}{suffix} is missing {_used_by(use)}."
     if expected is not None:
         for suffix, recorded in (
             (".pages", expected.pages_bytes),
             (".index", expected.index_bytes),
         ):
-            size = store.size(run + suffix)
+            size = pages.size(run + suffix)
             if size != recorded:
                 return (
                     f"{where}{suffix} is {size:,} bytes, its manifest says {recorded:,} (the file "
                     f"was cut short or added to) {_used_by(use)}."
                 )
     try:
-        RunReader(store, run, use.shard, expected).check()
+        RunReader(pages, run, use.shard, expected).check()
     except (CorruptPageError, StoreError) as exc:
         text = str(exc).replace("; run 'treestore check' on the store", "").rstrip(".")
         return f"{text} {_used_by(use)}."
     return None
 
 
-def _check_side_file(store: PageStore, name: str, use: _Use) -> str | None:
+def _check_side_file(pages: PageStore, name: str, use: _Use) -> str | None:
     """Why the side file ``name`` (an Arrow IPC stream) is damaged, or None."""
-    where = f"the side file {store.location}/{name} ({use.group})"
-    if not store.exists(name):
+    where = f"the side file {pages.location}/{name} ({use.group})"
+    if not pages.exists(name):
         return f"{where} is missing {_used_by(use)}."
     if isinstance(use.sum, FileSum):
-        found = FileSum.of(store.read(name))
+        found = FileSum.of(pages.read(name))
         if found.size != use.sum.size:
             return (
                 f"{where} is {found.size:,} bytes, its manifest says {use.sum.size:,} (the file "
@@ -308,7 +308,7 @@ def _check_side_file(store: PageStore, name: str, use: _Use) -> str | None:
             return f"{where} fails its checksum (the file was changed) {_used_by(use)}."
         return None
     try:
-        store.read_table(name)
+        pages.read_table(name)
     except (OSError, pa.ArrowException) as exc:
         return f"{where} cannot be read ({exc}) {_used_by(use)}."
     return None

@@ -1,21 +1,6 @@
 """The store: per-shard paged trees, published in atomic, retained versions.
 
-Layout of a store (a local folder, or a pyarrow filesystem URI)::
-
-    store.json                         shard count and shard hash, fixed for life
-    CURRENT                            the published version number
-    locks/000012.json                  the lock's leases: the newest says who holds the
-                                       store while a load (or gc) runs (treestore.store.lock)
-    versions/000007.json               a version's manifest: per shard its runs (with
-                                       their sizes and checksums), next node id, node
-                                       count and bytes; the loaded input files; recent
-                                       load reports; its own checksum (treestore.store.sealed)
-    trees/shard-0003/<run>.pages       a run's pages (see treestore.storage.runs)
-    trees/shard-0003/<run>.index       a run's page index
-    trees/shard-0003/<name>.arrow      side files a version keeps with the shard's tree
-                                       (see treestore.storage.state)
-    dedup/...                          the dedup index (see treestore.store.dedup_index)
-    rejected/<load>/part-*.jsonl       a load's rejected records, with file and line
+The files and folders of a store are named in :mod:`treestore.store.layout`.
 
 A load writes new runs (never touching existing ones), then the next version's
 manifest, then replaces ``CURRENT`` atomically. A reader resolves ``CURRENT``
@@ -46,6 +31,15 @@ from treestore.sharding import HASH_NAME
 from treestore.storage.pagestore import PageStore, page_store_for, require_folder
 from treestore.storage.state import ShardState
 from treestore.storage.tree import ShardTree
+from treestore.store.layout import (
+    CONFIG,
+    CURRENT,
+    LOCKS,
+    VERSIONS,
+    manifest_name,
+    number_of,
+    tree_folder,
+)
 from treestore.store.sealed import seal, unseal
 
 __all__ = [
@@ -54,7 +48,6 @@ __all__ = [
     "StoreVersion",
     "StoreWriter",
     "current_version",
-    "manifest_name",
     "manifest_versions",
     "open_version",
     "published_versions",
@@ -134,53 +127,48 @@ class Manifest:
         return {name for state in self.trees.values() for name in state.side_files()}
 
 
-def manifest_name(version: int) -> str:
-    """The file of version ``version``'s manifest."""
-    return f"versions/{version:06d}.json"
-
-
-def read_config(store: PageStore) -> dict[str, Any]:
+def read_config(pages: PageStore) -> dict[str, Any]:
     """The store's ``store.json`` (shard count and hash), checked."""
-    require_folder(store)
-    if not store.exists("store.json"):
-        if not store.list():
+    require_folder(pages)
+    if not pages.exists(CONFIG):
+        if not pages.list():
             raise StoreError(
-                f"{store.location} does not exist or is empty: "
+                f"{pages.location} does not exist or is empty: "
                 "load a job into it first (treestore load)."
             )
-        raise StoreError(f"{store.location} is not a treestore store (it has no store.json).")
+        raise StoreError(f"{pages.location} is not a treestore store (it has no {CONFIG}).")
     try:
-        config = json.loads(store.read("store.json"))
+        config = json.loads(pages.read(CONFIG))
         int(config["shards"])
         str(config["hash"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"{store.location}/store.json is damaged ({exc}).") from exc
+        raise StoreError(f"{pages.location}/{CONFIG} is damaged ({exc}).") from exc
     if int(config.get("format", 1)) != _STORE_FORMAT:
         raise StoreError(
-            f"{store.location} was written in store format {config.get('format', 1)}; "
+            f"{pages.location} was written in store format {config.get('format', 1)}; "
             "this treestore "
             f"reads format {_STORE_FORMAT}. Load the job into a new store."
         )
     return dict(config)
 
 
-def current_version(store: PageStore) -> int:
+def current_version(pages: PageStore) -> int:
     """The version ``CURRENT`` names (0: nothing published yet)."""
-    if not store.exists("CURRENT"):
-        listed = manifest_versions(store)
+    if not pages.exists(CURRENT):
+        listed = manifest_versions(pages)
         if any(v > 1 for v in listed):  # only a first load stopped before publishing leaves 1
             raise StoreError(
-                f"{store.location}/CURRENT is missing, but versions/ holds the manifests of "
+                f"{pages.location}/{CURRENT} is missing, but {VERSIONS}/ holds the manifests of "
                 f"versions {_numbers(listed)}: write the number of the newest published one "
-                "into CURRENT (treestore check verifies them)."
+                f"into {CURRENT} (treestore check verifies them)."
             )
         return 0
-    text = store.read("CURRENT").decode(errors="replace").strip()
+    text = pages.read(CURRENT).decode(errors="replace").strip()
     if not text.isdigit() or len(text) > 18:
         raise StoreError(
-            f"{store.location}/CURRENT is damaged: it should hold a version number, not "
+            f"{pages.location}/{CURRENT} is damaged: it should hold a version number, not "
             f"{text[:40]!r}; write the number of the newest published version into it "
-            f"(versions/ holds {_numbers(manifest_versions(store)) or 'no manifest'})."
+            f"({VERSIONS}/ holds {_numbers(manifest_versions(pages)) or 'no manifest'})."
         )
     return int(text)
 
@@ -196,16 +184,16 @@ def _numbers(versions: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
-def read_manifest(store: PageStore, version: int, shards: int | None) -> Manifest:
+def read_manifest(pages: PageStore, version: int, shards: int | None) -> Manifest:
     """Version ``version``'s manifest (version 0: the empty store of ``shards`` shards),
     its checksum verified (``shards`` None: a store whose shard count is not known)."""
     if version == 0:
         return Manifest(version=0, shards=shards or 0)
     name = manifest_name(version)
-    where = f"{store.location}/{name}"
-    if not store.exists(name):
+    where = f"{pages.location}/{name}"
+    if not pages.exists(name):
         raise StoreError(f"Version {version}'s manifest {where} is missing.")
-    manifest = Manifest.from_json(store.read(name), where)
+    manifest = Manifest.from_json(pages.read(name), where)
     if manifest.version != version or manifest.shards != (shards or manifest.shards):
         raise StoreError(
             f"{where} is not a valid manifest (it holds version {manifest.version} of "
@@ -215,29 +203,24 @@ def read_manifest(store: PageStore, version: int, shards: int | None) -> Manifes
     return manifest
 
 
-def manifest_versions(store: PageStore) -> list[int]:
+def manifest_versions(pages: PageStore) -> list[int]:
     """The version numbers of every manifest in ``versions/``, oldest first (published or
     not: a load killed between its manifest and ``CURRENT`` leaves one above it)."""
-    numbers = []
-    for name in store.list("versions"):
-        stem = name.rsplit("/", 1)[-1].removesuffix(".json")
-        if stem.isdigit():
-            numbers.append(int(stem))
-    return sorted(numbers)
+    return sorted(n for n in map(number_of, pages.list(VERSIONS)) if n is not None)
 
 
-def published_versions(store: PageStore, upto: int | None = None) -> list[int]:
+def published_versions(pages: PageStore, upto: int | None = None) -> list[int]:
     """The published versions whose manifests are still kept, oldest first: those up to
     ``upto`` (default: the version ``CURRENT`` names)."""
-    newest = current_version(store) if upto is None else upto
-    return [v for v in manifest_versions(store) if v <= newest]
+    newest = current_version(pages) if upto is None else upto
+    return [v for v in manifest_versions(pages) if v <= newest]
 
 
 class StoreVersion:
     """A read-only view of one published version of a store."""
 
-    def __init__(self, store: PageStore, manifest: Manifest) -> None:
-        self.pages = store
+    def __init__(self, pages: PageStore, manifest: Manifest) -> None:
+        self.pages = pages
         self.manifest = manifest
 
     @property
@@ -261,17 +244,19 @@ class StoreVersion:
 
     def tree(self, shard: int) -> ShardTree:
         """``shard``'s tree at this version."""
-        return ShardTree(self.pages, self.shard_state(shard), shard=shard)
+        return ShardTree(
+            self.pages, self.shard_state(shard), shard=shard, folder=tree_folder(shard)
+        )
 
 
 def open_version(
     location: str | os.PathLike[str] | PageStore, version: int | None = None
 ) -> StoreVersion:
     """Open a version (default: the newest) of the store at ``location``, read-only."""
-    store = page_store_for(location)
-    config = read_config(store)
-    number = current_version(store) if version is None else version
-    return StoreVersion(store, read_manifest(store, number, int(config["shards"])))
+    pages = page_store_for(location)
+    config = read_config(pages)
+    number = current_version(pages) if version is None else version
+    return StoreVersion(pages, read_manifest(pages, number, int(config["shards"])))
 
 
 class StoreWriter:
@@ -293,7 +278,7 @@ class StoreWriter:
         store is then only written under the lock)."""
         self.pages = page_store_for(location)
         require_folder(self.pages)
-        if self.pages.exists("store.json"):
+        if self.pages.exists(CONFIG):
             config = read_config(self.pages)
             if int(config["shards"]) != shards or config["hash"] != hash_name:
                 raise StoreError(
@@ -302,7 +287,7 @@ class StoreWriter:
                     "A store keeps its shard count and hash for life: load into a new store."
                 )
         else:
-            strangers = [n for n in self.pages.list() if not n.startswith("locks/")]
+            strangers = [n for n in self.pages.list() if not n.startswith(f"{LOCKS}/")]
             if strangers:
                 raise StoreError(
                     f"{self.pages.location} is not empty and is not a treestore store: "
@@ -310,7 +295,7 @@ class StoreWriter:
                 )
             config = {"format": _STORE_FORMAT, "shards": shards, "hash": hash_name}
             if create:
-                self.pages.write("store.json", json.dumps(config, indent=1).encode())
+                self.pages.write(CONFIG, json.dumps(config, indent=1).encode())
         self.shards = shards
         self.fence = fence
         """Called just before publishing: raises if this writer lost the store's lock."""
@@ -353,6 +338,6 @@ class StoreWriter:
             )
         if failpoint:
             failpoint("after-manifest")
-        self.pages.write("CURRENT", f"{version}\n".encode())
+        self.pages.write(CURRENT, f"{version}\n".encode())
         self.base = manifest
         return manifest

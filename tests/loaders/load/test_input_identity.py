@@ -23,7 +23,8 @@ from loaders.listing.identity import fingerprint, input_key, location_of, scan_i
 from loaders.load.precheck import precheck_load
 from treestore.events import as_lines
 from treestore.storage.pagestore import page_store_for
-from treestore.store.versions import current_version, manifest_name, open_version
+from treestore.store.layout import manifest_name
+from treestore.store.versions import current_version, open_version
 
 PLAIN = "K\tV\na\t1\nb\t2\n"  # a source without dedup: loading it twice doubles its hits
 KEYED = "K\tV\nk\t1\nm\t2\n"

@@ -58,7 +58,7 @@ def _build(case: dict[str, Any]) -> ShardTree:
                 record[column] = values[f"filter:{where}"]
             records.append(builder.record(record))
         builder.apply_batch(tree, records, [1] * len(records), ApplyStats())
-        tree = ShardTree(tree.store, tree.commit())
+        tree = ShardTree(tree.pages, tree.commit())
     return tree
 
 

@@ -44,7 +44,7 @@ def test_seed_tree_is_built_with_hits_and_create_false(demo_dir: Path) -> None:
         _apply(builder, tree, _record(builder, "ATTR", UID=uid, ATTRIBUTE_IDS=ids), stats)
     for uid, puid in [("12345", "abc"), ("99999", "nope"), ("67890", "xyz")]:
         _apply(builder, tree, _record(builder, "MAPPING", UID=uid, PUID=puid), stats)
-    tree = ShardTree(tree.store, tree.commit())
+    tree = ShardTree(tree.pages, tree.commit())
     root = tree.child(tree.root, "root")
     assert root is not None and root.hits == 6
     uid = tree.child(root, "12345")
@@ -65,7 +65,7 @@ def test_null_and_empty_values_stop_the_path(demo_dir: Path) -> None:
     _apply(builder, tree, _record(builder, "ATTR", UID=None, ATTRIBUTE_IDS=["1"]), stats)
     _apply(builder, tree, _record(builder, "ATTR", UID="", ATTRIBUTE_IDS=["1"]), stats)
     _apply(builder, tree, _record(builder, "ATTR", UID="7", ATTRIBUTE_IDS=["", None, "2"]), stats)
-    tree = ShardTree(tree.store, tree.commit())
+    tree = ShardTree(tree.pages, tree.commit())
     paths = [path for path, _ in tree.walk()]
     assert paths == [("root",), ("root", "7"), ("root", "7", "A"), ("root", "7", "A", "2")]
 
@@ -74,7 +74,7 @@ def test_failing_element_filter_stops_that_branch(demo_dir: Path) -> None:
     builder = _builder(demo_dir)
     tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
     _apply(builder, tree, _record(builder, "OTHER", UID="1", ATTRIBUTE_IDS=["1"], PUID="p"), stats)
-    tree = ShardTree(tree.store, tree.commit())
+    tree = ShardTree(tree.pages, tree.commit())
     assert [path for path, _ in tree.walk()] == [("root",)]
 
 
@@ -91,7 +91,7 @@ def test_update_only_records_see_the_nodes_of_earlier_records_only(demo_dir: Pat
         _record(builder, "MAPPING", UID="3", PUID="never"),
     ]
     builder.apply_batch(tree, batch, [1, 1, 1, 1], stats)
-    tree = ShardTree(tree.store, tree.commit())
+    tree = ShardTree(tree.pages, tree.commit())
     hits = {path: node.hits for path, node in tree.walk()}
     assert hits[("root", "2", "M", "late")] == 1 and ("root", "2", "M", "early") not in hits
     assert hits[("root", "2")] == 2  # its attribute record and the late mapping
@@ -129,7 +129,7 @@ def test_a_batch_gives_the_tree_of_its_records_one_by_one(records: list[tuple]) 
         for part in parts:
             rows, weights = [r for r, _ in part], [w for _, w in part]
             builder.apply_batch(tree, rows, weights, stats)
-        tree = ShardTree(tree.store, tree.commit())
+        tree = ShardTree(tree.pages, tree.commit())
         trees.append(
             ({path: n.hits for path, n in tree.walk()}, stats.missed_updates, stats.records)
         )
@@ -161,7 +161,7 @@ def test_branches_that_reach_the_same_node_go_on_from_it_once() -> None:
     builder.apply_batch(
         tree, [builder.record({"K": "a"}), builder.record({"K": "b"})], [1, 1], stats
     )
-    tree = ShardTree(tree.store, tree.commit())
+    tree = ShardTree(tree.pages, tree.commit())
     nodes = {path: (n.hits, n.child_count) for path, n in tree.walk()}
     assert nodes == {
         ("top",): (2, 2),
@@ -196,7 +196,7 @@ def test_pending_records_of_an_element_the_job_no_longer_has_expire() -> None:
     assert waiting.column(pending.WEIGHT).to_pylist() == [2, 1]  # each row keeps its weight
     assert waiting.column(pending.LOADS_LEFT).to_pylist() == [3, 3]
 
-    tree = ShardTree(tree.store, tree.commit())
+    tree = ShardTree(tree.pages, tree.commit())
     later = ApplyStats()
     builder_of(DEMO_JOB).retry_pending(tree, waiting, with_pending.fingerprint, later)
     assert (later.pending_applied, later.pending_expired, later.pending) == (0, 3, [])
@@ -253,7 +253,7 @@ def test_records_that_waited_give_the_tree_of_records_that_came_after_their_node
             for table in waiting:
                 builder.retry_pending(tree, table, builder.fingerprint, stats, created_before=after)
         waiting[:] = stats.pending
-        return ShardTree(tree.store, tree.commit())
+        return ShardTree(tree.pages, tree.commit())
 
     waiting: list[pa.Table] = []
     early = load(ShardTree(MemoryPageStore()), mappings, retry=False)

@@ -111,7 +111,7 @@ def _build(name: str) -> ShardTree:
     spec = json.loads((FIXTURES / "trees.json").read_text())[name]
     tree = ShardTree(MemoryPageStore())
     _add(tree, tree.root_handle, spec)
-    return ShardTree(tree.store, tree.commit())
+    return ShardTree(tree.pages, tree.commit())
 
 
 def _column_rows(tree: ShardTree, text: str) -> list[list[Any]]:

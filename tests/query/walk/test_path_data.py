@@ -36,7 +36,7 @@ def _tree() -> ShardTree:
                 data[attachment] = [kind, state]
 
         tree.update_data(handle, update)
-    return ShardTree(tree.store, tree.commit())
+    return ShardTree(tree.pages, tree.commit())
 
 
 @pytest.mark.parametrize(

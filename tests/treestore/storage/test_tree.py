@@ -501,7 +501,7 @@ def _handle_of(tree: ShardTree, path: tuple[str, ...]) -> tuple[int, tuple[int, 
 
 
 def _committed(tree: ShardTree) -> list[tuple[object, ...]]:
-    final = ShardTree(tree.store, tree.commit())
+    final = ShardTree(tree.pages, tree.commit())
     return [(path, n.id, n.hits, n.child_count) for path, n in final.walk()]
 
 

@@ -20,15 +20,11 @@ from treestore.storage.page_cache import reset_cache
 from treestore.storage.pagestore import FilePageStore
 from treestore.storage.state import SideFiles
 from treestore.storage.tree import ShardTree
-from treestore.store.dedup_index import (
-    INDEX_NAME,
-    DedupManifest,
-    ShardIndex,
-    publish_dedup_manifest,
-)
+from treestore.store.dedup_index import DedupManifest, ShardIndex, publish_dedup_manifest
+from treestore.store.layout import DEDUP_INDEX, manifest_name, tree_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import inspect_store
-from treestore.store.versions import StoreWriter, manifest_name
+from treestore.store.versions import StoreWriter
 
 QUERY = "root/+/+:+hits"
 DEDUP_RUN_KEY = b'["key-00042"]'
@@ -36,7 +32,7 @@ REPORT = {"sources": {}, "started": "2025-01-01 00:00:00", "seconds": 1.0}
 
 
 def _tree(pages: FilePageStore, shard: int, children: int, side: str | None) -> ShardTree:
-    tree = ShardTree(pages, shard=shard, page_bytes=256)
+    tree = ShardTree(pages, shard=shard, page_bytes=256, folder=tree_folder(shard))
     for parent in range(10):
         handle = tree.visit(tree.root_handle, "root")
         assert handle is not None
@@ -61,7 +57,7 @@ def _store(folder: Path) -> FilePageStore:
         side = "trees/shard-0000/side-pending.arrow"
         trees = {s: _tree(pages, s, 30, side if s == 0 else None).state for s in (0, 1)}
         writer.publish(trees, {}, REPORT)
-        more = ShardTree(pages, trees[1], shard=1, page_bytes=256)
+        more = ShardTree(pages, trees[1], shard=1, page_bytes=256, folder=tree_folder(1))
         more.visit(more.root_handle, "extra")
         writer.publish({1: more.commit()}, {}, REPORT)
         index = ShardIndex(pages, "dedup/src/shard-0000", ())
@@ -129,7 +125,7 @@ def _dedup_run_damaged(store: Path) -> None:
 
 
 def _dedup_index_damaged(store: Path) -> None:
-    path = store / INDEX_NAME
+    path = store / DEDUP_INDEX
     doc = json.loads(path.read_bytes())
     doc["sources"]["src"]["shards"] = {}  # still valid JSON: loads would count keys again
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))

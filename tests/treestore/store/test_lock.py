@@ -14,8 +14,9 @@ from treestore.errors import StoreError
 from treestore.events import as_lines
 from treestore.storage.pagestore import PageStore, page_store_for
 from treestore.storage.state import ShardState
+from treestore.store.layout import manifest_name
 from treestore.store.lock import lock_holder, store_lock
-from treestore.store.versions import StoreWriter, current_version, manifest_name
+from treestore.store.versions import StoreWriter, current_version
 
 
 @pytest.fixture(params=["folder", "s3"])

@@ -15,12 +15,12 @@ from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStor
 from treestore.storage.runs import RunReader
 from treestore.storage.state import ShardState, SideFiles
 from treestore.storage.tree import ShardTree, build_tree
+from treestore.store.layout import manifest_name, tree_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import inspect_store
 from treestore.store.versions import (
     Manifest,
     StoreWriter,
-    manifest_name,
     open_version,
     published_versions,
     read_manifest,
@@ -39,7 +39,7 @@ def _publish(pages: PageStore, paths: list[list[str]]) -> Manifest:
     with store_lock(pages, "a test"):
         writer = StoreWriter(pages, shards=2)
         base = writer.base.trees.get(0)
-        tree = ShardTree(pages, base, shard=0, page_bytes=256)
+        tree = ShardTree(pages, base, shard=0, page_bytes=256, folder=tree_folder(0))
         for path in paths:
             handle = tree.root_handle
             for name in path:

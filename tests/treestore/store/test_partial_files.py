@@ -18,6 +18,7 @@ from treestore.storage.pagestore import FilePageStore
 from treestore.storage.state import SideFiles
 from treestore.storage.tree import ShardTree
 from treestore.store.dedup_index import DedupManifest, ShardIndex, publish_dedup_manifest
+from treestore.store.layout import tree_folder
 from treestore.store.lock import lock_holder, store_lock
 from treestore.store.maintenance import check_store
 from treestore.store.versions import StoreWriter, current_version
@@ -50,7 +51,9 @@ def _write_a_load(pages: FilePageStore, writer: StoreWriter) -> dict[int, object
     each shard, a dedup run, rejected and expired records."""
     states = {}
     for shard in (0, 1):
-        tree = ShardTree(pages, writer.base.trees.get(shard), shard=shard)
+        tree = ShardTree(
+            pages, writer.base.trees.get(shard), shard=shard, folder=tree_folder(shard)
+        )
         tree.visit(tree.root_handle, f"new-{shard}")
         side = f"trees/shard-{shard:04d}/new-pending.arrow"
         pages.write_table(side, pa.table({"x": [1]}))
@@ -71,7 +74,7 @@ def store(tmp_path: Path) -> FullDisk:
         writer = StoreWriter(pages, shards=2)
         states = {}
         for shard in (0, 1):
-            tree = ShardTree(pages, shard=shard)
+            tree = ShardTree(pages, shard=shard, folder=tree_folder(shard))
             tree.visit(tree.root_handle, "old")
             states[shard] = tree.commit()
         writer.publish(states, {}, REPORT)

@@ -13,6 +13,7 @@ from treestore.errors import StoreError
 from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStore
 from treestore.storage.state import ShardState, SideFiles
 from treestore.storage.tree import ShardTree, build_tree
+from treestore.store.layout import tree_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import check_store, collect_garbage
 from treestore.store.versions import Manifest, StoreWriter, open_version
@@ -96,7 +97,7 @@ def test_gc_keeps_the_side_files_of_kept_versions_and_check_reads_them(pages: Pa
     names = [f"trees/shard-0000/{n}-side.arrow" for n in ("first", "second")]
     with store_lock(pages, "a test"):
         writer = StoreWriter(pages, shards=1)
-        state = build_tree(pages, [["a", "b"]]).state
+        state = build_tree(pages, [["a", "b"]], folder=tree_folder(0)).state
         for number, name in enumerate(names):
             pages.write_table(name, table)
             side = {"feature": SideFiles((name,), {"k": number})}
