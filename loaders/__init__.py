@@ -1,14 +1,14 @@
 """Loading sources into a store: job files, map filters, sharding and tree building.
 
-The facade of the loaders: ``load_job``, ``run_load`` and ``interval_sweep``. The rooms
-below it are ``job`` (the job file), ``filters`` (Hydra's filters), ``listing`` (a job's input
-files: listing and identity), ``formats`` (reading one input file), ``load`` (one
-incremental load), ``follow`` (continuous loads), ``tree`` (records applied to a shard's
-tree) and ``sweep``.
+The facade of the loaders: ``load_job``, ``run_load`` (its options: ``LoadOptions``) and
+``interval_sweep``. The rooms below it are ``job`` (the job file), ``filters`` (Hydra's
+filters), ``listing`` (a job's input files: listing and identity), ``formats`` (reading
+one input file), ``load`` (one incremental load), ``follow`` (continuous loads), ``tree``
+(records applied to a shard's tree) and ``sweep``.
 
 The facade loads its names on first use (PEP 562), so importing a light module of a
-room (the command line reads ``loaders.load.options`` and ``loaders.sweep.options``
-for its defaults) does not import Spark.
+room (the command line reads ``loaders.load.options``, ``loaders.follow.options`` and
+``loaders.sweep.options`` for its defaults) does not import Spark.
 
 May import: ``loaders.job``, ``loaders.load``, ``loaders.sweep``, ``treestore``. Never
 ``shell``; see docs/architecture.md.
@@ -21,9 +21,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from loaders.job.model import JobSpec, load_job
     from loaders.load.driver import LoadResult, run_load
+    from loaders.load.options import LoadOptions
     from loaders.sweep.driver import SweepReport, interval_sweep
 
-__all__ = ["JobSpec", "LoadResult", "SweepReport", "interval_sweep", "load_job", "run_load"]
+__all__ = [
+    "JobSpec",
+    "LoadOptions",
+    "LoadResult",
+    "SweepReport",
+    "interval_sweep",
+    "load_job",
+    "run_load",
+]
 _LAZY = frozenset(__all__)
 
 
@@ -38,6 +47,10 @@ def __getattr__(name: str) -> Any:
         from loaders.job import model
 
         return getattr(model, name)
+    if name == "LoadOptions":
+        from loaders.load import options
+
+        return options.LoadOptions
     if name in ("LoadResult", "run_load"):
         from loaders.load import driver
 

@@ -86,6 +86,7 @@ def _add_master(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     # imported here, not at the top: a Ctrl-C while they load is main's to answer
+    from loaders.follow.options import DEFAULT_TRIGGER
     from loaders.load.options import DEFAULT_MAX_REJECTED
     from loaders.sweep import options as sweep_options
     from shell.output.formats import FORMATS
@@ -159,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.add_argument(
         "--trigger",
-        default="10s",
+        default=DEFAULT_TRIGGER,
         metavar="INTERVAL",
         help="with --follow: how often to look for new files (default %(default)s)",
     )
@@ -378,26 +379,24 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
         run_demo(Path(args.workdir), args.master, out, force=args.force)
     elif args.command == "load" and (args.follow or args.available_now):
-        return commands.command_follow(
-            args.job,
-            args.store,
-            args.master,
-            out,
-            trigger=args.trigger,
+        from loaders.follow.options import FollowOptions, parse_trigger
+
+        following = FollowOptions(
+            trigger_seconds=parse_trigger(args.trigger),
             available_now=args.available_now,
             max_files=args.max_files_per_trigger,
             max_rejected=args.max_rejected,
         )
+        return commands.command_follow(args.job, args.store, args.master, out, following)
     elif args.command == "load":
-        commands.command_load(
-            args.job,
-            args.store,
-            args.master,
-            out,
+        from loaders.load.options import LoadOptions
+
+        loading = LoadOptions(
             max_rejected=args.max_rejected,
             reprocess_changed=args.reprocess_changed,
             strict=args.strict,
         )
+        commands.command_load(args.job, args.store, args.master, out, loading)
     elif args.command == "query":
         from query.driver.plan import QueryRequest
 
@@ -409,22 +408,19 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     elif args.command == "shell":
         return commands.command_shell(args.store, args.master, args.execute, header=args.header)
     elif args.command == "sweep":
-        commands.command_sweep(
-            args.events,
-            args.intervals,
-            args.store,
-            args.name,
-            args.master,
-            out,
+        sweeping = sweep_options.SweepOptions(
             agg=args.agg,
             closed=args.closed,
             plan=args.plan,
             columns={role: getattr(args, f"{role}_col") for role in sweep_options.COLUMNS},
             time_format=args.time_format,
             input_format=args.input_format,
-            parquet_out=args.out,
+            out=args.out,
             replace=args.replace,
             shards=args.shards,
+        )
+        commands.command_sweep(
+            args.events, args.intervals, args.store, args.name, args.master, out, sweeping
         )
     elif args.command == "info":
         commands.command_info(args.store, out)

@@ -9,12 +9,14 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from shell.progress_view import showing_events
 
 if TYPE_CHECKING:
+    from loaders.follow.options import FollowOptions
+    from loaders.load.options import LoadOptions
+    from loaders.sweep.options import SweepOptions
     from query.driver.plan import QueryRequest
 
 __all__ = [
@@ -34,32 +36,23 @@ def command_load(
     store: str,
     master: str | None,
     out: TextIO,
-    max_rejected: int | None = None,
-    reprocess_changed: bool = False,
-    strict: bool = False,
+    options: LoadOptions | None = None,
 ) -> int | None:
     """``treestore load``: returns the published version, or None if nothing was new;
-    ``strict`` fails (before Spark starts) when the job reads a field no source has."""
-    from loaders import load_job, run_load
+    ``options.strict`` fails (before Spark starts) when the job reads a field no source has."""
+    from loaders import LoadOptions, load_job, run_load
     from loaders.load.inputs import check_job_fields
-    from loaders.load.options import DEFAULT_MAX_REJECTED
     from loaders.load.precheck import precheck_load
     from loaders.load.report import format_load_report
     from treestore.spark import get_session
 
+    options = options or LoadOptions()
     job = load_job(job_file)
     with showing_events(out) as on_event:
-        check_job_fields(job, on_event, strict)  # before Spark starts
-        if not precheck_load(job, store, on_event, reprocess_changed=reprocess_changed):
+        check_job_fields(job, on_event, options.strict)  # before Spark starts
+        if not precheck_load(job, store, on_event, reprocess_changed=options.reprocess_changed):
             return None  # nothing new: said without starting Spark
-        result = run_load(
-            get_session(master),
-            job,
-            store,
-            on_event=on_event,
-            max_rejected=DEFAULT_MAX_REJECTED if max_rejected is None else max_rejected,
-            reprocess_changed=reprocess_changed,
-        )
+        result = run_load(get_session(master), job, store, on_event=on_event, options=options)
     if result.version is not None:
         for line in format_load_report(result.report, store):
             print(line, file=out)
@@ -67,25 +60,16 @@ def command_load(
 
 
 def command_follow(
-    job_file: str,
-    store: str,
-    master: str | None,
-    out: TextIO,
-    *,
-    trigger: str,
-    available_now: bool,
-    max_files: int | None,
-    max_rejected: int,
+    job_file: str, store: str, master: str | None, out: TextIO, options: FollowOptions
 ) -> int:
     """``treestore load --follow``: load new files as they arrive until Ctrl-C/SIGTERM (the
     first stops after the current micro-batch, a second at once), or with
     ``--available-now`` until every file there now is loaded; then one summary line.
     Returns the exit status: 130 when a micro-batch under way was stopped."""
     from loaders import load_job
-    from loaders.follow import follow_job, parse_trigger
+    from loaders.follow import follow_job
     from treestore.store.versions import StoreWriter
 
-    seconds = parse_trigger(trigger)
     job = load_job(job_file)
     StoreWriter(store, job.shards, job.hash, create=False)  # refuse before Spark starts
     stop, stop_now = threading.Event(), threading.Event()
@@ -104,8 +88,7 @@ def command_follow(
     try:
         with showing_events(out) as on_event:
             summary = follow_job(
-                spark, job, store, trigger_seconds=seconds, available_now=available_now,
-                max_files=max_files, max_rejected=max_rejected, on_event=on_event, stop=stop,
+                spark, job, store, options=options, on_event=on_event, stop=stop,
                 stop_now=stop_now,
             )  # fmt: skip
     finally:
@@ -171,94 +154,19 @@ def command_sweep(
     name: str,
     master: str | None,
     out: TextIO,
-    *,
-    agg: str,
-    closed: str,
-    plan: str,
-    columns: Mapping[str, str],
-    time_format: str | None,
-    parquet_out: str | None,
-    shards: int,
-    input_format: str | None = None,
-    replace: bool = False,
+    options: SweepOptions,
 ) -> None:
-    """``treestore sweep``: run the interval sweep and keep its results in the store."""
-    from loaders.sweep.command import run_sweep
+    """``treestore sweep``: run the interval sweep and keep its results in the store; what
+    the sweep would refuse is refused before Spark starts."""
+    from loaders.sweep.command import check_sweep, run_sweep
     from treestore.spark import get_session
 
-    _precheck_sweep(
-        events, intervals, store, name, input_format, None if replace else parquet_out, shards
-    )
+    check_sweep(events, intervals, store, name, options)
     with showing_events(out) as on_event:
         run_sweep(
-            get_session(master),
-            events,
-            intervals,
-            store,
-            name,
-            agg=agg,
-            closed=closed,
-            plan=plan,
-            columns=dict(columns),
-            time_format=time_format,
-            input_format=input_format,
-            out=parquet_out,
-            replace=replace,
-            shards=shards,
+            get_session(master), events, intervals, store, name, options=options,
             on_event=on_event,
-        )
-
-
-def _precheck_sweep(
-    events: str,
-    intervals: str,
-    store: str,
-    name: str,
-    input_format: str | None,
-    parquet_out: str | None,
-    shards: int,
-) -> None:
-    """Refuse, before Spark starts, what :func:`loaders.sweep.command.run_sweep` would
-    refuse after: a bad or taken name, a store that is a file or of no use, inputs that
-    are missing or of no telling format, an ``--out`` in the way."""
-    from pyarrow import fs as pafs
-
-    from loaders.sweep.inputs import list_table
-    from treestore.errors import LoadError, StoreError
-    from treestore.storage.pagestore import page_store_for
-    from treestore.store.layout import CONFIG, sweep_folder
-    from treestore.store.versions import StoreWriter, read_config
-
-    if not name or "/" in name:
-        raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
-    pages = page_store_for(store)
-    if pages.exists(CONFIG):
-        read_config(pages)
-    else:
-        StoreWriter(pages, shards, create=False)  # a file in the way, a foreign folder
-    if pages.list(sweep_folder(name)):
-        raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
-    for path in (events, intervals):
-        list_table(path, input_format)  # missing, no telling format, no files: refused
-    if parquet_out and parquet_out.rstrip("/").lower().endswith(".parquet"):
-        kind = _kind_of(parquet_out)
-        if kind == pafs.FileType.Directory:
-            raise LoadError(
-                f"--out {parquet_out} is a folder: name a new file, or a folder without '.parquet'."
-            )
-        if kind == pafs.FileType.File:
-            raise LoadError(
-                f"--out {parquet_out} exists: pass --replace to replace it, or choose "
-                "another --out."
-            )
-
-
-def _kind_of(location: str) -> object:
-    """What is at ``location`` (a pyarrow ``FileType``)."""
-    from treestore.storage.pagestore import FilePageStore
-
-    pages = FilePageStore(location)
-    return pages.fs.get_file_info(pages.root).type
+        )  # fmt: skip
 
 
 def command_gc(store: str, keep: int, out: TextIO) -> None:

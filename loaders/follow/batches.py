@@ -21,6 +21,7 @@ from loaders.job.model import JobSpec
 from loaders.listing.files import located
 from loaders.load.driver import LoadResult, load_listed
 from loaders.load.inputs import InputFile
+from loaders.load.options import LoadOptions
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message
 from treestore.failpoints import failpoint
@@ -77,8 +78,7 @@ class MicroBatches:
     store: str
     lease: Any
     on_event: EventSink
-    max_rejected: int
-    keep_versions: int
+    options: LoadOptions
     stop: threading.Event
     set_aside: SetAside
     summary: FollowSummary = field(default_factory=FollowSummary)
@@ -117,8 +117,7 @@ class MicroBatches:
                     writer,
                     listed,
                     self._warnings,
-                    max_rejected=self.max_rejected,
-                    keep_versions=self.keep_versions,
+                    options=self.options,
                     extra_report={"stream": {"batch": batch_id, "newest_file_ns": newest}},
                 )
             except LoadError as exc:

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loaders.follow.batches import STOP_MARK, FollowSummary, MicroBatches
+from loaders.follow.options import FollowOptions
 from loaders.follow.set_aside import SetAside
 from loaders.job.model import JobSpec, SourceSpec
 from loaders.listing.files import list_input_files, missing_source, split_glob
-from loaders.load.options import DEFAULT_MAX_REJECTED
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.filesystems import is_uri
@@ -41,30 +41,9 @@ from treestore.store.versions import StoreWriter
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["follow_job", "parse_trigger"]
+__all__ = ["follow_job"]
 
 _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
-
-
-def parse_trigger(text: str) -> float:
-    """A trigger interval (``10s``, ``500ms``, ``2m``, ``1.5``: seconds) in seconds."""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    cleaned = text.strip().lower()
-    for unit in ("ms", "s", "m", "h"):
-        if cleaned.endswith(unit):
-            number, scale = cleaned[: -len(unit)], units[unit]
-            break
-    else:
-        number, scale = cleaned, 1.0
-    try:
-        seconds = float(number) * scale
-    except ValueError:
-        raise LoadError(
-            f"--trigger {text!r} is not a duration: give seconds (10, 10s), 500ms or 2m."
-        ) from None
-    if not 0 < seconds <= 86400:
-        raise LoadError(f"--trigger {text!r} must be more than 0 and at most a day.")
-    return seconds
 
 
 def _stream_root(source: SourceSpec) -> str:
@@ -136,15 +115,16 @@ def follow_job(
     job: JobSpec,
     store: str | Path,
     *,
-    trigger_seconds: float = 10.0,
-    available_now: bool = False,
+    options: FollowOptions | None = None,
+    trigger_seconds: float | None = None,
+    available_now: bool | None = None,
     max_files: int | None = None,
-    max_rejected: int = DEFAULT_MAX_REJECTED,
-    keep_versions: int = 2,
+    max_rejected: int | None = None,
+    keep_versions: int | None = None,
     on_event: EventSink = ignore_events,
     stop: threading.Event | None = None,
     stop_now: threading.Event | None = None,
-    poll_seconds: float = 0.2,
+    poll_seconds: float | None = None,
 ) -> FollowSummary:
     """Follow ``job``'s sources into ``store`` until ``stop`` is set (or, with
     ``available_now``, until every file there at the start is loaded).
@@ -152,7 +132,16 @@ def follow_job(
     Each micro-batch publishes at most one version; ``stop`` takes effect once the
     micro-batch under way is published, ``stop_now`` at once (the micro-batch under way
     publishes nothing; Spark offers its files again next time).
+
+    ``options`` holds how it runs (:class:`~loaders.follow.options.FollowOptions`, whose
+    defaults these are); ``trigger_seconds``, ``available_now``, ``max_files``,
+    ``max_rejected``, ``keep_versions`` and ``poll_seconds``, when given, replace its
+    fields.
     """
+    options = (options or FollowOptions()).updated(
+        trigger_seconds=trigger_seconds, available_now=available_now, max_files=max_files,
+        max_rejected=max_rejected, keep_versions=keep_versions, poll_seconds=poll_seconds,
+    )  # fmt: skip
     stop = stop or threading.Event()
     stop_now = stop_now or threading.Event()
     location = str(store)
@@ -171,23 +160,21 @@ def follow_job(
     with store_lock(pages, f"a follower of {job.file} (--follow)", on_event) as lease:
         _check_job(store_folder, job)
         follower = MicroBatches(
-            spark, job, location, lease, on_event, max_rejected, keep_versions, stop,
+            spark, job, location, lease, on_event, options.load_options(), stop,
             SetAside.open(store_folder / STREAM_UNREADABLE),
         )  # fmt: skip
         with spark_errors(LoadError, "Starting the follower's stream"):
-            query = _start(
-                spark, job, follower, store_folder, max_files, trigger_seconds, available_now
-            )
+            query = _start(spark, job, follower, store_folder, options)
         on_event(
             Message(
                 f"following {len(job.sources)} source(s) into {location}"
-                + (" until every file there now is loaded" if available_now else
-                   f", a micro-batch every {trigger_seconds:g} s; Ctrl-C stops after the "
+                + (" until every file there now is loaded" if options.available_now else
+                   f", a micro-batch every {options.trigger_seconds:g} s; Ctrl-C stops after the "
                    "current one")
             )
         )  # fmt: skip
         try:
-            _wait(query, follower, stop, stop_now, poll_seconds)
+            _wait(query, follower, stop, stop_now, options.poll_seconds)
         finally:
             if query.isActive:
                 query.stop()
@@ -199,20 +186,18 @@ def _start(
     job: JobSpec,
     follower: MicroBatches,
     store_folder: Path,
-    max_files: int | None,
-    trigger_seconds: float,
-    available_now: bool,
+    options: FollowOptions,
 ) -> Any:
     """Start the stream of the job's sources into the follower (a ``StreamingQuery``)."""
     writer = (
-        _stream(spark, job, max_files)
+        _stream(spark, job, options.max_files)
         .writeStream.foreachBatch(follower.batch)
         .option("checkpointLocation", str(store_folder / STREAM_CHECKPOINT))
     )
     writer = (
         writer.trigger(availableNow=True)
-        if available_now
-        else writer.trigger(processingTime=f"{round(trigger_seconds * 1000)} milliseconds")
+        if options.available_now
+        else writer.trigger(processingTime=f"{round(options.trigger_seconds * 1000)} milliseconds")
     )
     return writer.start()
 

@@ -43,7 +43,7 @@ from loaders.load.inputs import (
     read_source,
     take_fingerprints,
 )
-from loaders.load.options import DEFAULT_MAX_REJECTED
+from loaders.load.options import DEFAULT_MAX_REJECTED, LoadOptions
 from loaders.load.progress import spark_progress
 from loaders.load.protocol import (
     KEEP,
@@ -70,13 +70,13 @@ from treestore.storage.tree import ShardState
 from treestore.store.layout import expired_file, expired_parts_folder, rejected_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import collect_garbage
-from treestore.store.versions import DEFAULT_RETENTION, StoreWriter
+from treestore.store.versions import StoreWriter
 
 if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["DEFAULT_MAX_REJECTED", "LoadResult", "load_listed", "run_load"]
+__all__ = ["DEFAULT_MAX_REJECTED", "LoadOptions", "LoadResult", "load_listed", "run_load"]
 
 
 @dataclass
@@ -216,9 +216,11 @@ def run_load(
     job: JobSpec,
     store_dir: str | Path | PageStore,
     on_event: EventSink = ignore_events,
-    keep_versions: int = DEFAULT_RETENTION,
-    max_rejected: int = DEFAULT_MAX_REJECTED,
-    reprocess_changed: bool = False,
+    *,
+    options: LoadOptions | None = None,
+    keep_versions: int | None = None,
+    max_rejected: int | None = None,
+    reprocess_changed: bool | None = None,
 ) -> LoadResult:
     """Load the job's new input files into the store at ``store_dir``; publish a version.
 
@@ -227,7 +229,14 @@ def run_load(
     ``max_rejected`` rejected records fail the load: nothing is published.
     What the load finds and does, and its Spark stages as they run, go to
     ``on_event`` (see :mod:`treestore.events`); the load itself prints nothing.
+
+    ``options`` holds them all (:class:`~loaders.load.options.LoadOptions`, whose
+    defaults these are); ``keep_versions``, ``max_rejected`` and ``reprocess_changed``,
+    when given, replace its fields.
     """
+    options = (options or LoadOptions()).updated(
+        keep_versions=keep_versions, max_rejected=max_rejected, reprocess_changed=reprocess_changed
+    )
     check_executors_python(spark)  # a user's session whose workers lack our packages
     # inputs first: a source that cannot be listed leaves no store and no lock behind
     phases = Timer()
@@ -238,10 +247,7 @@ def run_load(
         # re-read under the lock; a manifest a killed load left unpublished goes
         writer = StoreWriter(writer.pages, job.shards, job.hash, fence=lease.verify)
         writer.drop_unpublished()
-        return load_listed(
-            spark, job, writer, listed, on_event, max_rejected=max_rejected,
-            keep_versions=keep_versions, reprocess_changed=reprocess_changed, phases=phases,
-        )  # fmt: skip
+        return load_listed(spark, job, writer, listed, on_event, options=options, phases=phases)
 
 
 def load_listed(
@@ -251,27 +257,24 @@ def load_listed(
     listed: list[list[InputFile]],
     on_event: EventSink = ignore_events,
     *,
-    max_rejected: int = DEFAULT_MAX_REJECTED,
-    keep_versions: int = 2,
-    reprocess_changed: bool = False,
+    options: LoadOptions,
     phases: Timer | None = None,
     extra_report: dict[str, Any] | None = None,
 ) -> LoadResult:
     """Load the new files among ``listed`` (each source's files) through ``writer``, whose
     store's lock the caller holds; publish one version (or nothing, if none is new) and
-    collect old versions beyond ``keep_versions``. ``extra_report`` goes into the report
-    the version keeps (a follower's micro-batch id)."""
+    collect old versions beyond ``options.keep_versions``. ``extra_report`` goes into the
+    report the version keeps (a follower's micro-batch id)."""
 
     def log(line: str) -> None:
         on_event(Message(line))
 
     with spark_progress(spark, on_event):
         result = _load_locked(
-            spark, job, listed, phases or Timer(), writer, log, max_rejected,
-            reprocess_changed, extra_report or {},
+            spark, job, listed, phases or Timer(), writer, log, options, extra_report or {},
         )  # fmt: skip
     if result.version is not None:
-        removed = collect_garbage(writer.pages, keep_versions)
+        removed = collect_garbage(writer.pages, options.keep_versions)
         result.report["gc"] = removed
     return result
 
@@ -283,12 +286,12 @@ def _load_locked(
     phases: Timer,
     writer: StoreWriter,
     log: Callable[[str], None],
-    max_rejected: int,
-    reprocess_changed: bool,
+    options: LoadOptions,
     extra_report: dict[str, Any],
 ) -> LoadResult:
+    max_rejected = options.max_rejected
     with phases.phase("list files"):
-        scan = scan_inputs(job.sources, listed, writer.base.inputs, log, reprocess_changed)
+        scan = scan_inputs(job.sources, listed, writer.base.inputs, log, options.reprocess_changed)
     if not scan.fresh:
         log("nothing new to load: the store is unchanged")
         return LoadResult(None, {"version": writer.base.version, "changed_files": scan.changed})

@@ -25,7 +25,7 @@ import itertools
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
@@ -33,29 +33,27 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from loaders.job.model import ElementSpec, JobSpec, MapSpec, SourceSpec
-from loaders.load.driver import run_load
+from loaders.load.driver import load_listed
+from loaders.load.inputs import list_input_files
+from loaders.load.options import LoadOptions
 from loaders.load.readers import time_of_day_text
+from loaders.load.timing import Timer
 from loaders.sweep.driver import SweepReport, interval_sweep
-from loaders.sweep.inputs import read_table
-from loaders.sweep.options import (
-    COLUMNS,
-    DEFAULT_AGG,
-    DEFAULT_CLOSED,
-    DEFAULT_PLAN,
-    DEFAULT_SHARDS,
-)
+from loaders.sweep.inputs import list_table, read_table
+from loaders.sweep.options import SweepOptions
 from treestore.errors import LoadError, StoreError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.filesystems import is_uri
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import FilePageStore, PageStore, page_store_for
 from treestore.store.layout import CONFIG, sweep_folder
-from treestore.store.versions import StoreWriter, open_version
+from treestore.store.lock import Lease, store_lock
+from treestore.store.versions import StoreWriter, open_version, read_config
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["is_time_of_day_format", "run_sweep"]
+__all__ = ["check_sweep", "is_time_of_day_format", "run_sweep"]
 
 
 _TIME_OF_DAY_LETTERS = frozenset("HhKkmsSa")
@@ -181,14 +179,11 @@ def _is_part(name: str) -> bool:
     return "/" not in name and name.startswith("part-") and name.endswith(".parquet")
 
 
-def _out_target(out: str, replace: bool) -> tuple[FilePageStore, str | None]:
-    """``--out`` as a page store and, for a ``.parquet`` name, the one file's name in it
-    (None: a folder of part files). An existing file, or a folder holding part files,
-    is refused unless ``replace``; then the file is overwritten, or the folder's part
-    files removed (its other files are kept)."""
-    single = out.rstrip("/").lower().endswith(".parquet")
+def _check_out(out: str, replace: bool) -> None:
+    """Refuse an ``out`` in the way: a folder named ``.parquet``; unless ``replace``, an
+    existing file, or a folder holding part files. Looks only."""
     base = out.rstrip("/")
-    if single:
+    if base.lower().endswith(".parquet"):
         parent, name = posixpath.split(base) if is_uri(base) else os.path.split(base)
         pages = FilePageStore(parent or ".")
         found = pages.fs.get_file_info(posixpath.join(pages.root, name)).type
@@ -200,15 +195,27 @@ def _out_target(out: str, replace: bool) -> tuple[FilePageStore, str | None]:
             raise LoadError(
                 f"--out {out} exists: pass --replace to replace it, or choose another --out."
             )
-        return pages, name
-    pages = FilePageStore(base)
-    parts = [name for name in pages.list() if _is_part(name)]
+        return
+    parts = [name for name in FilePageStore(base).list() if _is_part(name)]
     if parts and not replace:
         raise LoadError(
             f"--out {out} already holds sweep results ({len(parts)} part file(s)): pass "
             "--replace to replace them, or choose another --out."
         )
-    for name in parts:
+
+
+def _out_target(out: str, replace: bool) -> tuple[FilePageStore, str | None]:
+    """``--out`` as a page store and, for a ``.parquet`` name, the one file's name in it
+    (None: a folder of part files). What is in the way is refused (:func:`_check_out`);
+    with ``replace`` the file is overwritten, or the folder's part files removed (its
+    other files are kept)."""
+    _check_out(out, replace)
+    base = out.rstrip("/")
+    if base.lower().endswith(".parquet"):
+        parent, name = posixpath.split(base) if is_uri(base) else os.path.split(base)
+        return FilePageStore(parent or "."), name
+    pages = FilePageStore(base)
+    for name in [name for name in pages.list() if _is_part(name)]:
         pages.delete(name)
     return pages, None
 
@@ -245,6 +252,34 @@ def _results_job(name: str, folder: str, id_col: str, time_col: str, shards: int
     return JobSpec(where, shards, (source,), MapSpec(), tree)
 
 
+def _refuse_taken(pages: PageStore, name: str) -> None:
+    if pages.list(sweep_folder(name)):
+        raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
+
+
+def check_sweep(
+    events_path: str, intervals_path: str, store: str, name: str, options: SweepOptions
+) -> None:
+    """Refuse what :func:`run_sweep` would refuse, without Spark and creating nothing: a
+    bad or taken name, a store that is a file or of no use, inputs that are missing or of
+    no telling format, an ``out`` in the way (unless ``options.replace``).
+
+    :func:`run_sweep` makes these checks first (and the name's again under the store's
+    lock); the command line makes them before Spark starts."""
+    if not name or "/" in name:
+        raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
+    pages = page_store_for(store)
+    if pages.exists(CONFIG):
+        read_config(pages)
+    else:
+        StoreWriter(pages, options.shards, create=False)  # a file in the way, a foreign folder
+    _refuse_taken(pages, name)
+    for path in (events_path, intervals_path):
+        list_table(path, options.input_format)  # missing, no telling format, no files
+    if options.out:
+        _check_out(options.out, options.replace)
+
+
 def run_sweep(
     spark: SparkSession,
     events_path: str,
@@ -252,32 +287,61 @@ def run_sweep(
     store: str,
     name: str,
     *,
-    agg: str = DEFAULT_AGG,
-    closed: str = DEFAULT_CLOSED,
-    plan: str = DEFAULT_PLAN,
-    columns: dict[str, str] | None = None,
+    options: SweepOptions | None = None,
+    agg: str | None = None,
+    closed: str | None = None,
+    plan: str | None = None,
+    columns: Mapping[str, str] | None = None,
     time_format: str | None = None,
     input_format: str | None = None,
     out: str | None = None,
-    shards: int = DEFAULT_SHARDS,
+    shards: int | None = None,
     on_event: EventSink = ignore_events,
-    replace: bool = False,
+    replace: bool | None = None,
 ) -> SweepReport:
     """Sweep the two files and keep the results in ``store`` under the top node ``name``.
 
     The sweep's report and the load of its results go to ``on_event`` as they happen.
     ``out`` also writes them as Parquet (a ``.parquet`` file, else a folder); ``replace``
-    replaces an existing ``out``.
+    replaces an existing ``out``. ``options`` holds how it runs
+    (:class:`~loaders.sweep.options.SweepOptions`, whose defaults these are); the other
+    keyword arguments, when given, replace its fields.
+
+    The store's lock is held from the check that no sweep called ``name`` is there to
+    the load of its results, so of two sweeps of one name only one writes (the other is
+    refused, as a second load is).
     """
-    names = {**COLUMNS, **(columns or {})}
+    options = (options or SweepOptions()).updated(
+        agg=agg, closed=closed, plan=plan, columns=columns, time_format=time_format,
+        input_format=input_format, out=out, shards=shards, replace=replace,
+    )  # fmt: skip
+    check_sweep(events_path, intervals_path, store, name, options)
     pages = page_store_for(store)
-    if pages.list(sweep_folder(name)):
-        raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
-    if not name or "/" in name:
-        raise LoadError(f"A sweep's name must be a non-empty node name without '/', not {name!r}.")
-    out_target = _out_target(out, replace) if out else None
-    events = read_table(spark, events_path, input_format)
-    intervals = read_table(spark, intervals_path, input_format)
+    with store_lock(pages, f"a sweep called {name!r}", on_event) as lease:
+        _refuse_taken(pages, name)  # again, under the lock: another sweep may have just won
+        return _sweep_locked(
+            spark, events_path, intervals_path, store, name, options, lease, on_event
+        )
+
+
+def _sweep_locked(
+    spark: SparkSession,
+    events_path: str,
+    intervals_path: str,
+    store: str,
+    name: str,
+    options: SweepOptions,
+    lease: Lease,
+    on_event: EventSink,
+) -> SweepReport:
+    """The sweep, its results written under ``sweeps/NAME`` and loaded into the trees,
+    while the store's lock is held (``lease``)."""
+    pages = page_store_for(store)
+    names = options.columns
+    time_format = options.time_format
+    out_target = _out_target(options.out, options.replace) if options.out else None
+    events = read_table(spark, events_path, options.input_format)
+    intervals = read_table(spark, intervals_path, options.input_format)
     time_columns = [(events, [names["time"]]), (intervals, [names["start"], names["end"]])]
     strings = [(frame, _string_columns(frame, cols)) for frame, cols in time_columns]
     if time_format:
@@ -289,8 +353,7 @@ def run_sweep(
     events = _timed(events, [names["time"]], time_format, times_of_day)
     intervals = _timed(intervals, [names["start"], names["end"]], time_format, times_of_day)
     time_of_day = names["time"] if times_of_day and strings[0][1] else None
-    if pages.exists(CONFIG):
-        shards = open_version(pages).shards
+    shards = open_version(pages).shards if pages.exists(CONFIG) else options.shards
     StoreWriter(pages, shards)  # creates the store if it is new, so the results can live in it
     report = SweepReport()
     with spark_errors(LoadError, "The sweep"):
@@ -298,9 +361,9 @@ def run_sweep(
             spark,
             events,
             intervals,
-            agg,
-            closed,
-            plan=plan,
+            options.agg,
+            options.closed,
+            plan=options.plan,
             id_col=names["id"],
             time_col=names["time"],
             start_col=names["start"],
@@ -324,8 +387,12 @@ def run_sweep(
     spark.catalog.clearCache()  # the swept rows were cached for the writes above
     for line in said:
         on_event(Message(line))
-    where = f"{pages.location}/{folder}"
-    job = _results_job(name, where, names["id"], names["time"], shards)
-    result = run_load(spark, job, store, on_event=on_event)
+    job = _results_job(name, f"{pages.location}/{folder}", names["id"], names["time"], shards)
+    phases = Timer()  # the results' load, as run_load would, under the lock this sweep holds
+    with phases.phase("list files"):
+        listed = [list_input_files(source, on_event) for source in job.sources]
+    writer = StoreWriter(pages, job.shards, job.hash, fence=lease.verify)
+    writer.drop_unpublished()
+    result = load_listed(spark, job, writer, listed, on_event, options=LoadOptions(), phases=phases)
     on_event(Message(f"results kept in {store} as version {result.version}: query '{name}/+/+/+'"))
     return report

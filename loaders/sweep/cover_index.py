@@ -38,6 +38,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from loaders.sweep.options import DEFAULT_CLOSED
 from treestore.arrays import distinct_sorted
 
 __all__ = ["SIDES", "CoverIndex", "open_totals"]
@@ -228,7 +229,7 @@ class CoverIndex:
         starts: np.ndarray,
         ends: np.ndarray,
         values: np.ndarray | None,
-        closed: str = "both",
+        closed: str = DEFAULT_CLOSED,
     ) -> CoverIndex:
         """Index intervals (no null id or time); ``values=None`` counts them.
 

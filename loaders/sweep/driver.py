@@ -43,7 +43,15 @@ from typing import TYPE_CHECKING, Any
 
 from loaders.sweep.broadcast_plan import broadcast_refusal, broadcast_sweep
 from loaders.sweep.kernels import Aggregation, make_aggregation
-from loaders.sweep.options import BROADCAST_LIMIT, CLOSED, PLANS
+from loaders.sweep.options import (
+    BROADCAST_LIMIT,
+    CLOSED,
+    COLUMNS,
+    DEFAULT_AGG,
+    DEFAULT_CLOSED,
+    DEFAULT_PLAN,
+    PLANS,
+)
 from loaders.sweep.range_plan import range_sweep
 from loaders.sweep.report import SweepReport
 from treestore.errors import LoadError
@@ -79,18 +87,18 @@ def interval_sweep(
     spark: SparkSession,
     events: DataFrame,
     intervals: DataFrame,
-    agg: str | tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] = "sum",
-    closed: str = "both",
+    agg: str | tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] = DEFAULT_AGG,
+    closed: str = DEFAULT_CLOSED,
     *,
-    id_col: str = "id",
-    time_col: str = "time",
-    start_col: str = "start",
-    end_col: str = "end",
-    value_col: str = "points",
+    id_col: str = COLUMNS["id"],
+    time_col: str = COLUMNS["time"],
+    start_col: str = COLUMNS["start"],
+    end_col: str = COLUMNS["end"],
+    value_col: str = COLUMNS["value"],
     initial: Any = 0,
     value_type: str | None = None,
     partitions: int | None = None,
-    plan: str = "auto",
+    plan: str = DEFAULT_PLAN,
     broadcast_limit: int = BROADCAST_LIMIT,
     report: SweepReport | None = None,
 ) -> DataFrame:

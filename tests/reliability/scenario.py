@@ -34,7 +34,7 @@ Dump = list[tuple[int, tuple[str, ...], int, int]]
 
 def tree_dump(store: Path) -> Dump:
     """The store's whole answer, read as a reader reads it (CURRENT, manifest, runs)."""
-    version = treestore.open(store).store
+    version = treestore.open(store).store_version
     return sorted(
         (shard, path, node.hits, node.child_count)
         for shard in version.manifest.trees

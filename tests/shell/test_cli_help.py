@@ -64,3 +64,34 @@ def test_an_unknown_option_prints_the_subcommands_usage(
     err = capsys.readouterr().err
     assert err.startswith(f"usage: treestore {name} ")
     assert err.endswith(f"treestore {name}: error: unrecognized arguments: --bogus\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "command", "expected"),
+    [
+        (["load", "j", "--store", "s"], "command_load", "loaders.load.options:LoadOptions"),
+        (
+            ["load", "j", "--store", "s", "--follow"],
+            "command_follow",
+            "loaders.follow.options:FollowOptions",
+        ),
+        (
+            ["sweep", "--events", "e", "--intervals", "i", "--store", "s", "--name", "n"],
+            "command_sweep",
+            "loaders.sweep.options:SweepOptions",
+        ),
+    ],
+)
+def test_a_command_without_options_runs_with_its_rooms_defaults(
+    argv: list[str], command: str, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The options value the command line builds from its defaults is the room's own."""
+    import importlib
+
+    from shell import commands
+
+    given: list[object] = []
+    monkeypatch.setattr(commands, command, lambda *args: given.append(args[-1]) or 0)
+    assert main(argv) == 0
+    module, name = expected.split(":")
+    assert given == [getattr(importlib.import_module(module), name)()]

@@ -1,4 +1,4 @@
-"""The store's lock: one load (or gc) at a time writes a store, on any filesystem.
+"""The store's lock: one load (or gc, or sweep) at a time writes a store, on any filesystem.
 
 The lock is a series of lease files, ``locks/000001.json``, ``locks/000002.json``,
 ...; the newest one says who holds the store: pid, host, purpose, since when, and

@@ -26,7 +26,7 @@ NEW_MAPPING = "TIME\tUID\tPUID\n1419441800000\t11111\tqqq\n1419441800000\t12345\
 
 
 def _tree_dump(store: Path) -> list[tuple[int, tuple[str, ...], int, int]]:
-    version = treestore.open(store).store
+    version = treestore.open(store).store_version
     return sorted(
         (shard, path, node.hits, node.child_count)
         for shard in version.manifest.trees

@@ -160,7 +160,7 @@ def test_each_shard_tree_holds_only_its_own_uids(spark: object, demo_dir: Path) 
 
     store = demo_dir / "store"
     _load(spark, demo_dir, store)
-    version = treestore.open(store).store
+    version = treestore.open(store).store_version
     for shard in version.manifest.trees:
         tree = version.tree(shard)
         root = tree.child(tree.root, "root")
