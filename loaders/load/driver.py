@@ -70,7 +70,7 @@ from treestore.storage.tree import ShardState
 from treestore.store.layout import expired_file, expired_parts_folder, rejected_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import collect_garbage
-from treestore.store.versions import StoreWriter
+from treestore.store.versions import RecordFiles, StoreWriter
 
 if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
@@ -371,7 +371,8 @@ def _load_locked(
     del report["files"]
     new_runs = report.pop("dedup")
     with phases.phase("publish"):
-        manifest = writer.publish(trees, inputs, report, failpoint=failpoint)
+        kept = RecordFiles(tuple(report["rejected"]["files"]), tuple(report["expired"]["files"]))
+        manifest = writer.publish(trees, inputs, report, failpoint=failpoint, record_files=kept)
         failpoint("between-data-and-index")
         if dedup_sources:
             publish_index(writer.pages, index, job, new_runs, manifest.version)

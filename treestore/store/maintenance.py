@@ -47,8 +47,8 @@ def collect_garbage(
     """Delete versions beyond the newest ``keep`` and every file no kept version uses.
 
     Runs, side files, dedup index runs and files of rejected and of expired records (kept
-    while a kept version's load report names them; a failed load's are removed) go, and
-    manifests a load left unpublished.
+    while a kept version names them, see :class:`~treestore.store.versions.RecordFiles`; a
+    failed load's are removed) go, and manifests a load left unpublished.
 
     Call it while holding the store's lock. Returns counts of what was removed.
     """
@@ -103,13 +103,11 @@ def _remove_unused(
     """Delete the files under ``trees/``, ``dedup/``, ``rejected/`` and ``expired/`` that
     none of ``manifests`` uses; return how many."""
     referenced: set[str] = set()
-    reported: set[str] = set()  # files of rejected and expired records that load reports name
+    set_aside: set[str] = set()  # files of rejected and expired records kept versions name
     for manifest in manifests:
         referenced |= manifest.runs()
         referenced |= {name.rsplit(".", 1)[0] for name in manifest.side_files()}
-        for load in manifest.loads:
-            reported.update(load.get("rejected", {}).get("files", []))
-            reported.update(load.get("expired", {}).get("files", []))
+        set_aside |= manifest.set_aside_files()
     unused = [
         name
         for name in pages.list(TREES)
@@ -126,7 +124,7 @@ def _remove_unused(
     records = [
         name
         for name in [*pages.list(REJECTED), *pages.list(EXPIRED)]
-        if name not in reported and not keep(name)
+        if name not in set_aside and not keep(name)
     ]
     for name in records:
         pages.delete(name)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,7 @@ from treestore.store.sealed import seal, unseal
 __all__ = [
     "DEFAULT_RETENTION",
     "Manifest",
+    "RecordFiles",
     "StoreVersion",
     "StoreWriter",
     "current_version",
@@ -61,6 +62,46 @@ DEFAULT_RETENTION = 5
 
 
 @dataclass(frozen=True)
+class RecordFiles:
+    """The files of records one load set aside, which a version keeps while it keeps that
+    load's report: its rejected records (``rejected/``) and its expired pending records
+    (``expired/``). The load names them when it publishes; ``gc`` keeps what kept versions
+    name and removes the rest.
+    """
+
+    rejected: tuple[str, ...] = ()
+    expired: tuple[str, ...] = ()
+
+    def names(self) -> tuple[str, ...]:
+        """Every file named, rejected then expired."""
+        return (*self.rejected, *self.expired)
+
+    def to_json(self) -> dict[str, list[str]]:
+        """As the manifest keeps it."""
+        return {"rejected": list(self.rejected), "expired": list(self.expired)}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> RecordFiles:
+        """Read back :meth:`to_json`."""
+        return cls(tuple(doc.get("rejected", ())), tuple(doc.get("expired", ())))
+
+
+def _record_files_of_reports(loads: Sequence[Mapping[str, Any]]) -> dict[int, RecordFiles]:
+    """The record files of a manifest written before manifests kept them (no
+    ``record_files``): the files its load reports name (``rejected.files``, ``expired.files``),
+    read once here so that the rest of the store reads them typed."""
+    found: dict[int, RecordFiles] = {}
+    for load in loads:
+        files = RecordFiles(
+            tuple(load.get("rejected", {}).get("files", ())),
+            tuple(load.get("expired", {}).get("files", ())),
+        )
+        if files.names():
+            found[int(load.get("version", 0))] = files
+    return found
+
+
+@dataclass(frozen=True)
 class Manifest:
     """What one published version holds.
 
@@ -74,7 +115,10 @@ class Manifest:
             (``attributes/2024/a.tsv``); stores written before keep the file's absolute
             path as the key, without root, relative and fingerprint (see
             loaders.listing.identity, which reads them).
-        loads: the reports of the most recent loads, oldest first.
+        loads: the reports of the most recent loads, oldest first (for people: the store
+            itself reads none of it).
+        record_files: the files of records set aside by the loads whose reports it keeps,
+            by the version each load published (loads that set none aside are absent).
         sealed: whether the manifest read carried its checksum (False: written before
             manifests had one, so it cannot be verified).
     """
@@ -84,6 +128,7 @@ class Manifest:
     trees: Mapping[int, ShardState] = field(default_factory=dict)
     inputs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     loads: tuple[Mapping[str, Any], ...] = ()
+    record_files: Mapping[int, RecordFiles] = field(default_factory=dict)
     sealed: bool = field(default=False, compare=False)
 
     def to_file(self) -> bytes:
@@ -98,6 +143,9 @@ class Manifest:
             "trees": {str(k): v.to_json() for k, v in sorted(self.trees.items())},
             "inputs": dict(self.inputs),
             "loads": list(self.loads),
+            "record_files": {
+                str(v): files.to_json() for v, files in sorted(self.record_files.items())
+            },
         }
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
@@ -106,12 +154,18 @@ class Manifest:
         """Decode a manifest file, verifying its checksum; ``where`` names the file in errors."""
         try:
             doc, sealed = unseal(data)
+            record_files = (
+                {int(v): RecordFiles.from_json(f) for v, f in doc["record_files"].items()}
+                if "record_files" in doc
+                else _record_files_of_reports(doc["loads"])  # written before they were kept
+            )
             return cls(
                 version=int(doc["version"]),
                 shards=int(doc["shards"]),
                 trees={int(k): ShardState.from_json(v) for k, v in doc["trees"].items()},
                 inputs=doc["inputs"],
                 loads=tuple(doc["loads"]),
+                record_files=record_files,
                 sealed=sealed,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -125,6 +179,10 @@ class Manifest:
         """Every side file this version keeps with its trees (see
         :class:`~treestore.storage.state.SideFiles`)."""
         return {name for state in self.trees.values() for name in state.side_files()}
+
+    def set_aside_files(self) -> set[str]:
+        """Every file of records set aside (rejected, expired) this version keeps."""
+        return {name for files in self.record_files.values() for name in files.names()}
 
 
 def read_config(pages: PageStore) -> dict[str, Any]:
@@ -315,19 +373,26 @@ class StoreWriter:
         inputs: Mapping[str, Mapping[str, Any]],
         report: Mapping[str, Any],
         failpoint: Any = None,
+        record_files: RecordFiles | None = None,
     ) -> Manifest:
-        """Publish the next version with the new states of the shards in ``trees``.
+        """Publish the next version with the new states of the shards in ``trees``, the load's
+        ``report`` and the files of records it set aside (``record_files``).
 
         The manifest is created exclusively, so of two writers publishing the same
         version number one fails; ``CURRENT`` then names it.
         """
         version = self.base.version + 1
+        oldest = version - _KEPT_LOAD_REPORTS  # one load a version: the loads kept below
+        kept_files = {v: f for v, f in self.base.record_files.items() if v > oldest}
+        if record_files is not None and record_files.names():
+            kept_files[version] = record_files
         manifest = Manifest(
             version=version,
             shards=self.shards,
             trees={**self.base.trees, **trees},
             inputs={**self.base.inputs, **inputs},
             loads=(*self.base.loads, {**report, "version": version})[-_KEPT_LOAD_REPORTS:],
+            record_files=kept_files,
         )
         if self.fence is not None:
             self.fence()

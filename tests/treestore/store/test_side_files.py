@@ -65,7 +65,10 @@ def test_a_manifest_of_todays_format_reads_and_writes_byte_for_byte() -> None:
     assert side.files == ("trees/shard-0000/0123456789ab-pending.arrow",)
     assert dict(side.meta) == {"records": 3, "time": 5000, "tree": "f00d"}
     assert manifest.trees[1].side == {}
-    assert manifest.to_json() == MANIFEST
+    # written again, it gains only the record files key (see test_record_files.py)
+    assert manifest.to_json() == MANIFEST.replace(
+        b'"loads": [],', b'"loads": [],\n "record_files": {},'
+    )
     assert manifest.side_files() == {"trees/shard-0000/0123456789ab-pending.arrow"}
     assert manifest.runs() == {
         "trees/shard-0000/aaaaaaaaaaaa-000",
