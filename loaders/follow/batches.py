@@ -22,6 +22,7 @@ from loaders.listing.files import located
 from loaders.load.driver import LoadResult, load_listed
 from loaders.load.inputs import InputFile
 from loaders.load.options import LoadOptions
+from loaders.load.report import StreamBatch
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message
 from treestore.failpoints import failpoint
@@ -118,7 +119,7 @@ class MicroBatches:
                     listed,
                     self._warnings,
                     options=self.options,
-                    extra_report={"stream": {"batch": batch_id, "newest_file_ns": newest}},
+                    stream=StreamBatch(batch_id, newest),
                 )
             except LoadError as exc:
                 found = unreadable_file(listed, exc)
@@ -157,23 +158,23 @@ class MicroBatches:
         self.summary.batches += 1
         files = sum(len(f) for f in listed)
         seconds = time.perf_counter() - started
-        if result.version is None:
+        report = result.load
+        if result.version is None or report is None:
             self.on_event(
                 Message(f"batch {batch_id}: {files} file(s) offered, nothing new to load")
             )
             return
-        report = result.report
-        read = sum(int(s.get("read", 0)) for s in report.get("sources", {}).values())
-        pending = report.get("pending", {})
+        read = sum(counts.read for counts in report.sources.values())
+        pending = report.pending
         lag = max(0.0, time.time() - newest / 1e9) if newest else 0.0
-        self.summary.files += sum(int(s.get("files", 0)) for s in report["sources"].values())
+        self.summary.files += sum(counts.files for counts in report.sources.values())
         self.summary.records += read
         self.summary.versions.append(result.version)
         self.on_event(
             Message(
                 f"batch {batch_id}: {files} file(s), {read:,} record(s), pending kept "
-                f"{pending.get('buffered', 0)} / applied {pending.get('applied', 0)} / expired "
-                f"{pending.get('expired', 0)}, version {result.version}, {seconds:.2f} s, "
+                f"{pending.buffered} / applied {pending.applied} / expired "
+                f"{pending.expired}, version {result.version}, {seconds:.2f} s, "
                 f"lag {lag:.1f} s"
             )
         )

@@ -14,11 +14,12 @@ The steps, all in one Spark job:
    (:mod:`loaders.load.task`) set the rejected records aside, drop duplicates and
    apply the records to the shard's tree in that order, writing new runs (a
    retried task never clobbers: run names are fresh).
-4. The driver folds the tasks' small reports into the load report; more than
-   ``max_rejected`` rejected records fail the load. Otherwise it publishes the
-   next version (new tree runs, the loaded input files with their record
-   counts, the report) atomically, then the dedup index. Nothing is published
-   if anything failed.
+4. The driver folds the tasks' typed results into the load's report
+   (:class:`~loaders.load.report.LoadReport`); more than ``max_rejected`` rejected
+   records fail the load. Otherwise it publishes the next version (new tree runs, the
+   loaded input files with their record counts, the report as JSON and the files of
+   records it set aside) atomically, then the dedup index. Nothing is published if
+   anything failed.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +56,13 @@ from loaders.load.protocol import (
     list_as_text,
 )
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
-from loaders.load.report import summarize
+from loaders.load.report import (
+    LoadReport,
+    RejectedRecords,
+    StreamBatch,
+    first_rejected,
+    summarize,
+)
 from loaders.load.shard_frames import SHARD, load_partitions, partition_by_shard, shard_column
 from loaders.load.task import shard_task
 from loaders.load.timing import Timer
@@ -70,7 +77,7 @@ from treestore.storage.tree import ShardState
 from treestore.store.layout import expired_file, expired_parts_folder, rejected_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import collect_garbage
-from treestore.store.versions import RecordFiles, StoreWriter
+from treestore.store.versions import StoreWriter
 
 if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
@@ -85,6 +92,11 @@ class LoadResult:
 
     version: int | None
     report: dict[str, Any] = field(default_factory=dict)
+    """The load's report as JSON, as its version keeps it, with every phase and what gc
+    removed (:meth:`LoadReport.to_json`); when nothing was new, the store's version and the
+    files found changed."""
+    load: LoadReport | None = None
+    """The same report, typed (``None`` when nothing was new)."""
 
 
 def _source_frame(
@@ -259,23 +271,23 @@ def load_listed(
     *,
     options: LoadOptions,
     phases: Timer | None = None,
-    extra_report: dict[str, Any] | None = None,
+    stream: StreamBatch | None = None,
 ) -> LoadResult:
     """Load the new files among ``listed`` (each source's files) through ``writer``, whose
     store's lock the caller holds; publish one version (or nothing, if none is new) and
-    collect old versions beyond ``options.keep_versions``. ``extra_report`` goes into the
-    report the version keeps (a follower's micro-batch id)."""
+    collect old versions beyond ``options.keep_versions``. ``stream``: the follower's
+    micro-batch this load is, kept in the version's report."""
 
     def log(line: str) -> None:
         on_event(Message(line))
 
     with spark_progress(spark, on_event):
         result = _load_locked(
-            spark, job, listed, phases or Timer(), writer, log, options, extra_report or {},
+            spark, job, listed, phases or Timer(), writer, log, options, stream,
         )  # fmt: skip
-    if result.version is not None:
-        removed = collect_garbage(writer.pages, options.keep_versions)
-        result.report["gc"] = removed
+    if result.load is not None:
+        load = replace(result.load, gc=collect_garbage(writer.pages, options.keep_versions))
+        result = LoadResult(result.version, load.to_json(), load)
     return result
 
 
@@ -287,7 +299,7 @@ def _load_locked(
     writer: StoreWriter,
     log: Callable[[str], None],
     options: LoadOptions,
-    extra_report: dict[str, Any],
+    stream: StreamBatch | None,
 ) -> LoadResult:
     max_rejected = options.max_rejected
     with phases.phase("list files"):
@@ -342,15 +354,14 @@ def _load_locked(
     ):
         rows = arranged.mapInArrow(shard_task(writer.pages, spec), TASK_SCHEMA).collect()
     failpoint("after-tasks")
-    report = summarize(job, scan.fresh, decode_results(rows), phases)
-    report["changed_files"] = scan.changed
-    rejected = report["rejected"]
-    if rejected["count"] > max_rejected:
-        raise LoadError(_too_many_rejected(writer.pages, rejected, max_rejected))
-    if report["expired"]["files"]:  # the shards' expired records, one file per version
+    summary = summarize(job, scan.fresh, decode_results(rows), phases)
+    report = replace(summary.report, changed_files=scan.changed, stream=stream)
+    if report.rejected.count > max_rejected:
+        raise LoadError(_too_many_rejected(writer.pages, report.rejected, max_rejected))
+    if report.expired:  # the shards' expired records, one file per version
         merged = expired_file(stamp)
-        merge_expired(writer.pages, report["expired"]["files"], merged)
-        report["expired"]["files"] = [merged]
+        merge_expired(writer.pages, list(report.expired), merged)
+        report = replace(report, expired=(merged,))
     taken = take_fingerprints(fingerprints, (f for files in scan.fresh.values() for f in files))
     inputs = {  # the files read; files found moved or with a new time: their new root
         **scan.refreshed,
@@ -358,7 +369,7 @@ def _load_locked(
             scan.keys[(index, f.path)]: loaded_entry(
                 job.sources[index].name,
                 f,
-                report["files"].get(f.path, 0),
+                summary.file_records.get(f.path, 0),
                 writer.base.version + 1,
                 taken.get(f.path),
             )
@@ -366,30 +377,25 @@ def _load_locked(
             for f in files
         },
     }
-    report.update(extra_report)
-    trees = {row["shard"]: ShardState.from_json(row["state"]) for row in report.pop("states")}
-    del report["files"]
-    new_runs = report.pop("dedup")
     with phases.phase("publish"):
-        kept = RecordFiles(tuple(report["rejected"]["files"]), tuple(report["expired"]["files"]))
-        manifest = writer.publish(trees, inputs, report, failpoint=failpoint, record_files=kept)
+        manifest = writer.publish(
+            summary.trees, inputs, report.to_json(), failpoint=failpoint,
+            record_files=report.record_files(),
+        )  # fmt: skip
         failpoint("between-data-and-index")
         if dedup_sources:
-            publish_index(writer.pages, index, job, new_runs, manifest.version)
-    report["version"] = manifest.version
-    report["phases"] = phases.seconds
-    return LoadResult(manifest.version, report)
+            publish_index(writer.pages, index, job, summary.index_runs, manifest.version)
+    report = replace(report, version=manifest.version, phases=dict(phases.seconds))
+    return LoadResult(manifest.version, report.to_json(), report)
 
 
-def _too_many_rejected(pages: PageStore, rejected: dict[str, Any], limit: int) -> str:
-    from loaders.load.report import first_rejected
-
+def _too_many_rejected(pages: PageStore, rejected: RejectedRecords, limit: int) -> str:
     shown = "; ".join(
         f"{r['file']}:{r['line']}: {r['reason']}" for r in first_rejected(pages, rejected, 3)
     )
     return (
-        f"{rejected['count']} records were rejected, more than --max-rejected {limit}; "
+        f"{rejected.count} records were rejected, more than --max-rejected {limit}; "
         f"nothing was published. First: {shown}. All kept ones are in "
-        f"{pages.location}/{rejected['folder']}/ (until the next gc). Fix the input, or raise "
+        f"{pages.location}/{rejected.folder}/ (until the next gc). Fix the input, or raise "
         "--max-rejected to load the good records and set the bad ones aside."
     )

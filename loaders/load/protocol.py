@@ -11,10 +11,12 @@ tree work), and next to nothing on a null string.
 
 Task -> driver: rows of :data:`TASK_SCHEMA`, each one msgpack-encoded payload of a
 known kind: a :class:`ShardResult` per shard the task wrote, and one
-:class:`TaskTotals` for the whole task (counts per file and source, its dedup index
-runs and rejected records). :func:`decode_results` reads them back. The load report
-that is published (kept in the manifest, printed by ``treestore load``) is built from
-these by :func:`loaders.load.report.summarize`; it is plain JSON, not these types.
+:class:`TaskTotals` for the whole task (counts per file and per source, as
+:class:`SourceCounts`, its dedup index runs and rejected records).
+:func:`decode_results` reads them back as these types, and
+:func:`loaders.load.report.summarize` folds them into the typed
+:class:`~loaders.load.report.LoadReport`, which becomes JSON only as it is published
+(kept in the manifest, printed by ``treestore load``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "TASK_SCHEMA",
     "PendingCounts",
     "ShardResult",
+    "SourceCounts",
     "TaskSpec",
     "TaskTotals",
     "decode_results",
@@ -88,6 +91,14 @@ class PendingCounts:
     expired: int = 0
     waiting: int = 0
 
+    def __add__(self, other: PendingCounts) -> PendingCounts:
+        return PendingCounts(
+            self.buffered + other.buffered,
+            self.applied + other.applied,
+            self.expired + other.expired,
+            self.waiting + other.waiting,
+        )
+
 
 @dataclass(frozen=True)
 class ShardResult:
@@ -114,11 +125,33 @@ class ShardResult:
 
 
 @dataclass(frozen=True)
+class SourceCounts:
+    """What happened to one source's records, in a task or in a whole load (the published
+    report's counts per source, in this order)."""
+
+    files: int = 0  # new input files (set by the driver: a task reads parts of files)
+    read: int = 0
+    rejected: int = 0
+    duplicates_in_load: int = 0
+    duplicates_of_earlier_loads: int = 0
+    kept: int = 0  # not duplicates: the map's filters then keep or drop them
+    dropped: int = 0
+    applied: int = 0
+    missed_updates: int = 0  # update-only records that found no node (and do not wait)
+    pending: int = 0  # update-only records kept to be retried in later loads
+
+    def __add__(self, other: SourceCounts) -> SourceCounts:
+        return SourceCounts(
+            **{k: v + getattr(other, k) for k, v in asdict(self).items()}  # every count
+        )
+
+
+@dataclass(frozen=True)
 class TaskTotals:
     """What a whole task saw: records per file and per source, dedup runs, rejects."""
 
     files: dict[str, int]
-    sources: dict[str, dict[str, int]]
+    sources: dict[str, SourceCounts]
     dedup: dict[int, dict[str, list[str]]]  # shard -> source -> its index runs
     rejected_count: int
     rejected_file: str | None
@@ -144,6 +177,9 @@ def decode_results(rows: list[Any]) -> tuple[list[ShardResult], list[TaskTotals]
             payload["pending"] = PendingCounts(**payload["pending"])
             shards.append(ShardResult(**payload))
         else:
+            payload["sources"] = {
+                name: SourceCounts(**counts) for name, counts in payload["sources"].items()
+            }
             totals.append(TaskTotals(**payload))
     return shards, totals
 

@@ -28,6 +28,7 @@ from loaders.load.protocol import (
     ORDER,
     PendingCounts,
     ShardResult,
+    SourceCounts,
     TaskSpec,
     TaskTotals,
     encode_results,
@@ -241,7 +242,7 @@ def shard_task(
         totals = TaskTotals(
             files={spec.files[n]: count for n, count in per_file.items()},
             sources={
-                name: dict(counts)
+                name: SourceCounts(**counts)
                 for name, counts in zip(spec.source_names, per_source, strict=True)
             },
             dedup=dedup.commit(),

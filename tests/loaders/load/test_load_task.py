@@ -63,7 +63,7 @@ def test_a_task_holding_several_shards_keeps_their_records_apart(demo_dir: Path)
         for shard, tree in trees.items()
     }
     assert names == {2: ["a", "c", "e"], 7: ["b", "d"]}
-    assert counts.files == {"f.tsv": 5} and counts.sources["attributes"]["applied"] == 5
+    assert counts.files == {"f.tsv": 5} and counts.sources["attributes"].applied == 5
 
 
 def test_a_task_lends_its_memtables_half_the_cache_so_they_spill_later(demo_dir: Path) -> None:

@@ -6,6 +6,7 @@ from loaders.load.protocol import (
     TASK_SCHEMA,
     PendingCounts,
     ShardResult,
+    SourceCounts,
     TaskTotals,
     decode_results,
     encode_results,
@@ -31,7 +32,7 @@ def _result(shard: int) -> ShardResult:
 def test_results_and_totals_round_trip_through_a_task_batch() -> None:
     totals = TaskTotals(
         files={"a.tsv": 5},
-        sources={"attributes": {"read": 5, "applied": 4}},
+        sources={"attributes": SourceCounts(read=5, applied=4)},
         dedup={3: {"attributes": ["run-1"]}},  # shard numbers stay whole numbers
         rejected_count=1,
         rejected_file="rejected/x/part-1.jsonl",
