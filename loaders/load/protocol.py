@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from loaders.tree.builder import TreeBuilder
+from loaders.tree.pending import PendingCounts
 from treestore.storage.tree import ShardState
 from treestore.store.layout import EXPIRED
 
@@ -83,24 +84,6 @@ class TaskSpec:
 
 
 @dataclass(frozen=True)
-class PendingCounts:
-    """A shard's pending update-only records in one load."""
-
-    buffered: int = 0
-    applied: int = 0
-    expired: int = 0
-    waiting: int = 0
-
-    def __add__(self, other: PendingCounts) -> PendingCounts:
-        return PendingCounts(
-            self.buffered + other.buffered,
-            self.applied + other.applied,
-            self.expired + other.expired,
-            self.waiting + other.waiting,
-        )
-
-
-@dataclass(frozen=True)
 class ShardResult:
     """What a task did to one shard's tree: its new state and what changed."""
 
@@ -113,7 +96,7 @@ class ShardResult:
     nodes_updated: int
     bytes_written: int
     compacted: bool
-    pending: PendingCounts
+    pending: PendingCounts  # the pending room's counts (loaders.tree.pending)
     task_seconds: dict[str, float] = field(default_factory=dict)
     expired_file: str | None = None  # the shard's expired pending records (Parquet)
 

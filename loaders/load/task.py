@@ -26,7 +26,6 @@ from loaders.load.protocol import (
     KEEP,
     MARKER,
     ORDER,
-    PendingCounts,
     ShardResult,
     SourceCounts,
     TaskSpec,
@@ -37,7 +36,7 @@ from loaders.load.protocol import (
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.shard_frames import SHARD
 from loaders.load.timing import Timer
-from loaders.tree.pending import ORIGIN
+from loaders.tree.pending import with_origin
 from loaders.tree.shard_load import ShardLoad
 from treestore.arrays import distinct_sorted
 from treestore.failpoints import failpoint
@@ -111,13 +110,12 @@ class _ShardWork:
             self.queued_order = int(order)
             queued = part.select([SHARD, *self.fields])
             if self.spec.builder.keeps_pending:  # a waiting record keeps where it was read
-                origin = (
+                queued = with_origin(
+                    queued,
                     pa.DictionaryArray.from_arrays(part.column(ORDER), self.source_names),
                     pa.DictionaryArray.from_arrays(part.column(FILE_COLUMN), self.files),
                     part.column(LINE),
                 )
-                for name, column in zip(ORIGIN, origin, strict=True):
-                    queued = queued.append_column(name, column)
             self.queued.append(queued)
             self.queued_rows += part.num_rows
 
@@ -155,7 +153,7 @@ class _ShardWork:
         for shard, load in self.loads.items():
             state = load.finish()
             stats, tree = load.stats, load.tree
-            expired_file, _ = load.write_expired(self.spec.expired_folder)
+            expired_file = load.write_expired(self.spec.expired_folder)
             failpoint("in-task")
             yield ShardResult(
                 shard=shard,
@@ -167,12 +165,7 @@ class _ShardWork:
                 nodes_updated=tree.stats.nodes_updated,
                 bytes_written=tree.stats.bytes_written,
                 compacted=tree.stats.compacted,
-                pending=PendingCounts(
-                    buffered=stats.pending_buffered,
-                    applied=stats.pending_applied,
-                    expired=stats.pending_expired,
-                    waiting=load.waiting,
-                ),
+                pending=load.pending_counts(),
                 expired_file=expired_file,
             )
 

@@ -24,7 +24,8 @@ same batch only from the record that made it on (the node's birth, the earliest 
 that visited it with ``create``; see :class:`_Batch`), and every node older than the
 batch.
 
-Records that find no node at a pending element are kept (see
+Records that find no node at a pending element are kept in the
+:class:`~loaders.tree.pending.PendingRecords` the caller gives (see
 :mod:`loaders.tree.pending`); :meth:`TreeBuilder.retry_pending` is the separate step
 that retries them.
 """
@@ -34,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,17 @@ import pyarrow.compute as pc
 import xxhash
 
 from loaders.job.model import AttachmentSpec, ElementSpec
-from loaders.tree import pending
+from loaders.tree.pending import (
+    ELEMENT,
+    LABEL,
+    LOADS_LEFT,
+    NAME,
+    PARENT,
+    PARENT_NAME,
+    PARENT_OF,
+    WEIGHT,
+    PendingRecords,
+)
 from treestore.arrays import unique_first_inverse
 from treestore.attachments import NotANumber, update_attachment
 from treestore.storage.tree import ANY_AGE, Handles, ShardTree
@@ -59,7 +70,8 @@ _NO_ROW = np.iinfo(np.int64).max
 
 @dataclass
 class ApplyStats:
-    """What applying records to one tree did (nodes created are counted by the tree)."""
+    """What applying records to one tree did, in counts (nodes created are counted by the
+    tree; the pending records themselves are a :class:`~loaders.tree.pending.PendingRecords`)."""
 
     records: int = 0
     missed_updates: int = 0
@@ -67,11 +79,6 @@ class ApplyStats:
     pending_buffered: int = 0  # records kept for later loads (``pending`` elements)
     pending_applied: int = 0  # waiting records whose node now exists
     pending_expired: int = 0  # waiting records dropped: loads ran out, or past the watermark
-    pending: list[pa.Table] = field(default_factory=list)
-    """The records that wait for a later load (see :mod:`loaders.tree.pending`)."""
-    expired: list[pa.Table] = field(default_factory=list)
-    """The waiting records that expired here: their fields, weight and why
-    (:func:`loaders.tree.pending.expired_rows`)."""
 
 
 @dataclass
@@ -131,7 +138,8 @@ class _Batch:
     visit of row ``r`` reaches a node made in this batch only if a row up to ``r`` made
     it (its *birth*, the earliest row that visited it with ``create``). Nodes older than
     the batch are reached if their id is below ``created_before``. ``retry``: set when
-    the batch retries pending records.
+    the batch retries pending records. ``pending``: where records that find no node at a
+    pending element are kept.
     """
 
     def __init__(
@@ -141,9 +149,10 @@ class _Batch:
         stats: ApplyStats,
         created_before: int,
         retry: _Retry | None = None,
+        pending: PendingRecords | None = None,
     ) -> None:
         self.tree, self.table, self.stats = tree, table, stats
-        self.created_before, self.retry = created_before, retry
+        self.created_before, self.retry, self.pending = created_before, retry, pending
         self.missed = np.zeros(table.num_rows, dtype=bool)
         self._flags: dict[str, np.ndarray] = {}
         self.first_id = tree.next_id  # the nodes this batch makes have this id or more
@@ -231,6 +240,7 @@ class TreeBuilder:
         weights: Sequence[int],
         stats: ApplyStats,
         created_before: int = ANY_AGE,
+        pending: PendingRecords | None = None,
     ) -> None:
         """Apply record tuples (each standing for ``weights[i]`` identical ones) to ``tree``
         (see :meth:`apply_table`)."""
@@ -250,7 +260,8 @@ class TreeBuilder:
             else:
                 columns[name] = pa.array(values, pa.string())
         table = pa.table(columns) if columns else pa.table({"_": pa.nulls(len(records))})
-        self.apply_table(tree, table, np.asarray(weights, dtype=np.int64), stats, created_before)
+        weights_array = np.asarray(weights, dtype=np.int64)
+        self.apply_table(tree, table, weights_array, stats, created_before, pending)
 
     def apply_table(
         self,
@@ -259,18 +270,21 @@ class TreeBuilder:
         weights: np.ndarray | None,
         stats: ApplyStats,
         created_before: int = ANY_AGE,
+        pending: PendingRecords | None = None,
     ) -> None:
         """Apply the records of ``table`` (columns :attr:`fields`, and where each was read,
         :data:`~loaders.tree.pending.ORIGIN`, if given: kept with pending records) to ``tree``.
 
         ``weights`` says how many identical records each row stands for (default 1).
         Update-only elements skip nodes with an id of ``created_before`` or more (those the
-        records' source made: give the tree's next node id when the source began).
+        records' source made: give the tree's next node id when the source began). Records
+        that find no node at a pending element are kept in ``pending`` (needed when the
+        builder :attr:`keeps_pending`).
         """
         size = table.num_rows
         if weights is None:
             weights = np.ones(size, dtype=np.int64)
-        batch = _Batch(tree, table, stats, created_before)
+        batch = _Batch(tree, table, stats, created_before, pending=pending)
         start = _Frontier(
             np.arange(size, dtype=np.int64),
             np.zeros(size, dtype=np.int64),
@@ -420,39 +434,27 @@ class TreeBuilder:
         one with none left expires)."""
         if not len(missed):
             return
-        if batch.retry is not None and batch.retry.place == element.place:
-            left = batch.table.column(pending.LOADS_LEFT).to_numpy()[missed.rows]
+        assert batch.pending is not None, "records that wait need a PendingRecords to go to"
+        retried = batch.retry is not None and batch.retry.place == element.place
+        if retried:
+            assert batch.retry is not None
+            left = batch.table.column(LOADS_LEFT).to_numpy()[missed.rows]
             left = left - 1 if batch.retry.costs_load else left
-            expired = left <= 0
-            batch.stats.pending_expired += int(missed.weights[expired].sum())
-            if expired.any():
-                gone = batch.table.take(pa.array(missed.rows[expired]))
-                batch.stats.expired.append(
-                    pending.expired_rows(gone, self.fields, "its loads ran out", element.place)
-                )
         else:
             left = np.full(len(missed), element.pending_loads or _NO_LIMIT, dtype=np.int64)
-            expired = np.zeros(len(missed), dtype=bool)
-            batch.stats.pending_buffered += int(missed.weights.sum())
-        kept = missed.where(~expired)
-        if not len(kept):
-            return
-        carried = [name for name in pending.ORIGIN if name in batch.table.column_names]
-        table = batch.table.select([*self.fields, *carried]).take(pa.array(kept.rows))
-        extra = {
-            pending.ELEMENT: pa.array(
-                [element.place + (pending.LABEL if label else "")] * len(kept), pa.string()
-            ),
-            pending.PARENT: pa.array(missed.handles.ids[kept.nodes], pa.int64()),
-            pending.PARENT_OF: pa.array(missed.handles.parents[kept.nodes], pa.int64()),
-            pending.PARENT_NAME: missed.handles.names.take(kept.nodes),
-            pending.NAME: names.filter(pa.array(~expired)).cast(pa.string()),
-            pending.WEIGHT: pa.array(kept.weights, pa.int64()),
-            pending.LOADS_LEFT: pa.array(left[~expired], pa.int64()),
-        }
-        for name, column in extra.items():
-            table = table.append_column(name, column)
-        batch.stats.pending.append(table)
+        kept, expired = batch.pending.keep(
+            batch.table.take(pa.array(missed.rows)),
+            self.fields,
+            element.place,
+            label,
+            missed.handles.take(missed.nodes),
+            names,
+            missed.weights,
+            left,
+        )
+        batch.stats.pending_expired += expired
+        if not retried:
+            batch.stats.pending_buffered += kept
 
     def retry_pending(
         self,
@@ -462,36 +464,38 @@ class TreeBuilder:
         stats: ApplyStats,
         costs_load: bool = True,
         created_before: int = ANY_AGE,
+        *,
+        pending: PendingRecords,
     ) -> None:
         """Retry the pending records of earlier loads (rows as :mod:`loaders.tree.pending` stores
         them, kept under the tree whose :attr:`fingerprint` is given) against ``tree``: those
         whose node exists now go on through the rest of the tree; the others wait for the
-        next load (in ``stats.pending``), or expire. Call it after every source of the load,
-        with ``created_before`` the tree's next node id then. ``costs_load`` false: records
-        kept in this very load, retried at its end, keep their loads."""
-        elements = table.column(pending.ELEMENT)
+        next load (in ``pending``), or expire (into ``pending`` too). Call it after every
+        source of the load, with ``created_before`` the tree's next node id then.
+        ``costs_load`` false: records kept in this very load, retried at its end, keep their
+        loads."""
+        elements = table.column(ELEMENT)
         for where in pc.unique(elements).to_pylist():
             part = table.filter(pc.equal(elements, where))
-            weights = part.column(pending.WEIGHT).to_numpy()
-            at_label = where.endswith(pending.LABEL)
-            resume = self._resume.get(where.removesuffix(pending.LABEL) if at_label else where)
+            weights = part.column(WEIGHT).to_numpy()
+            at_label = where.endswith(LABEL)
+            resume = self._resume.get(where.removesuffix(LABEL) if at_label else where)
             if resume is None or fingerprint != self.fingerprint:
-                stats.pending_expired += int(weights.sum())  # the job's tree changed
-                stats.expired.append(
-                    pending.expired_rows(part, self.fields, "the job's tree changed", where)
-                )
+                why = "the job's tree changed"
+                stats.pending_expired += pending.expire(part, self.fields, why, where)
                 continue
             element, rest = resume
-            batch = _Batch(tree, part, stats, created_before, _Retry(element.place, costs_load))
-            parents = part.column(pending.PARENT).to_numpy()
+            retry = _Retry(element.place, costs_load)
+            batch = _Batch(tree, part, stats, created_before, retry, pending)
+            parents = part.column(PARENT).to_numpy()
             ids, first, nodes = unique_first_inverse(parents)
             handles = Handles(
                 ids,
-                part.column(pending.PARENT_OF).to_numpy()[first],
-                part.column(pending.PARENT_NAME).take(pa.array(first)).combine_chunks(),
+                part.column(PARENT_OF).to_numpy()[first],
+                part.column(PARENT_NAME).take(pa.array(first)).combine_chunks(),
             )
             frontier = _Frontier(np.arange(part.num_rows), nodes, weights, handles)
-            names = part.column(pending.NAME).combine_chunks()
+            names = part.column(NAME).combine_chunks()
             frontier = self._visit(batch, element, frontier, names, label=at_label)
             if at_label:
                 frontier = self._apply_own(batch, element, frontier)

@@ -1,5 +1,13 @@
 """Pending records: update-only records that arrived before their node, kept for later loads.
 
+Their whole life is here: kept (:meth:`PendingRecords.keep`, as the builder meets them),
+retried (:meth:`~loaders.tree.builder.TreeBuilder.retry_pending`, which a shard's load
+calls for them), applied or expired (:meth:`PendingRecords.expire`,
+:meth:`PendingRecords.expire_late`), stored with the shard's tree
+(:meth:`PendingRecords.store`, :class:`PendingState`), counted (:class:`PendingCounts`),
+and the expired ones written (:meth:`PendingRecords.write_expired`,
+:func:`merge_expired`).
+
 A ``create: false`` element with ``pending: {"loads": N}`` does not drop a record
 whose node does not exist (Hydra's behaviour, and ours without ``pending``): the
 record's path, from that element on, is kept with the shard's tree and retried at
@@ -32,7 +40,7 @@ rather than being retried against elements that may mean something else now.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +48,7 @@ import pyarrow.compute as pc
 
 from treestore.storage.pagestore import PageStore
 from treestore.storage.state import ShardState, SideFiles
+from treestore.storage.visits import Handles
 from treestore.store.layout import tree_folder
 
 __all__ = [
@@ -53,11 +62,15 @@ __all__ = [
     "PARENT_OF",
     "SIDE_NAME",
     "WEIGHT",
+    "PendingCounts",
+    "PendingRecords",
     "PendingState",
     "expired_rows",
     "latest_time",
+    "merge_expired",
     "past_watermark",
     "read_pending",
+    "with_origin",
     "write_pending",
 ]
 
@@ -115,6 +128,137 @@ class PendingState:
         return SideFiles(
             self.files, {"records": self.records, "time": self.time, "tree": self.tree}
         )
+
+
+@dataclass(frozen=True)
+class PendingCounts:
+    """A shard's pending update-only records in one load (summed weights): kept in it for
+    later loads, applied (of earlier loads, or kept earlier in it), expired, and left
+    waiting."""
+
+    buffered: int = 0
+    applied: int = 0
+    expired: int = 0
+    waiting: int = 0
+
+    def __add__(self, other: PendingCounts) -> PendingCounts:
+        return PendingCounts(
+            self.buffered + other.buffered,
+            self.applied + other.applied,
+            self.expired + other.expired,
+            self.waiting + other.waiting,
+        )
+
+
+@dataclass
+class PendingRecords:
+    """A shard's pending records as one load moves them along, as tables: those that wait
+    (kept in this load, or still waiting from an earlier one) and those that expired
+    (:func:`expired_rows`). Their counts are the load's stats
+    (:class:`~loaders.tree.builder.ApplyStats`)."""
+
+    waiting: list[pa.Table] = field(default_factory=list)
+    expired: list[pa.Table] = field(default_factory=list)
+
+    def keep(
+        self,
+        records: pa.Table,
+        fields: list[str],
+        place: str,
+        label: bool,
+        parents: Handles,
+        names: pa.Array,
+        weights: np.ndarray,
+        loads_left: np.ndarray,
+    ) -> tuple[int, int]:
+        """Keep ``records`` (each with all its columns), whose paths found no node at the
+        pending element at ``place`` (``label``: at the node its ``name`` puts above its
+        own) under ``parents[i]``, looking for ``names[i]``, with ``loads_left[i]`` loads to
+        go; those with none left expire. Returns the weights kept and expired."""
+        expired = loads_left <= 0
+        if expired.any():
+            gone = records.filter(pa.array(expired))
+            self.expired.append(expired_rows(gone, fields, "its loads ran out", place))
+        kept = ~expired
+        if kept.any():
+            carried = [name for name in ORIGIN if name in records.column_names]
+            table = records.select([*fields, *carried]).filter(pa.array(kept))
+            where = np.flatnonzero(kept)
+            extra = {
+                ELEMENT: pa.array([place + (LABEL if label else "")] * len(where), pa.string()),
+                PARENT: pa.array(parents.ids[where], pa.int64()),
+                PARENT_OF: pa.array(parents.parents[where], pa.int64()),
+                PARENT_NAME: parents.names.take(pa.array(where)),
+                NAME: names.take(pa.array(where)).cast(pa.string()),
+                WEIGHT: pa.array(weights[where], pa.int64()),
+                LOADS_LEFT: pa.array(loads_left[where], pa.int64()),
+            }
+            for name, column in extra.items():
+                table = table.append_column(name, column)
+            self.waiting.append(table)
+        return int(weights[kept].sum()), int(weights[expired].sum())
+
+    def take_waiting(self) -> list[pa.Table]:
+        """The waiting records so far, which leave this value (to be retried)."""
+        taken, self.waiting = self.waiting, []
+        return taken
+
+    def expire(self, table: pa.Table, fields: list[str], why: str, place: str) -> int:
+        """Waiting records (``table``, all at the element at ``place``) that expire for
+        ``why``; returns their weight."""
+        self.expired.append(expired_rows(table, fields, why, place))
+        return int(pc.sum(table.column(WEIGHT)).as_py() or 0)
+
+    def expire_late(
+        self,
+        field_name: str,
+        delays: dict[str, int],
+        latest: int | None,
+        time_only: set[str],
+        fields: list[str],
+    ) -> int:
+        """Expire the waiting records that the watermark (``latest`` minus their element's
+        delay) has passed, and those of elements that wait only on it which have no time
+        (see :func:`past_watermark`); returns their weight."""
+        kept, weight = [], 0
+        for table in self.waiting:
+            late = past_watermark(table, field_name, delays, latest, time_only)
+            if late.any():
+                gone = table.filter(pa.array(late))
+                for place in pc.unique(gone.column(ELEMENT)).to_pylist():
+                    at = gone.filter(pc.equal(gone.column(ELEMENT), place))
+                    weight += self.expire(at, fields, "the watermark passed it", place)
+            kept.append(table.filter(pa.array(~late)))
+        self.waiting = kept
+        return weight
+
+    def store(self, pages: PageStore, shard: int, fingerprint: str) -> tuple[tuple[str, ...], int]:
+        """Write the waiting records as the shard's new pending files (:func:`write_pending`);
+        their names and how many records wait."""
+        return write_pending(pages, shard, self.waiting, fingerprint)
+
+    def write_expired(self, pages: PageStore, name: str) -> int:
+        """Write the records that expired as one Parquet file ``name`` in the store (if any
+        did); returns how many rows it holds (0: none expired, nothing written)."""
+        tables = [t for t in self.expired if t.num_rows]
+        if not tables:
+            return 0
+        import pyarrow.parquet as pq
+
+        table = pa.concat_tables(tables, promote_options="permissive")
+        with pages.writer(name) as out:  # a retried task writes the same name again
+            pq.write_table(table, out)
+        return table.num_rows
+
+
+def with_origin(
+    records: pa.RecordBatch, source: pa.Array, file: pa.Array, line: pa.Array
+) -> pa.RecordBatch:
+    """``records`` with where each was read (its source's name, its file and line), which a
+    waiting record keeps (:data:`ORIGIN`)."""
+    for name, column in zip(ORIGIN, (source, file, line), strict=True):
+        records = records.append_column(name, column)
+    return records
 
 
 def read_pending(table: pa.Table) -> tuple[pa.Table, str]:

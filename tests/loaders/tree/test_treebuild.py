@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from loaders.job.model import load_job
 from loaders.tree.builder import ApplyStats, TreeBuilder
+from loaders.tree.pending import PendingRecords
 from query import parse_path, run_path
 from treestore.storage.pagestore import MemoryPageStore
 from treestore.storage.tree import ShardTree
@@ -188,22 +189,26 @@ def test_pending_records_of_an_element_the_job_no_longer_has_expire() -> None:
     job = copy.deepcopy(DEMO_JOB)
     job["tree"]["root"][1]["list"][1][0]["pending"] = {"loads": 3}
     with_pending = builder_of(job)
-    tree, stats = ShardTree(MemoryPageStore()), ApplyStats()
+    tree, stats, kept = ShardTree(MemoryPageStore()), ApplyStats(), PendingRecords()
     early = _record(with_pending, "MAPPING", UID="9", PUID="p")
-    with_pending.apply_batch(tree, [early, early], [2, 1], stats, created_before=tree.next_id)
+    with_pending.apply_batch(tree, [early, early], [2, 1], stats, tree.next_id, kept)
     assert (stats.pending_buffered, stats.missed_updates) == (3, 0)
-    waiting = pa.concat_tables(stats.pending)
+    waiting = pa.concat_tables(kept.waiting)
     assert waiting.column(pending.WEIGHT).to_pylist() == [2, 1]  # each row keeps its weight
     assert waiting.column(pending.LOADS_LEFT).to_pylist() == [3, 3]
 
     tree = ShardTree(tree.pages, tree.commit())
-    later = ApplyStats()
-    builder_of(DEMO_JOB).retry_pending(tree, waiting, with_pending.fingerprint, later)
-    assert (later.pending_applied, later.pending_expired, later.pending) == (0, 3, [])
-    retried = ApplyStats()
-    with_pending.retry_pending(tree, waiting, with_pending.fingerprint, retried)  # one load less
+    later, later_kept = ApplyStats(), PendingRecords()
+    builder_of(DEMO_JOB).retry_pending(
+        tree, waiting, with_pending.fingerprint, later, pending=later_kept
+    )
+    assert (later.pending_applied, later.pending_expired, later_kept.waiting) == (0, 3, [])
+    retried, retried_kept = ApplyStats(), PendingRecords()
+    with_pending.retry_pending(
+        tree, waiting, with_pending.fingerprint, retried, pending=retried_kept
+    )  # one load less
     assert retried.pending_expired == 0
-    assert pa.concat_tables(retried.pending).column(pending.LOADS_LEFT).to_pylist() == [2, 2]
+    assert pa.concat_tables(retried_kept.waiting).column(pending.LOADS_LEFT).to_pylist() == [2, 2]
 
 
 @settings(max_examples=60, deadline=None)
@@ -246,13 +251,15 @@ def test_records_that_waited_give_the_tree_of_records_that_came_after_their_node
     ]
 
     def load(tree: ShardTree, batch: list[tuple[object, ...]], retry: bool) -> ShardTree:
-        stats = ApplyStats()
-        builder.apply_batch(tree, batch, [1] * len(batch), stats, created_before=tree.next_id)
+        stats, kept = ApplyStats(), PendingRecords()
+        builder.apply_batch(tree, batch, [1] * len(batch), stats, tree.next_id, kept)
         if retry:
             after = tree.next_id
             for table in waiting:
-                builder.retry_pending(tree, table, builder.fingerprint, stats, created_before=after)
-        waiting[:] = stats.pending
+                builder.retry_pending(
+                    tree, table, builder.fingerprint, stats, created_before=after, pending=kept
+                )
+        waiting[:] = kept.waiting
         return ShardTree(tree.pages, tree.commit())
 
     waiting: list[pa.Table] = []
