@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import reduce
 from pathlib import Path
@@ -48,9 +49,9 @@ from loaders.load.options import DEFAULT_MAX_REJECTED, LoadOptions
 from loaders.load.progress import spark_progress
 from loaders.load.protocol import (
     KEEP,
-    MARKER,
     ORDER,
     TASK_SCHEMA,
+    ShardResult,
     TaskSpec,
     decode_results,
     list_as_text,
@@ -64,16 +65,15 @@ from loaders.load.report import (
     summarize,
 )
 from loaders.load.shard_frames import SHARD, load_partitions, partition_by_shard, shard_column
-from loaders.load.task import shard_task
+from loaders.load.task import pending_task, shard_task
 from loaders.load.timing import Timer
 from loaders.tree.builder import TreeBuilder
-from loaders.tree.pending import PendingState, merge_expired
+from loaders.tree.pending import merge_expired
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.failpoints import failpoint
 from treestore.spark import check_executors_python, spark_errors
 from treestore.storage.pagestore import PageStore
-from treestore.storage.tree import ShardState
 from treestore.store.layout import expired_file, expired_parts_folder, rejected_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import collect_garbage
@@ -196,33 +196,6 @@ def _mapped(
     return frame.select(*columns), tuple(k for k in builder.key_fields if k in record.arrays)
 
 
-def _with_markers(
-    spark: SparkSession, mapped: DataFrame, trees: Mapping[int, ShardState]
-) -> DataFrame:
-    """``mapped`` and one marker row for each shard with pending records of earlier loads,
-    so that each of them has a task that retries them (:data:`MARKER`)."""
-    from pyspark.sql import functions as F
-
-    waiting = sorted(shard for shard, state in trees.items() if PendingState.of(state).files)
-    if not waiting:
-        return mapped
-    markers = spark.range(0, len(waiting), 1, 1).select(
-        *[
-            (
-                F.element_at(F.array(*[F.lit(s) for s in waiting]), F.col("id").cast("int") + 1)
-                if spec.name == SHARD
-                else F.lit(MARKER)
-                if spec.name == ORDER
-                else F.lit(None)
-            )
-            .cast(spec.dataType)
-            .alias(spec.name)
-            for spec in mapped.schema.fields
-        ]
-    )
-    return mapped.unionByName(markers)
-
-
 def run_load(
     spark: SparkSession,
     job: JobSpec,
@@ -329,7 +302,6 @@ def _load_locked(
         ]
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     mapped, text_lists = _mapped(union, job, builder)
-    mapped = _with_markers(spark, mapped, writer.base.trees)
     size = sum(f.size for files in scan.fresh.values() for f in files)
     tasks = load_partitions(spark, job.shards, size)
     arranged = partition_by_shard(spark, mapped, job.shards, tasks)
@@ -347,14 +319,17 @@ def _load_locked(
         expired_folder=expired_parts_folder(stamp),
         max_rejected=max_rejected,
         list_fields=text_lists,
+        partitions=tasks,
     )
     with (
         phases.phase("read, map and apply (Spark)"),
         spark_errors(LoadError, "The load's Spark job"),
     ):
         rows = arranged.mapInArrow(shard_task(writer.pages, spec), TASK_SCHEMA).collect()
+        results = decode_results(rows)
+        results[0].extend(_retry_unserved(spark, writer.pages, spec, results[0]))
     failpoint("after-tasks")
-    summary = summarize(job, scan.fresh, decode_results(rows), phases)
+    summary = summarize(job, scan.fresh, results, phases)
     report = replace(summary.report, changed_files=scan.changed, stream=stream)
     if report.rejected.count > max_rejected:
         raise LoadError(_too_many_rejected(writer.pages, report.rejected, max_rejected))
@@ -387,6 +362,30 @@ def _load_locked(
             publish_index(writer.pages, index, job, summary.index_runs, manifest.version)
     report = replace(report, version=manifest.version, phases=dict(phases.seconds))
     return LoadResult(manifest.version, report.to_json(), report)
+
+
+def _retry_unserved(
+    spark: SparkSession, pages: PageStore, spec: TaskSpec, served: list[ShardResult]
+) -> list[ShardResult]:
+    """Retry the pending records of the shards no task of the load served, as a small Spark
+    job of their own; their results.
+
+    Each task of the load retries the shards with pending records that its partition serves
+    (:attr:`TaskSpec.partitions`), whether records reach them or not: Spark runs a task for
+    every partition of the repartition by shard, empty or not. Only when the load's input
+    holds no record at all does Spark run none (it plans an empty shuffle as no partitions),
+    and only then does this step run.
+    """
+    shards = [result.shard for result in served]
+    twice = sorted(shard for shard, n in Counter(shards).items() if n > 1)
+    if twice:  # one of the two trees would be lost: publish nothing
+        raise LoadError(f"Two tasks of the load wrote shard(s) {twice}; nothing was published.")
+    unserved = sorted(set(spec.waiting_shards()) - set(shards))
+    if not unserved:
+        return []
+    frame = spark.createDataFrame([(shard,) for shard in unserved], f"{SHARD} int")
+    rows = frame.mapInArrow(pending_task(pages, spec), TASK_SCHEMA).collect()
+    return decode_results(rows)[0]
 
 
 def _too_many_rejected(pages: PageStore, rejected: RejectedRecords, limit: int) -> str:

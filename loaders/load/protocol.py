@@ -1,9 +1,10 @@
 """What the load driver and its Spark tasks say to each other, typed, in one place.
 
 Driver -> task: the columns every record row carries besides the job's fields
-(:data:`ORDER`, :data:`KEEP`; a row whose order is :data:`MARKER` only makes sure
-a shard with pending records gets a task) and a :class:`TaskSpec`, pickled to the
-executors with the task's function. A field that holds lists travels as JSON text
+(:data:`ORDER`, :data:`KEEP`) and a :class:`TaskSpec`, pickled to the executors with
+the task's function. Only records travel as rows: a task knows from its partition
+(:attr:`TaskSpec.partitions`) which shards it serves, and so which shards with pending
+records it retries even when no record reaches them. A field that holds lists travels as JSON text
 (:func:`list_as_text`, :func:`lists_from_text`): Spark's Arrow writer spends about
 0.3 us of CPU a row on a list column even where the list is empty (measured on the
 seed's 11M rows: 1.6 s of the 12.2 s the shard stage takes on 2 cores without the
@@ -32,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from loaders.tree.builder import TreeBuilder
-from loaders.tree.pending import PendingCounts
+from loaders.tree.pending import PendingCounts, PendingState
 from treestore.storage.tree import ShardState
 from treestore.store.layout import EXPIRED
 
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEEP",
-    "MARKER",
     "ORDER",
     "TASK_SCHEMA",
     "PendingCounts",
@@ -57,9 +57,6 @@ __all__ = [
 
 ORDER, KEEP = "__source_order", "__keep"
 """A record's source, by its place in the job; whether the map's filters keep it."""
-MARKER = -1
-"""The source order of the one marker row a shard with pending records gets: the row makes
-sure the shard has a task even when no new record reaches it."""
 TASK_SCHEMA = "kind tinyint, payload binary"
 _LISTED = pa.schema([pa.field("v", pa.list_(pa.string()))])
 _SHARD_RESULT, _TASK_TOTALS = 0, 1
@@ -81,6 +78,16 @@ class TaskSpec:
     """Where the shards write the pending records that expire in this load."""
     list_fields: tuple[str, ...] = ()
     """The fields that hold lists, which travel as JSON text (:func:`list_as_text`)."""
+    partitions: int = 0
+    """How many partitions the records were put in by shard
+    (:func:`~loaders.load.shard_frames.partition_by_shard`): the task of partition ``p``
+    serves the shards whose :func:`~loaders.load.shard_frames.partition_of` is ``p``, and
+    opens those with pending records whether records reach them or not. 0: the task serves
+    only the shards its records (or its caller) name."""
+
+    def waiting_shards(self) -> list[int]:
+        """The shards whose version keeps pending records (each must be retried by a task)."""
+        return sorted(shard for shard, state in self.states.items() if PendingState.of(state).files)
 
 
 @dataclass(frozen=True)

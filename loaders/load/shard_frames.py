@@ -10,7 +10,14 @@ from loaders.job.model import SourceSpec
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["BYTES_PER_TASK", "SHARD", "load_partitions", "partition_by_shard", "shard_column"]
+__all__ = [
+    "BYTES_PER_TASK",
+    "SHARD",
+    "load_partitions",
+    "partition_by_shard",
+    "partition_of",
+    "shard_column",
+]
 
 SHARD = "__shard"
 _PART = "__part"
@@ -47,6 +54,12 @@ def _partition_keys(spark: SparkSession, shards: int) -> list[int]:
     return [first[s] for s in range(shards)]
 
 
+def partition_of(shard: int, partitions: int) -> int:
+    """The partition :func:`partition_by_shard` puts ``shard``'s records in, of
+    ``partitions`` (at most the shard count)."""
+    return shard % partitions
+
+
 def partition_by_shard(
     spark: SparkSession, frame: DataFrame, shards: int, partitions: int | None = None
 ) -> DataFrame:
@@ -57,7 +70,8 @@ def partition_by_shard(
 
     count = min(shards, partitions or shards)
     keys = _partition_keys(spark, count)
-    part = F.element_at(F.array(*[F.lit(keys[s % count]) for s in range(shards)]), F.col(SHARD) + 1)
+    by_shard = [F.lit(keys[partition_of(s, count)]) for s in range(shards)]
+    part = F.element_at(F.array(*by_shard), F.col(SHARD) + 1)
     return frame.withColumn(_PART, part).repartition(count, _PART).drop(_PART)
 
 

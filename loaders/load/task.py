@@ -24,7 +24,6 @@ import pyarrow.compute as pc
 from loaders.load.dedup_step import EARLIER, WITHIN, BatchDedup
 from loaders.load.protocol import (
     KEEP,
-    MARKER,
     ORDER,
     ShardResult,
     SourceCounts,
@@ -34,7 +33,7 @@ from loaders.load.protocol import (
     lists_from_text,
 )
 from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
-from loaders.load.shard_frames import SHARD
+from loaders.load.shard_frames import SHARD, partition_of
 from loaders.load.timing import Timer
 from loaders.tree.pending import with_origin
 from loaders.tree.shard_load import ShardLoad
@@ -43,7 +42,7 @@ from treestore.failpoints import failpoint
 from treestore.storage.page_cache import cache
 from treestore.storage.pagestore import PageStore
 
-__all__ = ["shard_task"]
+__all__ = ["pending_task", "shard_task"]
 
 _QUEUE_LIMIT = 500_000
 """Records queued before they are applied (bounds a task's memory)."""
@@ -180,68 +179,99 @@ def _per_source(counts: list[Counter[str]], key: str, orders: np.ndarray) -> Non
 def shard_task(
     pages: PageStore, spec: TaskSpec
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs over its shard's records (``mapInArrow``)."""
+    """The function each Spark task runs over its shard's records (``mapInArrow``); it also
+    retries the pending records of the shards its partition serves that no record reaches."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         page_cache = cache()
         with page_cache.lend(page_cache.budget // 2):  # the memtables get the whole budget
-            result = _run(batches)
+            result = _run(pages, spec, batches, _waiting_here(spec))
         yield result
 
-    def _run(batches: Iterable[pa.RecordBatch]) -> pa.RecordBatch:
-        per_file: Counter[int] = Counter()
-        per_source: list[Counter[str]] = [Counter() for _ in spec.source_names]
-        rejected = _Rejected(pages, spec)
-        work = _ShardWork(pages, spec, per_source)
-        dedup = BatchDedup(pages, spec.dedup_sources, spec.dedup_runs)
-        clock = Timer("input")
-        for batch in clock.waiting(batches):
-            batch = lists_from_text(batch, spec.list_fields)
-            orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
-            if len(orders) and orders[0] == MARKER:  # a shard with pending records gets a task
-                markers = orders == MARKER
-                shards = batch.column(SHARD).to_numpy(zero_copy_only=False)[markers]
-                for shard in distinct_sorted(shards).tolist():
-                    work.load(shard)
-                batch = batch.filter(pa.array(~markers))
-                orders = orders[~markers]
-                if not batch.num_rows:
-                    continue
-            for entry in pc.value_counts(batch.column(FILE_COLUMN)).to_pylist():
-                per_file[entry["values"]] += entry["counts"]
-            _per_source(per_source, "read", orders)
-            bad = batch.column(REJECT).is_valid().to_numpy(zero_copy_only=False)
-            if bad.any():
-                _per_source(per_source, "rejected", orders[bad])
-                rejected.add(batch.filter(pa.array(bad)), spec.builder.key_fields)
-                batch = batch.filter(pa.array(~bad))
-                orders = orders[~bad]
-            within, earlier = dedup.classify(batch, orders)
-            _per_source(per_source, WITHIN, orders[within])
-            _per_source(per_source, EARLIER, orders[earlier])
-            fresh = ~(within | earlier)
-            keep = batch.column(KEEP).to_numpy(zero_copy_only=False).astype(bool)
-            _per_source(per_source, "kept", orders[fresh])
-            _per_source(per_source, "dropped", orders[fresh & ~keep])
-            kept = fresh & keep
-            work.add(batch if kept.all() else batch.filter(pa.array(kept)))
-        clock.lap("records")
-        work.apply_queued()
-        clock.lap("apply")
-        results = []
-        for result in work.commit():
-            clock.lap("write")
-            results.append(replace(result, task_seconds=dict(clock.seconds)))
-        totals = TaskTotals(
-            files={spec.files[n]: count for n, count in per_file.items()},
-            sources={
-                name: SourceCounts(**counts)
-                for name, counts in zip(spec.source_names, per_source, strict=True)
-            },
-            dedup=dedup.commit(),
-            rejected_count=rejected.count,
-            rejected_file=rejected.write(),
-        )
-        return encode_results(results, totals)
+    return run
+
+
+def pending_task(
+    pages: PageStore, spec: TaskSpec
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function a task runs over shard numbers (column :data:`SHARD`, ``mapInArrow``):
+    each shard's load without records, which retries its pending records. For the shards
+    with pending records that no task of the load served: when the load's input holds no
+    record at all, Spark runs no task over it."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        shards = [shard for batch in batches for shard in batch.column(SHARD).to_pylist()]
+        page_cache = cache()
+        with page_cache.lend(page_cache.budget // 2):
+            result = _run(pages, spec, (), shards)
+        yield result
 
     return run
+
+
+def _waiting_here(spec: TaskSpec) -> list[int]:
+    """The shards with pending records that this task's partition serves (none outside a
+    Spark task, or when the records were not put in partitions by shard)."""
+    if not spec.partitions:
+        return []
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        return []
+    here = context.partitionId()
+    return [s for s in spec.waiting_shards() if partition_of(s, spec.partitions) == here]
+
+
+def _run(
+    pages: PageStore, spec: TaskSpec, batches: Iterable[pa.RecordBatch], waiting: list[int]
+) -> pa.RecordBatch:
+    """A task's work: its records (set aside, deduplicated, applied by shard), then every
+    shard's load committed, ``waiting`` (shards with pending records) among them."""
+    per_file: Counter[int] = Counter()
+    per_source: list[Counter[str]] = [Counter() for _ in spec.source_names]
+    rejected = _Rejected(pages, spec)
+    work = _ShardWork(pages, spec, per_source)
+    dedup = BatchDedup(pages, spec.dedup_sources, spec.dedup_runs)
+    clock = Timer("input")
+    for batch in clock.waiting(batches):
+        batch = lists_from_text(batch, spec.list_fields)
+        orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
+        for entry in pc.value_counts(batch.column(FILE_COLUMN)).to_pylist():
+            per_file[entry["values"]] += entry["counts"]
+        _per_source(per_source, "read", orders)
+        bad = batch.column(REJECT).is_valid().to_numpy(zero_copy_only=False)
+        if bad.any():
+            _per_source(per_source, "rejected", orders[bad])
+            rejected.add(batch.filter(pa.array(bad)), spec.builder.key_fields)
+            batch = batch.filter(pa.array(~bad))
+            orders = orders[~bad]
+        within, earlier = dedup.classify(batch, orders)
+        _per_source(per_source, WITHIN, orders[within])
+        _per_source(per_source, EARLIER, orders[earlier])
+        fresh = ~(within | earlier)
+        keep = batch.column(KEEP).to_numpy(zero_copy_only=False).astype(bool)
+        _per_source(per_source, "kept", orders[fresh])
+        _per_source(per_source, "dropped", orders[fresh & ~keep])
+        kept = fresh & keep
+        work.add(batch if kept.all() else batch.filter(pa.array(kept)))
+    clock.lap("records")
+    work.apply_queued()
+    for shard in waiting:  # its pending records are retried as its load finishes
+        work.load(shard)
+    clock.lap("apply")
+    results = []
+    for result in work.commit():
+        clock.lap("write")
+        results.append(replace(result, task_seconds=dict(clock.seconds)))
+    totals = TaskTotals(
+        files={spec.files[n]: count for n, count in per_file.items()},
+        sources={
+            name: SourceCounts(**counts)
+            for name, counts in zip(spec.source_names, per_source, strict=True)
+        },
+        dedup=dedup.commit(),
+        rejected_count=rejected.count,
+        rejected_file=rejected.write(),
+    )
+    return encode_results(results, totals)

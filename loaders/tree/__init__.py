@@ -2,9 +2,10 @@
 one shard's load phase by phase.
 
 Lives here: the builder (``builder``: Hydra's element semantics over Arrow batches, and
-the retry of kept records), pending records (``pending``: their stored form, kept as
-the shard's ``pending`` side files, and their watermark), a shard's load (``shard_load``:
-records source by source, then pending records retried, stored and committed).
+the retry of kept records), pending records (``pending``: their life in a load, kept,
+expired, stored as the shard's ``pending`` side files, counted; their watermark), a
+shard's load (``shard_load``: records source by source, then pending records retried,
+stored and committed).
 
 May import: ``loaders.job``, ``treestore``, ``treestore.storage``, ``treestore.store``.
 """
