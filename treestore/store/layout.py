@@ -12,7 +12,8 @@ in a store takes it from here. A store holds::
     versions/000007.json              a version's manifest: per shard its runs (with
                                       their sizes and checksums), next node id, node
                                       count and bytes; the loaded input files; recent
-                                      load reports; its own checksum (treestore.store.sealed)
+                                      load reports and the files of records they set
+                                      aside; its own checksum (treestore.store.sealed)
     trees/shard-0003/<run>.pages      a run's pages (see treestore.storage.runs)
     trees/shard-0003/<run>.index      a run's page index
     trees/shard-0003/<name>.arrow     side files a version keeps with the shard's tree
