@@ -326,10 +326,10 @@ def _load_locked(
         spark_errors(LoadError, "The load's Spark job"),
     ):
         rows = arranged.mapInArrow(shard_task(writer.pages, spec), TASK_SCHEMA).collect()
-        results = decode_results(rows)
-        results[0].extend(_retry_unserved(spark, writer.pages, spec, results[0]))
+        shard_results, task_totals = decode_results(rows)
+        shard_results += _retry_unserved(spark, writer.pages, spec, shard_results)
     failpoint("after-tasks")
-    summary = summarize(job, scan.fresh, results, phases)
+    summary = summarize(job, scan.fresh, (shard_results, task_totals), phases)
     report = replace(summary.report, changed_files=scan.changed, stream=stream)
     if report.rejected.count > max_rejected:
         raise LoadError(_too_many_rejected(writer.pages, report.rejected, max_rejected))
