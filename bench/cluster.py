@@ -28,7 +28,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(HERE.parent))
 
 from loaders import load_job, run_load  # noqa: E402
-from tests.spark_cluster import start_cluster  # noqa: E402
+from tests.support.spark_cluster import start_cluster  # noqa: E402
 from treestore.spark import get_session  # noqa: E402
 
 

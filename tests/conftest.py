@@ -8,18 +8,19 @@ the fast run never starts a JVM by accident.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.jvm_archive import archive_path, ensure_archive, jvm_options
+from tests.support.jvm_archive import archive_path, ensure_archive, jvm_options
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 JVM_ARCHIVE = archive_path()
-"""Spark's classes archived for the run's JVMs (see :mod:`tests.jvm_archive`)."""
+"""Spark's classes archived for the run's JVMs (see :mod:`tests.support.jvm_archive`)."""
 os.environ.setdefault("SPARK_SUBMIT_OPTS", jvm_options(JVM_ARCHIVE))  # read by spark-submit
 
 
@@ -67,6 +68,17 @@ def demo_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def clicks(tmp_path: Path) -> Path:
+    """A folder with the clicks job (a source with dedup keys) and an empty clicks/ folder
+    (see :mod:`tests.support.jobs`)."""
+    from tests.support.jobs import CLICKS_JOB
+
+    (tmp_path / "clicks").mkdir()
+    (tmp_path / "job.json").write_text(json.dumps(CLICKS_JOB))
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def demo_store(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The seed-004 demo loaded once for the whole run (version 1): its store folder.
@@ -90,7 +102,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     Started once for the run from the pyspark install, stopped by pid at the end,
     also when tests fail. A cluster that does not come up fails the test with its logs.
     """
-    from tests.spark_cluster import start_cluster
+    from tests.support.spark_cluster import start_cluster
 
     ensure_archive(JVM_ARCHIVE)
     try:
@@ -106,7 +118,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A real S3-compatible server (moto's) on loopback for the whole run, stopped by pid."""
-    from tests.s3_server import start_s3_server
+    from tests.support.s3_server import start_s3_server
 
     try:
         server = start_s3_server(tmp_path_factory.mktemp("s3-server"))
@@ -121,7 +133,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 @pytest.fixture
 def s3_bucket(s3_server: object, monkeypatch: pytest.MonkeyPatch) -> str:
     """A new bucket on the S3 server, with the AWS settings that reach it set: its URI."""
-    from tests.s3_server import S3Server
+    from tests.support.s3_server import S3Server
 
     assert isinstance(s3_server, S3Server)
     for name, value in s3_server.env.items():

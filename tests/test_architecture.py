@@ -2,7 +2,7 @@
 
 The rooms table of ``docs/architecture.md`` is the rule: each row names a room (a
 package), and the rooms or modules it may import. Every import counts, including
-imports inside functions and under ``TYPE_CHECKING`` (see :mod:`tests.import_graph`).
+imports inside functions and under ``TYPE_CHECKING`` (see :mod:`tests.support.import_graph`).
 The map stays true both ways: every import is allowed, every allowance is used, no two
 rooms import each other (directly or through others), and each package's docstring
 says in its "May import:" sentence exactly what its row says.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.import_graph import cycles, import_graph, module_name, room_of
+from tests.support.import_graph import cycles, import_graph, module_name, room_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("treestore", "query", "loaders", "shell")

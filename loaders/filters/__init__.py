@@ -14,9 +14,9 @@ outside Spark).
 How to add a value filter: in its family's module, a class with ``name``, ``keys``
 (the job-file settings it takes), ``read`` (validate the settings, with defaults)
 and ``spark`` (the filter over one text Column), decorated with
-``@value_filter``; then a case in ``tests/loaders/job/test_filters.py``. A bundle
+``@value_filter``; then a case in ``tests/support/filter_cases.py``. A bundle
 filter is a frozen dataclass with ``read``, ``fields`` and ``spark``, decorated
-with ``@bundle_filter``. ``tests/loaders/job/test_filter_registry.py`` checks every
+with ``@bundle_filter``. ``tests/loaders/filters/test_filter_registry.py`` checks every
 registered filter has each part.
 
 May import: ``loaders.job.text`` (job-file positions); pyspark lazily.

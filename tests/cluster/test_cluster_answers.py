@@ -15,8 +15,8 @@ import pytest
 
 import treestore
 from shell.demo import DEMO_OPS, DEMO_PATH
-from tests.cluster.scenario import run_scenario
-from tests.spark_cluster import Cluster
+from tests.support.cluster_scenario import run_scenario
+from tests.support.spark_cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def test_every_feature_gives_the_local_answers_on_the_cluster_and_s3(
     driver = spark_cluster.driver_only / "scenario"
     out = tmp_path / "cluster.json"
     command = [
-        sys.executable, "-m", "tests.cluster.scenario", "--master", spark_cluster.url,
+        sys.executable, "-m", "tests.support.cluster_scenario", "--master", spark_cluster.url,
         "--inputs", f"{s3_bucket}/in", "--stores", f"{s3_bucket}/stores",
         "--work", str(driver / "work"),
         "--out", str(out),

@@ -1,6 +1,6 @@
 """A long fuzz round of the three parsers, with its figures: ``python -m tests.reliability.fuzz``.
 
-For each parser (``path``, ``ops``, ``job``; see :mod:`tests.reliability.parser_fuzz`)
+For each parser (``path``, ``ops``, ``job``; see :mod:`tests.support.reliability.parser_fuzz`)
 it tries ``--examples`` inputs drawn by hypothesis (generation only: a crash is counted
 and kept, not shrunk) and prints, per parser, the inputs tried, parsed, refused with our
 error and the crashes (any other exception, or an input taking more than ``--hang``
@@ -23,7 +23,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.reliability.parser_fuzz import (
+from tests.support.reliability.parser_fuzz import (
     PARSERS,
     Tally,
     inputs,

@@ -1,8 +1,8 @@
 """The fault matrix, from one run: ``python -m tests.reliability.table`` (``make reliability``).
 
-Runs the randomized kill rounds and the racing loads (:mod:`tests.reliability.kills`),
+Runs the randomized kill rounds and the racing loads (:mod:`tests.support.reliability.kills`),
 the disk-full trials on each filesystem this machine offers
-(:mod:`tests.reliability.diskfull`), the named corruption and bad-input cases (their
+(:mod:`tests.support.reliability.diskfull`), the named corruption and bad-input cases (their
 pytest files, counted from pytest's JUnit XML), and the long fuzz round of the parsers
 (``python -m tests.reliability.fuzz``), then prints the matrix as markdown on standard
 output (progress goes to standard error). Every number comes from this run. Exits 1 if
@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.reliability import diskfull, kills
-from tests.reliability.scenario import Scenario, prepare_scenario
+from tests.support.reliability import diskfull, kills
+from tests.support.reliability.scenario import Scenario, prepare_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ("kills", "races", "disk", "cases", "fuzz")
@@ -49,12 +49,15 @@ CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     (
         "bad input files: bytes that are not text, broken links",
-        ("tests/loaders/load/test_bad_bytes.py", "tests/loaders/load/test_symlinks.py"),
+        ("tests/loaders/formats/test_bad_bytes.py", "tests/loaders/listing/test_symlinks.py"),
     ),
     ("a failed Spark job says its cause", ("tests/loaders/load/test_failure_causes.py",)),
     (
         "inputs keep their identity when moved",
-        ("tests/loaders/load/test_input_identity.py", "tests/loaders/follow/test_follow_moved.py"),
+        (
+            "tests/loaders/listing/test_input_identity.py",
+            "tests/loaders/follow/test_follow_moved.py",
+        ),
     ),
     (
         "parser refusals (the issue's repros, named)",

@@ -1,4 +1,4 @@
-"""Disk full (see :mod:`tests.reliability.diskfull`): a load that runs out of space fails in
+"""Disk full (see :mod:`tests.support.reliability.diskfull`): a load that runs out of space fails in
 one line naming the cause and the file, leaves the previous version exact and no partial
 files, and the next load after freeing space succeeds. On a real tmpfs where this process
 may mount one (root), else on the ENOSPC wrapper of :mod:`treestore.faults`."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.diskfull import SECOND_BATCH_ROWS, disk_full_trial, tmpfs_available
-from tests.reliability.scenario import prepare_scenario
+from tests.support.reliability.diskfull import SECOND_BATCH_ROWS, disk_full_trial, tmpfs_available
+from tests.support.reliability.scenario import prepare_scenario
 from treestore.errors import StoreError
 from treestore.faults import DISK_BYTES_VARIABLE, DISK_FOLDER_VARIABLE, folder_bytes
 from treestore.storage.pagestore import FilePageStore

@@ -1,7 +1,7 @@
 """The three parsers (paths, ops, job files) give a parse or our positioned error for any text.
 
 Property-based: random text, token soup and mutations of the test vectors (see
-:mod:`tests.reliability.parser_fuzz`). ``TREESTORE_FUZZ_EXAMPLES`` sets the examples per
+:mod:`tests.support.reliability.parser_fuzz`). ``TREESTORE_FUZZ_EXAMPLES`` sets the examples per
 parser (default 500: about 3 s in all); ``python -m tests.reliability.fuzz`` runs a long round
 and prints the figures.
 """
@@ -13,7 +13,14 @@ from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
 
-from tests.reliability.parser_fuzz import inputs, job_folder, job_inputs, try_job, try_ops, try_path
+from tests.support.reliability.parser_fuzz import (
+    inputs,
+    job_folder,
+    job_inputs,
+    try_job,
+    try_ops,
+    try_path,
+)
 
 EXAMPLES = int(os.environ.get("TREESTORE_FUZZ_EXAMPLES", "500"))
 FUZZ = settings(

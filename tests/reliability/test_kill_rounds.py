@@ -1,4 +1,4 @@
-"""Randomized kill rounds (see :mod:`tests.reliability.kills`): every trial leaves the store
+"""Randomized kill rounds (see :mod:`tests.support.reliability.kills`): every trial leaves the store
 exact, ``check`` clean, and a re-load exact. ``TREESTORE_KILL_ROUNDS`` trials (default 1,
 each a CLI load with its own JVM); ``TREESTORE_RACE_ROUNDS`` race trials (default 0: two
 JVMs at once; ``make reliability`` runs them). ``TREESTORE_KILL_SEED`` replays a run."""
@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.kills import (
+from tests.support.reliability.kills import (
     SECOND_BATCH_ROWS,
     race_trial,
     rounds_from_env,
     run_kill_rounds,
     seed_from_env,
 )
-from tests.reliability.scenario import Scenario, prepare_scenario
+from tests.support.reliability.scenario import Scenario, prepare_scenario
 
 pytestmark = pytest.mark.spark
 

@@ -110,7 +110,7 @@ def test_wrong_credentials_and_missing_buckets_refuse_a_load_and_change_nothing(
     spark: object, s3_bucket: str, demo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    from tests.s3_server import start_s3_server
+    from tests.support.s3_server import start_s3_server
 
     job = demo_dir / "job.json"
     started = time.monotonic()

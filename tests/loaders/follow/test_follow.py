@@ -24,7 +24,7 @@ from loaders.follow import FollowSummary, follow_job, parse_trigger
 from loaders.listing.identity import location_of
 from shell.cli import main
 from shell.output.info import write_info
-from tests.loaders.load.test_crash_safety import _kill_all, _wait_for
+from tests.support.load_processes import kill_all, wait_for
 from treestore.errors import LoadError, StoreError
 from treestore.events import as_lines
 from treestore.storage.pagestore import page_store_for
@@ -260,11 +260,11 @@ def test_a_follower_killed_in_a_batch_is_exact_after_a_restart(
         )  # fmt: skip
     try:
         for point, process in processes.items():
-            _wait_for(tmp_path / f"marker-{point}", process)
-            _kill_all(process)
+            wait_for(tmp_path / f"marker-{point}", process)
+            kill_all(process)
     finally:
         for process in processes.values():
-            _kill_all(process)
+            kill_all(process)
     assert {point: _version(demo_dir / point) for point in KILL_POINTS} == KILL_POINTS
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(MAPPINGS[0])
     reference = _reference(spark, demo_dir)
@@ -289,7 +289,7 @@ def test_sigterm_stops_the_command_after_its_micro_batch(demo_dir: Path) -> None
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=120)
     finally:
-        _kill_all(process)
+        kill_all(process)
     assert process.returncode == 0, err[-2000:]
     assert "stopping after the current micro-batch" in out
     assert out.rstrip().endswith("version 1; stopped: asked to stop")

@@ -3,11 +3,8 @@ version intact, and the next load finishes the job with exact hit counts."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,13 +13,12 @@ import pytest
 import treestore
 from loaders import load_job, run_load
 from shell.cli import main
+from tests.support.load_processes import NEW_MAPPING, kill_all, start_load, wait_for
 from treestore.events import as_lines
 from treestore.storage.pagestore import page_store_for
 from treestore.store.lock import lock_holder
 
 pytestmark = pytest.mark.spark
-
-NEW_MAPPING = "TIME\tUID\tPUID\n1419441800000\t11111\tqqq\n1419441800000\t12345\tdef\n"
 
 
 def _tree_dump(store: Path) -> list[tuple[int, tuple[str, ...], int, int]]:
@@ -32,40 +28,6 @@ def _tree_dump(store: Path) -> list[tuple[int, tuple[str, ...], int, int]]:
         for shard in version.manifest.trees
         for path, node in version.tree(shard).walk()
     )
-
-
-def _start_load(job: Path, store: Path, failpoint: str, marker: Path) -> subprocess.Popen[str]:
-    env = {
-        **os.environ,
-        "TREESTORE_FAILPOINT": failpoint,
-        "TREESTORE_FAILPOINT_MARKER": str(marker),
-    }
-    command = [sys.executable, "-m", "treestore", "load", str(job), "--store", str(store)]
-    return subprocess.Popen(
-        [*command, "--master", "local[2]"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
-def _wait_for(marker: Path, process: subprocess.Popen[str], seconds: float = 180) -> int:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if marker.exists() and marker.read_text().strip():
-            return int(marker.read_text())
-        if process.poll() is not None:
-            raise AssertionError(f"the load ended before its failpoint: {process.communicate()}")
-        time.sleep(0.2)
-    raise AssertionError("the load never reached its failpoint")
-
-
-def _kill_all(process: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=60)
 
 
 @pytest.fixture
@@ -98,16 +60,16 @@ def test_driver_killed_before_publishing(
     before = _tree_dump(stores["after-tasks"])
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
     markers = {point: demo_dir / f"marker-{point}" for point in DRIVER_KILL_POINTS}
-    processes = {p: _start_load(job, stores[p], p, markers[p]) for p in DRIVER_KILL_POINTS}
+    processes = {p: start_load(job, stores[p], p, markers[p]) for p in DRIVER_KILL_POINTS}
     try:
         for point, process in processes.items():
-            holder = _wait_for(markers[point], process)
+            holder = wait_for(markers[point], process)
             if point == "after-tasks":
                 _a_second_load_is_refused(spark, job, stores[point], holder)
-            _kill_all(process)
+            kill_all(process)
     finally:
         for process in processes.values():
-            _kill_all(process)
+            kill_all(process)
     for store in stores.values():
         _finishes_the_dead_loads_job(spark, job, store, before, reference)
 
@@ -146,9 +108,9 @@ def test_task_killed_fails_the_load_and_the_next_one_completes(
     job = demo_dir / "job.json"
     run_load(spark, load_job(job), store)  # type: ignore[arg-type]
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
-    process = _start_load(job, store, "in-task", demo_dir / "marker")
+    process = start_load(job, store, "in-task", demo_dir / "marker")
     try:
-        worker = _wait_for(demo_dir / "marker", process)
+        worker = wait_for(demo_dir / "marker", process)
         os.kill(worker, signal.SIGKILL)
         out, err = process.communicate(timeout=180)
         assert process.returncode == 2, (out, err)
@@ -160,7 +122,7 @@ def test_task_killed_fails_the_load_and_the_next_one_completes(
         )
         assert "a Python worker died" in err and "\tat org." not in err, err
     finally:
-        _kill_all(process)
+        kill_all(process)
     assert treestore.open(store).version == 1
     assert run_load(spark, load_job(job), store).version == 2  # type: ignore[arg-type]
     assert _tree_dump(store) == reference

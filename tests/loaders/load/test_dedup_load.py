@@ -11,52 +11,11 @@ from typing import Any
 import pytest
 
 import treestore
-from loaders import load_job, run_load
 from shell.cli import main
-from tests.loaders.load.test_crash_safety import _kill_all, _start_load, _wait_for
-from treestore.events import as_lines, ignore_events
+from tests.support.jobs import CLICKS_FIRST, CLICKS_SECOND, load_clicks, write_clicks
+from tests.support.load_processes import kill_all, start_load, wait_for
 
 pytestmark = pytest.mark.spark
-
-JOB = {
-    "shards": 4,
-    "source": [
-        {
-            "name": "clicks",
-            "path": "clicks/",
-            "format": "tsv",
-            "header": True,
-            "shard_by": "UID",
-            "dedup": {"keys": ["TIME", "UID"]},
-        }
-    ],
-    "tree": {
-        "root": [
-            {"type": "const", "value": "root"},
-            {"type": "value", "key": "UID"},
-            {"type": "value", "key": "URL"},
-        ]
-    },
-}
-
-
-@pytest.fixture
-def clicks(tmp_path: Path) -> Path:
-    """A folder with the click job and an empty clicks/ folder."""
-    (tmp_path / "clicks").mkdir()
-    (tmp_path / "job.json").write_text(json.dumps(JOB))
-    return tmp_path
-
-
-def _write(folder: Path, name: str, rows: list[tuple[int, str, str]]) -> None:
-    lines = ["TIME\tUID\tURL", *(f"{t}\t{u}\t{url}" for t, u, url in rows)]
-    (folder / "clicks" / name).write_text("\n".join(lines) + "\n")
-
-
-def _load(spark: Any, folder: Path, lines: list[str] | None = None) -> dict[str, Any]:
-    on_event = as_lines(lines.append) if lines is not None else ignore_events
-    result = run_load(spark, load_job(folder / "job.json"), folder / "store", on_event=on_event)
-    return result.report
 
 
 def _hits(spark: Any, folder: Path) -> dict[tuple[str, str], int]:
@@ -64,14 +23,10 @@ def _hits(spark: Any, folder: Path) -> dict[tuple[str, str], int]:
     return {(uid, url): hits for uid, url, hits in rows}
 
 
-FIRST = [(1, "u1", "a"), (2, "u1", "b"), (1, "u2", "a"), (1, "u1", "a"), (3, "u3", "c")]
-SECOND = [(2, "u1", "b"), (3, "u3", "c"), (4, "u1", "d"), (4, "u1", "d")]
-
-
 def test_duplicates_within_and_across_loads(spark: Any, clicks: Path) -> None:
-    _write(clicks, "c1.tsv", FIRST)
-    _write(clicks, "c2.tsv", [(1, "u2", "a"), (5, "u4", "e")])  # repeats a row of c1
-    report = _load(spark, clicks)
+    write_clicks(clicks, "c1.tsv", CLICKS_FIRST)
+    write_clicks(clicks, "c2.tsv", [(1, "u2", "a"), (5, "u4", "e")])  # repeats a row of c1
+    report = load_clicks(spark, clicks)
     counts = report["sources"]["clicks"]
     assert counts["read"] == 7
     assert counts["duplicates_in_load"] == 2 and counts.get("duplicates_of_earlier_loads", 0) == 0
@@ -84,8 +39,8 @@ def test_duplicates_within_and_across_loads(spark: Any, clicks: Path) -> None:
         ("u4", "e"): 1,
     }
     # a later batch: two records seen before, one new record sent twice
-    _write(clicks, "c3.tsv", SECOND)
-    counts = _load(spark, clicks)["sources"]["clicks"]
+    write_clicks(clicks, "c3.tsv", CLICKS_SECOND)
+    counts = load_clicks(spark, clicks)["sources"]["clicks"]
     assert (counts["duplicates_of_earlier_loads"], counts["duplicates_in_load"]) == (2, 1)
     assert counts["kept"] == 1
     hits = _hits(spark, clicks)
@@ -95,23 +50,23 @@ def test_duplicates_within_and_across_loads(spark: Any, clicks: Path) -> None:
 def test_crash_between_data_and_index_is_repaired(
     spark: Any, clicks: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _write(clicks, "c1.tsv", FIRST)
-    _load(spark, clicks)
-    _write(clicks, "c2.tsv", [(7, "u7", "g"), (8, "u8", "h")])
-    process = _start_load(
+    write_clicks(clicks, "c1.tsv", CLICKS_FIRST)
+    load_clicks(spark, clicks)
+    write_clicks(clicks, "c2.tsv", [(7, "u7", "g"), (8, "u8", "h")])
+    process = start_load(
         clicks / "job.json", clicks / "store", "between-data-and-index", clicks / "m"
     )
     try:
-        _wait_for(clicks / "m", process)
+        wait_for(clicks / "m", process)
     finally:
-        _kill_all(process)
+        kill_all(process)
     assert treestore.open(clicks / "store").version == 2  # the data is published...
     index = json.loads((clicks / "store" / "dedup" / "INDEX").read_text())
     assert index["covers"] == 1  # ...its index is not
     # the next load repairs the index first, so c2's records are duplicates, not new
-    _write(clicks, "c3.tsv", [(7, "u7", "g"), (9, "u9", "i")])
+    write_clicks(clicks, "c3.tsv", [(7, "u7", "g"), (9, "u9", "i")])
     lines: list[str] = []
-    counts = _load(spark, clicks, lines)["sources"]["clicks"]
+    counts = load_clicks(spark, clicks, lines)["sources"]["clicks"]
     assert any("catching up from 1 file(s)" in line for line in lines)
     assert counts["duplicates_of_earlier_loads"] == 1 and counts["kept"] == 1
     assert _hits(spark, clicks)[("u7", "g")] == 1
@@ -129,8 +84,8 @@ def test_crash_between_data_and_index_is_repaired(
 def test_a_missing_or_damaged_index_is_rebuilt(
     spark: Any, clicks: Path, damage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _write(clicks, "c1.tsv", FIRST)
-    _load(spark, clicks)
+    write_clicks(clicks, "c1.tsv", CLICKS_FIRST)
+    load_clicks(spark, clicks)
     folder = clicks / "store" / "dedup"
     if damage == "deleted":
         shutil.rmtree(folder)
@@ -142,9 +97,9 @@ def test_a_missing_or_damaged_index_is_rebuilt(
     if damage != "deleted":
         assert main(["check", str(clicks / "store")]) == 1
         assert "dedup" in capsys.readouterr().out
-    _write(clicks, "c2.tsv", SECOND)
+    write_clicks(clicks, "c2.tsv", CLICKS_SECOND)
     lines: list[str] = []
-    counts = _load(spark, clicks, lines)["sources"]["clicks"]
+    counts = load_clicks(spark, clicks, lines)["sources"]["clicks"]
     assert any("rebuil" in line for line in lines), lines
     assert counts["duplicates_of_earlier_loads"] == 2 and counts["kept"] == 1
     assert _hits(spark, clicks)[("u1", "b")] == 1
@@ -161,9 +116,9 @@ def test_keys_that_collide_under_a_weak_hash_are_all_kept(
         loaders.load.dedup_step, "key_hash", lambda key: F.pmod(F.xxhash64(key), F.lit(2))
     )
     rows = [(t, f"u{t % 3}", "x") for t in range(30)]
-    _write(clicks, "c1.tsv", rows)
-    assert _load(spark, clicks)["sources"]["clicks"]["kept"] == 30
-    _write(clicks, "c2.tsv", [*rows[:5], (99, "u0", "y")])
-    counts = _load(spark, clicks)["sources"]["clicks"]
+    write_clicks(clicks, "c1.tsv", rows)
+    assert load_clicks(spark, clicks)["sources"]["clicks"]["kept"] == 30
+    write_clicks(clicks, "c2.tsv", [*rows[:5], (99, "u0", "y")])
+    counts = load_clicks(spark, clicks)["sources"]["clicks"]
     assert counts["duplicates_of_earlier_loads"] == 5 and counts["kept"] == 1
     assert sum(_hits(spark, clicks).values()) == 31

@@ -14,7 +14,7 @@ import pytest
 
 import treestore
 from loaders import load_job, run_load
-from tests.loaders.load.test_crash_safety import NEW_MAPPING, _kill_all, _start_load, _wait_for
+from tests.support.load_processes import NEW_MAPPING, kill_all, start_load, wait_for
 from treestore.events import as_lines
 from treestore.storage.pagestore import page_store_for
 from treestore.store.lock import lock_holder
@@ -74,11 +74,11 @@ def test_a_load_killed_after_its_manifest_leaves_the_previous_version(
     run_load(spark, load_job(job), store)
     before = treestore.open(store, spark=spark).query("root/+/+/+").to_list()
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(NEW_MAPPING)
-    process = _start_load(job, store, "after-manifest", tmp_path / "marker")  # type: ignore[arg-type]
+    process = start_load(job, store, "after-manifest", tmp_path / "marker")  # type: ignore[arg-type]
     try:
-        _wait_for(tmp_path / "marker", process)
+        wait_for(tmp_path / "marker", process)
     finally:
-        _kill_all(process)
+        kill_all(process)
     pages = page_store_for(store)
     assert treestore.open(store).version == 1
     assert treestore.open(store, spark=spark).query("root/+/+/+").to_list() == before

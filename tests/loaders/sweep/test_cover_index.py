@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from loaders.sweep.cover_index import CoverIndex, open_totals
 from loaders.sweep.kernels import END, EVENT, KIND_ORDER, START
 from loaders.sweep.options import CLOSED
-from tests.loaders.sweep.sweep_oracle import expected
+from tests.support.sweep_oracle import expected
 
 STRING = pa.string()
 ids = st.sampled_from(["a", "b", "c"])

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from loaders.sweep import packed_range
 from loaders.sweep.driver import SweepReport, interval_sweep
 from loaders.sweep.options import AGGREGATIONS
-from tests.loaders.sweep.sweep_oracle import expected
+from tests.support.sweep_oracle import expected
 
 pytestmark = pytest.mark.spark
 

@@ -19,7 +19,7 @@ import loaders.sweep.range_plan as range_plan
 from loaders.sweep.driver import SweepReport, interval_sweep
 from loaders.sweep.options import CLOSED
 from loaders.sweep.parquet_inputs import parquet_files, read_intervals, read_ranges
-from tests.loaders.sweep.sweep_oracle import expected
+from tests.support.sweep_oracle import expected
 
 pytestmark = pytest.mark.spark
 

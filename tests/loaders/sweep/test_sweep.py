@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from loaders.sweep.driver import SweepReport, interval_sweep
 from loaders.sweep.options import AGGREGATIONS, CLOSED
-from tests.loaders.sweep.sweep_oracle import expected
+from tests.support.sweep_oracle import expected
 from treestore.errors import LoadError
 
 pytestmark = pytest.mark.spark

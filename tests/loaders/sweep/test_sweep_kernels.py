@@ -20,7 +20,7 @@ from loaders.sweep.kernels import (
     sweep_rows,
 )
 from loaders.sweep.options import AGGREGATIONS, CLOSED
-from tests.loaders.sweep.sweep_oracle import expected
+from tests.support.sweep_oracle import expected
 
 ids = st.sampled_from([1, 2, 3])
 times = st.integers(0, 12)

@@ -11,66 +11,10 @@ from loaders import load_job, run_load
 from loaders.load.report import format_load_report
 from loaders.tree.pending import PendingState
 from shell.output.info import write_info
+from tests.support.jobs import PENDING_JOB
 from treestore.sharding import shard_of
 from treestore.store.maintenance import check_store, collect_garbage
 from treestore.store.versions import open_version
-
-JOB = {
-    "shards": 2,
-    "source": [
-        {
-            "name": "attributes",
-            "path": "a/",
-            "format": "csv",
-            "shard_by": "U",
-            "inject_source_name": "ATTR",
-        },
-        {
-            "name": "mapping",
-            "path": "m/",
-            "format": "csv",
-            "shard_by": "U",
-            "inject_source_name": "MAPPING",
-        },
-    ],
-    "tree": {
-        "root": [
-            {"type": "const", "value": "root"},
-            {
-                "type": "branch",
-                "list": [
-                    [
-                        {
-                            "type": "value",
-                            "key": "U",
-                            "filter": {
-                                "op": "field",
-                                "from": "ATTR",
-                                "filter": {"op": "empty", "not": True},
-                            },
-                        }
-                    ],
-                    [
-                        {
-                            "type": "value",
-                            "key": "U",
-                            "create": False,
-                            "pending": {"loads": 2},
-                            "filter": {
-                                "op": "field",
-                                "from": "MAPPING",
-                                "filter": {"op": "empty", "not": True},
-                            },
-                        },
-                        {"type": "const", "value": "M"},
-                        {"type": "value", "key": "P"},
-                    ],
-                ],
-            },
-            {"type": "const", "value": "seen"},
-        ]
-    },
-}
 
 
 def _uids() -> tuple[str, str, str]:
@@ -103,7 +47,7 @@ def _expired(store: Path, report: dict[str, Any]) -> list[dict[str, Any]]:
 def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
     spark: Any, tmp_path: Path
 ) -> None:
-    (tmp_path / "job.json").write_text(json.dumps(JOB))
+    (tmp_path / "job.json").write_text(json.dumps(PENDING_JOB))
     (tmp_path / "a").mkdir()
     known, late, other = _uids()
     (tmp_path / "a" / "first.csv").write_text(f"U\n{other}\n")
@@ -173,7 +117,7 @@ def test_shards_no_record_reaches_retry_their_records_in_every_load(
     (Spark runs no task over them) a small step of its own retries them."""
     import loaders.load.driver
 
-    (tmp_path / "job.json").write_text(json.dumps(JOB))
+    (tmp_path / "job.json").write_text(json.dumps(PENDING_JOB))
     (tmp_path / "a").mkdir()
     known, late, _other = _uids()
     first = _load(spark, tmp_path, "first", "m", ["U,P", f"{late},p2"])  # waits in shard 1
@@ -195,7 +139,7 @@ def test_shards_no_record_reaches_retry_their_records_in_every_load(
 
 
 def test_without_pending_an_early_record_is_dropped_and_counted(spark: Any, tmp_path: Path) -> None:
-    job = json.loads(json.dumps(JOB))
+    job = json.loads(json.dumps(PENDING_JOB))
     del job["tree"]["root"][1]["list"][1][0]["pending"]
     (tmp_path / "job.json").write_text(json.dumps(job))
     (tmp_path / "a").mkdir()
@@ -215,7 +159,7 @@ def test_waiting_records_survive_a_name_node_a_list_field_and_another_job_path(
     """Records kept where the element's ``name`` node is missing; a field that is text in
     one load and a list in the next (two files of waiting records); the job file named by
     another path when they are retried."""
-    job = json.loads(json.dumps(JOB))
+    job = json.loads(json.dumps(PENDING_JOB))
     job["shards"] = 1
     job["source"][1]["format"] = "json"
     del job["tree"]["root"][2]
@@ -251,7 +195,7 @@ def test_waiting_records_expire_when_the_watermark_of_their_time_passes(
     """``pending: {"time": "T", "delay": 1000}``: a record older than the newest time its
     shard has seen minus 1000 expires (at once when it arrives late); a bad time is
     rejected with its line."""
-    job = json.loads(json.dumps(JOB))
+    job = json.loads(json.dumps(PENDING_JOB))
     job["shards"] = 1
     job["tree"]["root"][1]["list"][1][0]["pending"] = {"time": "T", "delay": 1000}
     (tmp_path / "job.json").write_text(json.dumps(job))
@@ -281,7 +225,7 @@ def test_waiting_records_expire_when_the_watermark_of_their_time_passes(
 def test_a_node_made_later_in_the_same_load_takes_its_record_and_a_new_tree_resets_the_watermark(
     spark: Any, tmp_path: Path
 ) -> None:
-    job = json.loads(json.dumps(JOB))
+    job = json.loads(json.dumps(PENDING_JOB))
     job["shards"] = 1
     job["source"].reverse()  # mappings first: their UIDs come from a later source
     job["tree"]["root"][1]["list"][1][0]["pending"] = {"time": "T", "delay": 1000}

@@ -43,7 +43,6 @@ from typing import Any
 import pytest
 
 from query import apply_ops, compile_ops
-from query.ops.analysis.distributions import FrequencyTable
 from treestore.errors import OpError
 
 HYDRA_FIXTURES = Path(__file__).parent / "fixtures" / "hydra"
@@ -178,28 +177,3 @@ def test_limit_rejects_what_hydra_rejects(argument: str) -> None:
     """TestOpLimit.java:33 (validInput): and rejects these (here with an OpError)."""
     with pytest.raises(OpError):
         compile_ops(f"limit={argument}")
-
-
-def test_frequency_table_single() -> None:
-    """TestOpFrequencyTable.java:53 (ftableTestSingle)."""
-    table = FrequencyTable()
-    table.update(1, 1)
-    assert table.nearest_percentile(0.5) == 1
-    table.update(2, 1)
-    table.update(3, 1)
-    assert table.nearest_percentile(0.5) == 2
-
-
-def test_frequency_table_multi() -> None:
-    """TestOpFrequencyTable.java:64 (ftableTestMulti)."""
-    table = FrequencyTable()
-    table.update(1, 1000)
-    assert table.nearest_percentile(0.99) == 1
-    table.update(2, 1)
-    table.update(3, 1)
-    assert table.nearest_percentile(0.5) == 1
-    table.update(10, 10000)
-    assert table.nearest_percentile(0.01) == 1
-    assert table.nearest_percentile(0.5) == 10
-    table.update(1, 1000000)
-    assert table.nearest_percentile(0.5) == 1

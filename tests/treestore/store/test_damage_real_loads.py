@@ -13,12 +13,11 @@ import pytest
 
 from loaders import load_job, run_load
 from shell.cli import main
-from tests.loaders.load.test_dedup_load import FIRST, SECOND, _load, _write, clicks
+from tests.support.jobs import CLICKS_FIRST, CLICKS_SECOND, load_clicks, write_clicks
 from treestore.errors import LoadError
 from treestore.store.versions import open_version
 
 pytestmark = pytest.mark.spark
-__all__ = ["clicks"]  # the fixture, shared with the dedup load tests
 
 
 def _check(store: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -30,16 +29,16 @@ def test_a_damaged_dedup_run_is_rebuilt_and_a_failed_load_cleans_up(
     spark: Any, clicks: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = clicks / "store"
-    _write(clicks, "c1.tsv", FIRST)
-    _load(spark, clicks)
+    write_clicks(clicks, "c1.tsv", CLICKS_FIRST)
+    load_clicks(spark, clicks)
     # a key in a dedup run changes ("u1" -> "x1"), the file still reads
     run = next(p for p in (store / "dedup").rglob("*.arrow") if b'"u1"' in p.read_bytes())
     run.write_bytes(run.read_bytes().replace(b'"u1"', b'"x1"', 1))
     status, out = _check(store, capsys)
     assert status == 1 and f"{run} is damaged" in out and "The next load rebuilds" in out
-    _write(clicks, "c2.tsv", SECOND)
+    write_clicks(clicks, "c2.tsv", CLICKS_SECOND)
     lines: list[str] = []
-    counts = _load(spark, clicks, lines)["sources"]["clicks"]
+    counts = load_clicks(spark, clicks, lines)["sources"]["clicks"]
     assert any("rebuilding it" in line for line in lines), lines
     assert counts["duplicates_of_earlier_loads"] == 2 and counts["kept"] == 1
     assert _check(store, capsys)[0] == 0

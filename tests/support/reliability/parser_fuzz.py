@@ -46,7 +46,7 @@ PARSERS = ("path", "ops", "job")
 MOST_ROWS_READ = 200
 """Rows read from a compiled pipeline per row set (``trans`` of a wide row is long)."""
 
-FIXTURES = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parents[2]
 
 NASTY_CHARACTERS = (
     "\r",
@@ -211,7 +211,7 @@ def job_corpus() -> tuple[tuple[str, str], ...]:
     """Valid job files as (suffix, text): the demo's job, and with each filter of the filter
     tests in its map and on a tree element; a few as TOML."""
     from shell.demo import DEMO_JOB
-    from tests.loaders.job.test_filters import BUNDLE_CASES, VALUE_CASES
+    from tests.support.filter_cases import BUNDLE_CASES, VALUE_CASES
 
     base = json.loads(json.dumps(DEMO_JOB))
     jobs: list[dict[str, Any]] = [base]

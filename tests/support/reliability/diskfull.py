@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loaders import load_job, run_load
-from tests.reliability.scenario import (
+from tests.support.reliability.scenario import (
     Scenario,
     start_cli_load,
     store_files,

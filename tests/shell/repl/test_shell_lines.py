@@ -1,12 +1,7 @@
-"""The shell's lines without a store: continuation, words, help text, display helpers."""
+"""The shell's lines without a store: continuation, words, help text, screen lines, the bar."""
 
 from __future__ import annotations
 
-import io
-from typing import Any
-
-from shell.output.formats import write_rows
-from shell.output.info import _write_sources
 from shell.repl.app import run_lines
 from shell.repl.line import join_lines, needs_more
 from shell.repl.meta import LINE_HELP, help_command, ops_command, render_doc
@@ -81,23 +76,3 @@ def test_the_bottom_bar_fits_the_terminal() -> None:
     assert fit(parts, 200) == "  |  ".join(parts)
     assert fit(parts, 60) == " store  version 1, 8 shards  |  format table, limit 1,000"
     assert fit(parts, 12) == " store  ve…"  # one column spare: no wrap
-
-
-def test_tables_round_real_numbers_for_display_only() -> None:
-    rows: list[Any] = [("a", 1 / 3), ("b", 2.5)]
-    table, tsv = io.StringIO(), io.StringIO()
-    write_rows(rows, table, "table", columns=["n", "v"])
-    write_rows(rows, tsv, "tsv", header=False)
-    assert table.getvalue() == "n         v\na  0.333333\nb       2.5\n"
-    assert tsv.getvalue() == f"a\t{1 / 3}\nb\t2.5\n"
-
-
-def test_info_shows_a_load_as_a_table() -> None:
-    out = io.StringIO()
-    sources = {"mapping": {"files": 1, "records": 12, "rejected": 0}, "attributes": {"files": 0}}
-    _write_sources(sources, out)
-    assert out.getvalue() == (
-        "      source      files  records\n"
-        "      attributes      0        0\n"
-        "      mapping         1       12\n"
-    )  # a count that is 0 everywhere (rejected) is left out

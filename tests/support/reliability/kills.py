@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loaders import load_job, run_load
-from tests.reliability.scenario import (
+from tests.support.reliability.scenario import (
     CliLoad,
     Scenario,
     check_problems,

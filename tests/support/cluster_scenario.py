@@ -3,7 +3,7 @@
 :func:`run_scenario` loads, queries, dedups, keeps pending records, sweeps with both
 plans, and reads the store's info, check and gc; the cluster tests run it once on the
 local session and once in a driver of the standalone cluster (``python -m
-tests.cluster.scenario``, with a SparkSession built there the way a user builds one),
+tests.support.cluster_scenario``, with a SparkSession built there the way a user builds one),
 and compare the two answers whole. Inputs and stores live under the locations given
 (a folder or an ``s3://`` URI); the job files are written to ``work``, which the
 executors must never need.
@@ -24,9 +24,7 @@ from loaders import load_job, run_load
 from loaders.sweep.command import run_sweep
 from shell.demo import DEMO_JOB, DEMO_OPS, DEMO_PATH, write_demo_inputs
 from shell.output.info import write_info
-from tests.loaders.load.test_dedup_load import FIRST, SECOND
-from tests.loaders.load.test_dedup_load import JOB as DEDUP_JOB
-from tests.loaders.tree.test_load_pending import JOB as PENDING_JOB
+from tests.support.jobs import CLICKS_FIRST, CLICKS_JOB, CLICKS_SECOND, PENDING_JOB
 from treestore import open as open_store
 from treestore.filesystems import open_location
 from treestore.storage.pagestore import page_store_for
@@ -122,12 +120,12 @@ def _dedup(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
     def tsv(rows: list[tuple[int, str, str]]) -> str:
         return "TIME\tUID\tURL\n" + "".join(f"{t}\t{u}\t{url}\n" for t, u, url in rows)
 
-    _put(inputs, "clicks/c1.tsv", tsv(FIRST))
+    _put(inputs, "clicks/c1.tsv", tsv(CLICKS_FIRST))
     _put(inputs, "clicks/c2.tsv", tsv([(1, "u2", "a"), (5, "u4", "e")]))
-    file = _job(work, "dedup", DEDUP_JOB, {"clicks": f"{inputs}/clicks/"})
+    file = _job(work, "dedup", CLICKS_JOB, {"clicks": f"{inputs}/clicks/"})
     store = f"{stores}/dedup"
     first = _report(run_load(spark, load_job(file), store))
-    _put(inputs, "clicks/c3.tsv", tsv(SECOND))
+    _put(inputs, "clicks/c3.tsv", tsv(CLICKS_SECOND))
     second = _report(run_load(spark, load_job(file), store))
     hits = open_store(store, spark=spark).query("root/+/+:+hits").to_list()
     return {"first": first, "second": second, "hits": sorted(hits)}

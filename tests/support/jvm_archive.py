@@ -96,7 +96,7 @@ def ensure_archive(archive: Path, seconds: float = 300) -> None:
         **os.environ,
         "SPARK_SUBMIT_OPTS": f"{BASE_OPTIONS} -XX:ArchiveClassesAtExit={partial} {_QUIET}",
         "PYSPARK_PYTHON": sys.executable,
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
     submit = _spark_home() / "bin" / "spark-submit"
     try:
