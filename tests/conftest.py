@@ -1,9 +1,13 @@
-"""Shared fixtures: one local SparkSession for the whole run, and demo inputs.
+"""Shared fixtures: one local SparkSession for the whole run, the standalone cluster and
+the S3 server (each started once, on first use), demo inputs; the run's Hypothesis profile.
 
-A test that uses the ``spark`` fixture (directly or through another fixture) is
-marked ``spark`` here, so ``make test-fast`` (``-m "not spark"``) leaves it out. A
-test without the mark that starts a SparkSession anyway fails at once, saying so:
-the fast run never starts a JVM by accident.
+Markers say what a test costs (pyproject.toml lists them): a test that uses the
+``spark`` fixture (directly or through another fixture) is marked ``spark`` here, one
+that uses the cluster ``cluster`` and ``spark``, one that uses the S3 server ``s3``; a
+test that starts a JVM another way (a command in a subprocess) says ``spark`` itself,
+and a long one ``slow``. ``make test-fast`` leaves all of them out. A test without the
+``spark`` mark that starts a SparkSession anyway fails at once, saying so: the fast run
+never starts a JVM by accident.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.support.jvm_archive import archive_path, ensure_archive, jvm_options
+from tests.support.profiles import chosen_profile, register_profiles
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -23,12 +29,25 @@ JVM_ARCHIVE = archive_path()
 """Spark's classes archived for the run's JVMs (see :mod:`tests.support.jvm_archive`)."""
 os.environ.setdefault("SPARK_SUBMIT_OPTS", jvm_options(JVM_ARCHIVE))  # read by spark-submit
 
+register_profiles()
+settings.load_profile(chosen_profile(os.environ))
+
+FIXTURE_MARKS = {
+    "spark": ("spark",),
+    "spark_cluster": ("cluster", "spark"),
+    "s3_server": ("s3",),
+}
+"""The markers a test gets for the fixtures it uses (directly or through others)."""
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test whose fixtures include the SparkSession as a Spark test."""
+    """Mark every test by the costly fixtures it uses (:data:`FIXTURE_MARKS`)."""
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.spark)
+        fixtures = getattr(item, "fixturenames", ())
+        for fixture, marks in FIXTURE_MARKS.items():
+            if fixture in fixtures:
+                for mark in marks:
+                    item.add_marker(mark)
 
 
 @pytest.fixture(autouse=True)

@@ -2,14 +2,23 @@
 folder of its own (``tests/<room path>/`` with test modules in it), and no module of the
 test tree imports from another one, except shared helpers from ``tests/support``, and
 never a private name (fixtures come from ``tests/conftest.py``, which nothing imports).
+The markers that say what a test costs are registered, and ``make test-fast`` leaves
+each of them out; the run's Hypothesis profile is the one its environment chooses.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shlex
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+
+from hypothesis import settings
+
+from tests.support.profiles import EXAMPLES, chosen_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -168,3 +177,25 @@ def test_the_import_check_finds_borrowed_and_private_helpers(tmp_path: Path) -> 
         "tests/a/test_x.py imports from tests.a.helpers: shared helpers live in tests/support/"
         " (fixtures in tests/conftest.py)",
     ]
+
+
+COSTS = {"spark", "cluster", "s3", "browser", "slow"}
+
+
+def test_every_cost_marker_is_registered_with_what_it_means() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
+    described = dict(line.split(": ", 1) for line in config["ini_options"]["markers"])
+    assert set(described) == COSTS
+    assert all(len(text.split()) >= 3 for text in described.values()), described
+
+
+def test_the_fast_run_leaves_out_every_costly_test() -> None:
+    recipe = (ROOT / "Makefile").read_text().split("\ntest-fast:", 1)[1].split("\n\n", 1)[0]
+    words = shlex.split(recipe.split(" pytest ", 1)[1])
+    expression = words[words.index("-m") + 1]
+    assert re.fullmatch(r"not \((\w+)( or \w+)*\)", expression), expression
+    assert set(re.findall(r"\w+", expression)) - {"not", "or"} == COSTS
+
+
+def test_the_run_uses_the_profile_its_environment_chooses() -> None:
+    assert settings.default.max_examples == EXAMPLES[chosen_profile(os.environ)]

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.profiles import PROFILE_ENV
 from tests.support.reliability import diskfull, kills
 from tests.support.reliability.scenario import Scenario, prepare_scenario
 
@@ -222,11 +223,13 @@ class CaseResult:
 
 
 def run_cases(paths: Sequence[str], workdir: Path) -> list[CaseResult]:
-    """Run pytest once on ``paths``; each case's outcome, read from pytest's JUnit XML."""
+    """Run pytest once on ``paths`` with the ``fuzz`` Hypothesis profile (the random input
+    files of the bad-bytes cases); each case's outcome, read from pytest's JUnit XML."""
     report = workdir / f"junit-{time.monotonic_ns()}.xml"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     command += [f"--junitxml={report}", *paths]
-    subprocess.run(command, cwd=ROOT, capture_output=True, check=False)
+    env = {**os.environ, PROFILE_ENV: "fuzz"}
+    subprocess.run(command, cwd=ROOT, env=env, capture_output=True, check=False)
     if not report.exists():
         return []
     modules = {p.removesuffix(".py").replace("/", "."): p for p in paths}

@@ -1,14 +1,13 @@
 """The three parsers (paths, ops, job files) give a parse or our positioned error for any text.
 
 Property-based: random text, token soup and mutations of the test vectors (see
-:mod:`tests.support.reliability.parser_fuzz`). ``TREESTORE_FUZZ_EXAMPLES`` sets the examples per
-parser (default 500: about 3 s in all); ``python -m tests.reliability.fuzz`` runs a long round
-and prints the figures.
+:mod:`tests.support.reliability.parser_fuzz`). Each parser tries five times the
+Hypothesis profile's examples (500 in ``dev``: about 3 s in all); ``python -m
+tests.reliability.fuzz`` runs a long round and prints the figures.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
@@ -22,9 +21,10 @@ from tests.support.reliability.parser_fuzz import (
     try_path,
 )
 
-EXAMPLES = int(os.environ.get("TREESTORE_FUZZ_EXAMPLES", "500"))
+# Five times the profile's examples: an input costs about 2 ms, and each parser takes any
+# text, so breadth is cheap here.
 FUZZ = settings(
-    max_examples=EXAMPLES,
+    max_examples=5 * settings().max_examples,
     deadline=timedelta(seconds=20),  # a hang guard, not a timing assertion
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

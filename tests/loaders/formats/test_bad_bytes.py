@@ -2,13 +2,12 @@
 with their line, the good lines load, and a file that cannot be read at all is named
 with where in it (the readers without Spark).
 
-``TREESTORE_FUZZ_EXAMPLES`` sets the random files tried (default 150: about a second).
+The random files tried are the Hypothesis profile's examples (100 in ``dev``: a second).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 from datetime import timedelta
 from pathlib import Path
@@ -27,7 +26,6 @@ from treestore.errors import LoadError
 
 RANDOM = random.Random(4).randbytes(3000)
 """Random bytes, as a damaged or mistaken input holds: many lines, most not UTF-8."""
-EXAMPLES = int(os.environ.get("TREESTORE_FUZZ_EXAMPLES", "150"))
 
 
 def _read(spec: ReadSpec, path: Path) -> list[dict[str, Any]]:
@@ -182,7 +180,6 @@ _PIECES = [b"a", b"b", b",", b"\t", b'"', b"\n", b"\r", b"\xff", b"\xc3", b"\xa9
 
 
 @settings(
-    max_examples=EXAMPLES,
     deadline=timedelta(seconds=20),  # a hang guard, not a timing assertion
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

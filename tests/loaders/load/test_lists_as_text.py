@@ -17,7 +17,8 @@ _TEXT = st.text(alphabet=st.sampled_from(['"', "\\", "\n", "\t", "é", "\U0001f6
 _LISTS = st.lists(st.none() | st.lists(st.none() | _TEXT, max_size=4), min_size=1, max_size=12)
 
 
-@settings(deadline=None, max_examples=25)
+# 25 examples, not the profile's count: each is a Spark job (a tenth of a second or more).
+@settings(max_examples=25)
 @given(rows=_LISTS)
 def test_lists_come_back_as_they_went(spark, rows: list[list[str | None] | None]) -> None:  # type: ignore[no-untyped-def]
     from pyspark.sql import functions as F

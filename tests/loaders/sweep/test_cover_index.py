@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from loaders.sweep.cover_index import CoverIndex, open_totals
@@ -51,7 +51,6 @@ def _lookup(
 @pytest.mark.parametrize("time_type", [np.int64, np.float64], ids=["offsets", "ranks"])
 @pytest.mark.parametrize("agg", ["sum", "count"])
 @pytest.mark.parametrize("closed", CLOSED)
-@settings(max_examples=100, deadline=None)
 @given(events=events_strategy, intervals=intervals_strategy)
 def test_lookup_matches_the_oracle(
     agg: str, closed: str, time_type: Any, events: list[Any], intervals: list[Any]
@@ -69,7 +68,6 @@ NUMBERED = {"a": 7, "b": -3, "c": 12, "z": 9}  # z: between the interval ids, no
 @pytest.mark.parametrize("spread", [1, 2**45], ids=["offsets", "hashed"])
 @pytest.mark.parametrize("agg", ["sum", "count"])
 @pytest.mark.parametrize("closed", CLOSED)
-@settings(max_examples=60, deadline=None)
 @given(
     events=events_strategy,
     intervals=intervals_strategy,
@@ -126,7 +124,6 @@ def test_ids_far_outside_the_intervals_find_nothing() -> None:
 
 
 @pytest.mark.parametrize("closed", CLOSED)
-@settings(max_examples=40, deadline=None)
 @given(
     events=st.lists(st.tuples(st.integers(0, 3), times), max_size=30),
     intervals=st.lists(

@@ -32,7 +32,8 @@ def _sweep(spark: Any, events: Any, intervals: Any, **kwargs: Any) -> tuple[Any,
 @pytest.mark.parametrize(
     ("id_type", "time_type"), [("smallint", "int"), ("int", "timestamp"), ("bigint", "bigint")]
 )
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+# Three examples per case, not the profile's count: each runs a sweep on Spark (seconds).
+@settings(max_examples=3, suppress_health_check=list(HealthCheck))
 @given(
     events=st.lists(st.tuples(st.integers(-3, 3), st.integers(-20, 20)), min_size=1, max_size=30),
     intervals=st.lists(

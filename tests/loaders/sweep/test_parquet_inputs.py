@@ -57,7 +57,8 @@ def _sweep(spark: Any, events: Any, intervals: Any, **kwargs: Any) -> tuple[list
 @pytest.mark.parametrize(
     ("agg", "closed"), [(("sum", "count")[n % 2], closed) for n, closed in enumerate(CLOSED)]
 )
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+# Three examples per case, not the profile's count: each runs Spark jobs (seconds).
+@settings(max_examples=3, suppress_health_check=list(HealthCheck))
 @given(
     intervals=st.lists(
         st.tuples(
@@ -198,7 +199,8 @@ def _parquet(folder: Path, name: str, columns: dict[str, pa.Array]) -> str:
 
 
 @pytest.mark.parametrize("closed", CLOSED)
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+# Three examples per case, not the profile's count: each runs Spark jobs (seconds).
+@settings(max_examples=3, suppress_health_check=list(HealthCheck))
 @given(
     events=st.lists(
         st.tuples(st.sampled_from([-4, 1, 2, None]), st.one_of(st.none(), st.integers(-9, 30))),

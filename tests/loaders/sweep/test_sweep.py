@@ -73,7 +73,9 @@ own test covers every aggregation with every closedness, without Spark)."""
 
 
 @pytest.mark.parametrize(("agg", "plan", "closed"), COVERED)
-@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
+# One example per case, not the profile's count: each runs a sweep on Spark (seconds), and
+# the kernels' own test tries the profile's count of data sets without Spark.
+@settings(max_examples=1, suppress_health_check=list(HealthCheck))
 @given(
     events=st.lists(st.tuples(st.sampled_from([1, 2]), st.integers(0, 9)), min_size=1, max_size=15),
     intervals=st.lists(

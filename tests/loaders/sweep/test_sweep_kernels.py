@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from loaders.sweep.kernels import (
@@ -78,7 +78,6 @@ def _normal(value: Any) -> Any:
     return list(value) if isinstance(value, list | tuple) else value
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     events=events_strategy,
     intervals=intervals_strategy,

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from loaders.job.model import load_job
@@ -100,7 +100,6 @@ def test_update_only_records_see_the_nodes_of_earlier_records_only(demo_dir: Pat
     assert stats.missed_updates == 2
 
 
-@settings(max_examples=60, deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -211,7 +210,6 @@ def test_pending_records_of_an_element_the_job_no_longer_has_expire() -> None:
     assert pa.concat_tables(retried_kept.waiting).column(pending.LOADS_LEFT).to_pylist() == [2, 2]
 
 
-@settings(max_examples=60, deadline=None)
 @given(
     st.lists(
         st.tuples(

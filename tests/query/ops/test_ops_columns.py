@@ -62,7 +62,7 @@ _OP = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(_table(), _OP)
 def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyped-def]
     types, rows, cuts = table
@@ -80,7 +80,7 @@ def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyp
         assert [plain(c).type for c in columns] == [ARROW_TYPES[t] for t in out_types] or not count
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(_table(), st.lists(_OP, min_size=2, max_size=3).map(";".join))
 def test_chains_of_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyped-def]
     types, rows, cuts = table
@@ -161,7 +161,7 @@ _SIDE = st.sampled_from(["A", "M", "", None])
 _VALUE = st.none() | st.sampled_from(["1", "2", "3,1", "", ",", "x", "10"])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.lists(
@@ -195,7 +195,6 @@ def test_coded_columns_cross_the_transport_as_rows_would(shards, driver_ops, sha
     assert list(out) == expected
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 6), _VALUE), max_size=30),
     st.lists(st.integers(0, 30), max_size=4),
@@ -240,7 +239,6 @@ def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads
     assert joined.to_pylist() == expected
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 5), max_size=40), st.integers(1, 8))
 def test_first_rows_in_order_is_found_without_a_sort(codes, block) -> None:  # type: ignore[no-untyped-def]
     """Codes that number their values in first-appearance order give each code's first
@@ -269,7 +267,6 @@ def test_first_rows_in_order_is_found_without_a_sort(codes, block) -> None:  # t
         assert found is None
 
 
-@settings(max_examples=150, deadline=None)
 @given(
     st.lists(st.lists(st.none() | st.sampled_from("abcdefg"), max_size=6), min_size=1, max_size=6)
 )
@@ -298,7 +295,7 @@ def test_chunks_unified_in_two_halves_match_one_unification(chunks) -> None:  # 
     ]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from([st.sampled_from(["1", "2", "3", "10", "x"]), _VALUE]).flatmap(
         lambda values: st.lists(
@@ -341,7 +338,6 @@ def test_cross_lists_fold_as_the_pairs_do(rows, cuts, few_sizes, flush_each_bloc
 _WORDS = st.lists(st.sampled_from(["a", "bb", "", "\u00e9t\u00e9", "x y", "10"]), max_size=5)
 
 
-@settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.none() | st.lists(st.integers(0, 5), max_size=4), max_size=12),
     _WORDS,

@@ -97,7 +97,7 @@ def _hidden(names: tuple[str, ...], default: str | None = None) -> Element:
 _STAND_IN_THEN_EMPTY_NAME = Path((_hidden(("b",), default="a"), _hidden(("",))))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(_TREE_PATHS, _path(), st.integers(1, 5), st.integers(1, 5), st.booleans())
 @example([[["a"]]], _STAND_IN_THEN_EMPTY_NAME, 1, 1, False)
 def test_columns_give_the_walkers_rows(batches, path, chunk_rows, first_rows, whole) -> None:  # type: ignore[no-untyped-def]

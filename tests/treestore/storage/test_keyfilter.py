@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from treestore.storage.keyfilter import _KINDS as KINDS
@@ -28,7 +28,6 @@ _KEYS = st.lists(
 _LEGACY = Path(__file__).parent / "data" / "run-index-1"
 
 
-@settings(deadline=None, max_examples=150)
 @given(_KEYS)
 def test_a_keys_hashes_do_not_depend_on_the_batch_or_the_way(keys: list[tuple[int, str]]) -> None:
     parents = np.array([k[0] for k in keys], dtype=np.int64)

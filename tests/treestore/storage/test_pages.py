@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import msgpack
 import numpy as np
 import pyarrow as pa
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns
@@ -26,7 +26,6 @@ def _encode(parents, names, ids, hits, counts, data):  # type: ignore[no-untyped
     return encode_page(ints, int_dtypes(ints), offsets, raw.to_pybytes() if raw else b"", data)
 
 
-@settings(deadline=None)
 @given(
     st.lists(
         st.tuples(_INT, st.text(), _INT, _INT, _INT, st.none() | st.dictionaries(st.text(), _INT)),
@@ -64,7 +63,6 @@ def test_pages_of_the_first_format_are_read() -> None:
 _ENTRY = st.tuples(_INT, st.text(), _INT, _INT, _INT, st.none() | st.dictionaries(st.text(), _INT))
 
 
-@settings(deadline=None, max_examples=200)
 @given(
     st.lists(st.lists(_ENTRY, max_size=12), min_size=1, max_size=6),
     st.sampled_from(["int32", "mixed", "as drawn"]),
@@ -138,7 +136,6 @@ def _entries_of(merged: ChildColumns) -> list[tuple]:  # type: ignore[type-arg]
     )
 
 
-@settings(deadline=None, max_examples=200)
 @given(
     st.lists(_KEYS, min_size=1, max_size=4),
     st.booleans(),

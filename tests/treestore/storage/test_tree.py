@@ -10,7 +10,7 @@ from unittest import mock
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import treestore.storage.tree as tree_module
@@ -251,7 +251,6 @@ def test_updating_a_tree_bigger_than_the_cache_stays_within_it(store: PageStore)
 _NAME = st.sampled_from(["a", "b", "c", "d", "\u00e9", "ab"])
 
 
-@settings(max_examples=150, deadline=None)
 @given(
     st.lists(st.tuples(_NAME, _NAME), max_size=30),
     st.lists(st.tuples(_NAME, _NAME), max_size=10),
@@ -431,7 +430,6 @@ def test_memtable_keys_whose_hashes_collide_stay_apart() -> None:
     assert table.columns().ids.tolist() == [0, 3, 2, 4, 1, 5]
 
 
-@settings(deadline=None, max_examples=60)
 @given(
     batches=st.lists(
         st.lists(st.tuples(st.integers(-2, 40), st.text(max_size=3)), max_size=300, unique=True),
@@ -505,7 +503,6 @@ def _committed(tree: ShardTree) -> list[tuple[object, ...]]:
     return [(path, n.id, n.hits, n.child_count) for path, n in final.walk()]
 
 
-@settings(max_examples=150, deadline=None)
 @given(
     st.lists(st.lists(_NAME, min_size=1, max_size=3), max_size=20),
     st.lists(
@@ -575,7 +572,6 @@ _NAMES = ["a", "b", "c", "é", "zz", "abcdefgh", "abcdefghi", "abcdefgh\x00", "a
 """Names that share their first bytes, or differ only past 8 of them, among short ones."""
 
 
-@settings(deadline=None, max_examples=60)
 @given(
     st.sets(st.tuples(st.integers(0, 5), st.sampled_from([*_NAMES, ""])), max_size=30),
     st.lists(st.tuples(st.integers(-1, 6), st.sampled_from([*_NAMES, "", "q", "abcdefgh\x01"]))),
@@ -614,7 +610,6 @@ def test_a_new_memory_store_never_reads_a_freed_ones_cached_pages() -> None:
         del store
 
 
-@settings(deadline=None, max_examples=100)
 @given(
     stored=st.sets(st.tuples(st.integers(0, 3), st.sampled_from(_NAMES) | st.text(max_size=10))),
     wanted=st.lists(st.tuples(st.integers(-1, 4), st.sampled_from(_NAMES) | st.text(max_size=10))),

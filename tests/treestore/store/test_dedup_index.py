@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from treestore.errors import StoreError
@@ -36,7 +36,6 @@ def _load(index: ShardIndex, batch: list[str], bits: int = 64) -> list[bool]:
     return (~(within | earlier)).tolist()
 
 
-@settings(max_examples=60, deadline=None)
 @given(
     loads=st.lists(
         st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=3).map("".join), max_size=40),
