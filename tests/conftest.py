@@ -150,10 +150,18 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture
-def s3_bucket(s3_server: object, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A new bucket on the S3 server, with the AWS settings that reach it set: its URI."""
+def s3_bucket(
+    s3_server: object, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> str:
+    """A new bucket on the S3 server, with the AWS settings that reach it set: its URI.
+
+    A test that asks for it without the ``s3`` mark (``request.getfixturevalue``, which
+    the marking at collection cannot see) fails, saying so.
+    """
     from tests.support.s3_server import S3Server
 
+    if request.node.get_closest_marker("s3") is None:
+        pytest.fail(f"{request.node.nodeid} takes the S3 server: mark it s3")
     assert isinstance(s3_server, S3Server)
     for name, value in s3_server.env.items():
         monkeypatch.setenv(name, value)

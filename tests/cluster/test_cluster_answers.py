@@ -19,6 +19,8 @@ from tests.support.cluster_scenario import run_scenario
 from tests.support.spark_cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
+# Each test drives applications on the cluster, each starting its executors: a minute or more.
+pytestmark = pytest.mark.slow
 
 
 def _driver_env(cluster: Cluster, folder: Path, **extra: str) -> dict[str, str]:

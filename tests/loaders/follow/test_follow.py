@@ -235,6 +235,7 @@ KILL_POINTS = {"after-manifest": 0, "between-data-and-index": 1, "follow-after-p
 """Where a follower is killed, and the version its store is left at."""
 
 
+@pytest.mark.slow  # three followers' JVMs at once, then three restarts: about 20 s
 def test_a_follower_killed_in_a_batch_is_exact_after_a_restart(
     spark: Any, demo_dir: Path, tmp_path: Path
 ) -> None:

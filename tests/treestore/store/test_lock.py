@@ -19,7 +19,7 @@ from treestore.store.lock import lock_holder, store_lock
 from treestore.store.versions import StoreWriter, current_version
 
 
-@pytest.fixture(params=["folder", "s3"])
+@pytest.fixture(params=["folder", pytest.param("s3", marks=pytest.mark.s3)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> PageStore:
     """An empty store location: a local folder, or a prefix in a bucket on the S3 server."""
     if request.param == "folder":
