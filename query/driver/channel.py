@@ -13,6 +13,10 @@ heard. Spark may run a task twice (a retry, a speculative copy): pieces are
 numbered per shard and computed from one immutable version, so the first copy of
 each ``(shard, number)`` is kept and any repeat dropped.
 
+On a secured Spark session the channel speaks TLS with a key made for the query
+(:mod:`query.driver.channel_tls`): the tasks trust only that query's certificate, which
+they receive with the task.
+
 Pieces of shards the reader has not reached yet wait in memory up to
 :data:`MEMORY_BUDGET` bytes, then in a temporary file on the driver, so a task is
 never blocked by a reader that is still on an earlier shard.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import socket
+import ssl
 import struct
 import tempfile
 import threading
@@ -30,6 +35,7 @@ import time
 from collections.abc import Iterator
 from typing import IO, Protocol
 
+from query.driver.channel_tls import ChannelKeys, client_context
 from query.driver.result import Piece
 from query.driver.transport import decode_piece
 from treestore.errors import StoreError
@@ -44,6 +50,7 @@ MEMORY_BUDGET = 256 << 20
 ARRIVAL_SECONDS = 60
 """How long rows may still be on their way after the Spark job has succeeded."""
 _WAIT_SECONDS = 0.2
+_HANDSHAKE_SECONDS = 60
 _FAILED = object()
 
 
@@ -115,8 +122,18 @@ class _Waiting:
 class RowChannel:
     """The driver's side: listens, receives every task's frames, yields pieces in order."""
 
-    def __init__(self, host: str, bind: str | None = None, budget: int = MEMORY_BUDGET) -> None:
+    def __init__(
+        self,
+        host: str,
+        bind: str | None = None,
+        budget: int = MEMORY_BUDGET,
+        tls: bool = False,
+    ) -> None:
         self.token = secrets.token_bytes(_TOKEN_BYTES)
+        keys = ChannelKeys.new() if tls else None
+        self.certificate = keys.certificate if keys is not None else None
+        """The query's certificate (PEM) when the channel speaks TLS, else ``None``."""
+        self._tls = keys.server_context() if keys is not None else None
         try:
             self._server = socket.create_server((bind or host, 0), backlog=64)
         except OSError as exc:
@@ -148,6 +165,16 @@ class RowChannel:
             ).start()
 
     def _receive(self, connection: socket.socket) -> None:
+        if self._tls is not None:
+            try:  # a client that does not speak TLS with this query's key is dropped
+                connection.settimeout(_HANDSHAKE_SECONDS)
+                connection = self._tls.wrap_socket(connection, server_side=True)
+                connection.settimeout(None)
+            except (OSError, ssl.SSLError):
+                connection.close()
+                return
+            with self._changed:
+                self._connections.append(connection)
         with contextlib.suppress(OSError), connection:
             if _read_exactly(connection, _TOKEN_BYTES) != self.token:
                 return
@@ -221,11 +248,21 @@ class RowChannel:
 
 
 class TaskSender:
-    """A task's side: one connection to the driver's :class:`RowChannel`."""
+    """A task's side: one connection to the driver's :class:`RowChannel` (over TLS,
+    trusting only ``certificate``, when the channel has one)."""
 
-    def __init__(self, address: tuple[str, int], token: bytes) -> None:
+    def __init__(
+        self, address: tuple[str, int], token: bytes, certificate: bytes | None = None
+    ) -> None:
         try:
             self._socket = socket.create_connection(address, timeout=120)
+            if certificate is not None:
+                self._socket = client_context(certificate).wrap_socket(self._socket)
+        except ssl.SSLError as exc:
+            raise StoreError(
+                f"A query task reached {address[0]}:{address[1]} but could not set up TLS with "
+                f"the query's own certificate ({exc}): another process answers at that address."
+            ) from exc
         except OSError as exc:
             raise StoreError(
                 f"A query task cannot reach the driver at {address[0]}:{address[1]} ({exc}): "

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from query.driver.channel import RowChannel, TaskSender
+from query.driver.channel_tls import SECURITY_SETTINGS, tls_reason
 from query.driver.plan import LOCAL_LIMIT_SETTING, QueryPlan, QueryRequest, plan_query
 from query.driver.result import Piece, Rows
 from query.driver.transport import ERROR, encode_error, encode_piece
@@ -99,6 +100,7 @@ def _shard_task(
     plan: QueryPlan,
     address: tuple[str, int],
     token: bytes,
+    certificate: bytes | None,
     compress: bool,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: shard numbers in, nothing out.
@@ -111,7 +113,7 @@ def _shard_task(
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         failpoint("in-query-task")
-        sender = TaskSender(address, token)
+        sender = TaskSender(address, token, certificate)
         try:
             for batch in batches:
                 for shard in batch.column(0).to_pylist():
@@ -320,9 +322,14 @@ class QueryStore:
         )
         group = self.last_job_group = f"treestore-query-{uuid.uuid4().hex}"
         host, bind = _driver_address(spark)
-        channel = RowChannel(host, bind)
+        conf = context.getConf()
+        settings = {name: conf.get(name) for name in SECURITY_SETTINGS}
+        channel = RowChannel(host, bind, tls=tls_reason(settings) is not None)
         remote = not (context.master or "").startswith("local")
-        task = _shard_task(version.pages, states, plan, channel.address, channel.token, remote)
+        task = _shard_task(
+            version.pages, states, plan, channel.address, channel.token, channel.certificate,
+            remote,
+        )  # fmt: skip
         spark_job = _BackgroundSparkJob(spark, frame, task, group)
         finished = False
         try:
