@@ -125,7 +125,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     ensure_archive(JVM_ARCHIVE)
     try:
-        cluster = start_cluster(tmp_path_factory.mktemp("spark-cluster"))
+        cluster = start_cluster(tmp_path_factory.mktemp("spark-cluster"), secured=True)
     except RuntimeError as exc:
         pytest.fail(str(exc))
     try:

@@ -1,4 +1,6 @@
-"""On a real Spark standalone cluster, treestore gives exactly the answers local[*] gives:
+"""On a real Spark standalone cluster (secured: Spark's authentication and network
+encryption on, so every query's rows travel over TLS), treestore gives exactly the
+answers local[*] gives:
 from the Python API with a user's own SparkSession, and from the command line with
 ``--master`` or ``TREESTORE_SPARK_MASTER``. Executors never get a path only the driver has."""
 
@@ -31,6 +33,7 @@ def _driver_env(cluster: Cluster, folder: Path, **extra: str) -> dict[str, str]:
         "PYSPARK_PYTHON": sys.executable,
         "PYTHONPATH": str(ROOT),
         "TMPDIR": str(folder / "tmp"),
+        **cluster.driver_env(),
         **extra,
     }
 
@@ -78,6 +81,8 @@ def test_every_feature_gives_the_local_answers_on_the_cluster_and_s3(
     assert running.returncode == 0, stderr[-4000:]
     on_cluster = json.loads(out.read_text())
     refused = on_cluster.pop("refused")
+    channels = on_cluster.pop("channels")  # a secured cluster: every query's rows over TLS
+    assert channels["authenticate"] == "true" and channels["tls"] and all(channels["tls"])
     assert on_cluster == local
     own = driver / "own"
     said = {"load": "which only the driver has", "sweep": "events.csv, which only the driver has"}

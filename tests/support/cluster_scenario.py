@@ -227,6 +227,22 @@ def refused_commands(master: str, own: Path, stores: Path) -> list[dict[str, Any
     return said
 
 
+def _record_channels() -> list[bool]:
+    """Whether each query's row channel spoke TLS, in the order the queries ran (their
+    ``RowChannel`` replaced by one that records it)."""
+    import query.driver.runner as runner
+
+    used: list[bool] = []
+
+    class Recorded(runner.RowChannel):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            used.append(self.certificate is not None)
+
+    runner.RowChannel = Recorded  # type: ignore[misc]
+    return used
+
+
 def main() -> None:
     """Run the scenario in a driver of its own, on ``--master``, and write the answers;
     with ``--driver-only``, also the command lines refused there (key ``refused``)."""
@@ -247,7 +263,12 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    tls = _record_channels()
     answers = run_scenario(spark, options.inputs, options.stores, Path(options.work))
+    answers["channels"] = {
+        "authenticate": spark.sparkContext.getConf().get("spark.authenticate"),
+        "tls": tls,
+    }
     if options.driver_only:
         answers["refused"] = refused_commands(
             options.master, options.driver_only, options.local_stores

@@ -4,12 +4,18 @@ One master and two workers (1 core and 1 GB each), on free ports, each worker wi
 own work folder and TMPDIR and the project's Python. :func:`start_cluster` waits until
 both workers have registered, or fails saying what it saw; :meth:`Cluster.stop` kills
 every process it started, by pid.
+
+A ``secured`` cluster runs with Spark's authentication and network encryption on
+(``spark.authenticate``, a random shared secret, ``spark.network.crypto.enabled``): its
+settings are a ``spark-defaults.conf`` in :attr:`Cluster.conf_dir`, which the master,
+the workers and every driver of the cluster read (``SPARK_CONF_DIR``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -47,6 +53,13 @@ class Cluster:
     """A folder the executors are told only the driver has (a task opening a path under it
     fails): drivers keep their job files, current folder and temporary files there."""
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    conf_dir: Path | None = None
+    """The folder of a secured cluster's ``spark-defaults.conf`` (its drivers need
+    ``SPARK_CONF_DIR`` set to it); ``None`` for a cluster without security."""
+
+    def driver_env(self) -> dict[str, str]:
+        """What a driver of this cluster adds to its environment (the shared settings)."""
+        return {} if self.conf_dir is None else {"SPARK_CONF_DIR": str(self.conf_dir)}
 
     def stop(self) -> None:
         """Kill every process the cluster started (its process groups), and wait for them."""
@@ -64,8 +77,21 @@ def _start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Pop
         )
 
 
-def start_cluster(folder: Path, workers: int = 2) -> Cluster:
-    """Start a master and ``workers`` workers under ``folder``; return once all registered."""
+def _secured_conf(folder: Path) -> Path:
+    """A ``spark-defaults.conf`` with authentication and network encryption on."""
+    conf_dir = folder / "conf"
+    conf_dir.mkdir(parents=True)
+    (conf_dir / "spark-defaults.conf").write_text(
+        "spark.authenticate true\n"
+        f"spark.authenticate.secret {secrets.token_hex(16)}\n"
+        "spark.network.crypto.enabled true\n"
+    )
+    return conf_dir
+
+
+def start_cluster(folder: Path, workers: int = 2, secured: bool = False) -> Cluster:
+    """Start a master and ``workers`` workers under ``folder``; return once all registered.
+    ``secured``: with Spark's authentication and network encryption on."""
     home = _spark_home()
     spark_class = str(home / "bin" / "spark-class")
     port = _free_port()
@@ -79,6 +105,9 @@ def start_cluster(folder: Path, workers: int = 2) -> Cluster:
     driver_only = folder / "driver-only"
     driver_only.mkdir(parents=True)
     cluster = Cluster(f"spark://127.0.0.1:{port}", folder, driver_only)
+    if secured:
+        cluster.conf_dir = _secured_conf(folder)
+        env.update(cluster.driver_env())
     master_log = folder / "master.log"
     master = [
         spark_class, "org.apache.spark.deploy.master.Master",
