@@ -264,7 +264,9 @@ def read_config(pages: PageStore) -> dict[str, Any]:
         config = json.loads(pages.read(CONFIG))
         int(config["shards"])
         str(config["hash"])
-        int(config.get(SEALED_FROM, 1))
+        marked = config.get(SEALED_FROM, 1)
+        if isinstance(marked, bool) or not isinstance(marked, int):
+            raise ValueError(f"its {SEALED_FROM} is not a version number")
     except (ValueError, KeyError, TypeError) as exc:
         raise StoreError(f"{pages.location}/{CONFIG} is damaged ({exc}).") from exc
     if int(config.get("format", 1)) != _STORE_FORMAT:
