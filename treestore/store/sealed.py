@@ -31,7 +31,7 @@ ValueError: its checksum does not match: the file was edited or damaged since it
 ({'a': 1}, False)
 >>> unseal(b'{"a": 1, "sealed": "xxh64"}')  # doctest: +ELLIPSIS
 Traceback (most recent call last):
-ValueError: it was sealed with a checksum, but its bytes are not as treestore wrote them: ...
+ValueError: it was sealed with a checksum of its exact bytes, but they are not as ...
 """
 
 from __future__ import annotations
@@ -82,9 +82,8 @@ def unseal(data: bytes) -> tuple[dict[str, Any], bool]:
         raise ValueError(f"it holds a JSON {type(doc).__name__}, not an object")
     if not laid_out and any(key in doc for key in _KEYS):
         raise ValueError(
-            "it was sealed with a checksum, but its bytes are not as treestore wrote them: "
-            "another program wrote it again (the checksum covers the exact bytes) or it was "
-            "damaged"
+            "it was sealed with a checksum of its exact bytes, but they are not as treestore "
+            "wrote them: another program wrote it again, or it was damaged"
         )
     for key in _KEYS:
         doc.pop(key, None)

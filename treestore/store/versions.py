@@ -64,6 +64,7 @@ __all__ = [
 
 _STORE_FORMAT = 2
 _KEPT_LOAD_REPORTS = 100
+_PUT_BACK = "; put back the file treestore wrote (from a copy of the store)."
 DEFAULT_RETENTION = 5
 
 
@@ -162,6 +163,9 @@ class Manifest:
         (:func:`~treestore.store.sealed.sealed_from`; None: a store written before)."""
         try:
             doc, sealed = unseal(data)
+        except ValueError as exc:
+            raise StoreError(f"{where} is not a valid manifest ({exc}){_PUT_BACK}") from exc
+        try:
             record_files = (
                 {int(v): RecordFiles.from_json(f) for v, f in doc["record_files"].items()}
                 if "record_files" in doc
@@ -183,9 +187,7 @@ class Manifest:
             manifest.trees, complete
         )
         if problem:
-            raise StoreError(
-                f"{where} is not a valid manifest ({problem}); put back the file treestore wrote."
-            )
+            raise StoreError(f"{where} is not a valid manifest ({problem}){_PUT_BACK}")
         return manifest
 
     def runs(self) -> set[str]:

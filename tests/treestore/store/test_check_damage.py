@@ -182,7 +182,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
     "store.json garbage": (_config_garbage, "store.json is damaged", "refuses", "refuses"),
     "manifest written again by a JSON tool, a run out": (
         _manifest_rewritten,
-        "000002.json is not a valid manifest (it was sealed",
+        "000002.json is not a valid manifest (it was sealed with",
         "refuses",
         "refuses",
     ),
@@ -194,7 +194,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
     ),
     "dedup INDEX written again by a JSON tool": (
         _dedup_index_rewritten,
-        "INDEX is damaged (it was sealed",
+        "INDEX is damaged (it was sealed with",
         "works",
         "same",
     ),
