@@ -43,7 +43,13 @@ CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tests/shell/test_info_published.py",
         ),
     ),
-    ("manifest and run checksums", ("tests/treestore/store/test_manifest_checksum.py",)),
+    (
+        "manifest and run checksums; sealed documents",
+        (
+            "tests/treestore/store/test_manifest_checksum.py",
+            "tests/treestore/store/test_sealed_documents.py",
+        ),
+    ),
     (
         "lock holder identity (pid reuse, garbage leases)",
         ("tests/treestore/store/test_lock_identity.py",),

@@ -22,8 +22,10 @@ A run carries the XXH3 checksum of its columns in its schema's metadata (taken f
 the columns in memory as it is written), verified whenever the run is opened: a
 damaged run is found before a load trusts it, and the load rebuilds the index. The
 index's manifest (``dedup/INDEX``) is sealed with its checksum
-(:mod:`treestore.store.sealed`). Runs and manifests written before treestore kept
-checksums, and runs checksummed with XXH64, read as before.
+(:mod:`treestore.store.sealed`); one without it is refused where the store seals (it
+covers a version from which ``store.json`` says the store seals), and so is one that
+names a run twice. Runs and manifests written before treestore kept checksums, and runs
+checksummed with XXH64, read as before.
 
 >>> from treestore.storage.pagestore import MemoryPageStore
 >>> import pyarrow as pa
@@ -57,8 +59,8 @@ import xxhash
 
 from treestore.errors import StoreError
 from treestore.storage.pagestore import PageStore
-from treestore.store.layout import DEDUP, DEDUP_INDEX
-from treestore.store.sealed import seal, unseal
+from treestore.store.layout import CONFIG, DEDUP, DEDUP_INDEX
+from treestore.store.sealed import seal, sealed_from, unseal
 
 __all__ = [
     "RUN_SCHEMA",
@@ -382,11 +384,24 @@ def read_dedup_manifest(pages: PageStore) -> DedupManifest | None:
     if not pages.exists(DEDUP_INDEX):
         return None
     try:
-        doc, _ = unseal(pages.read(DEDUP_INDEX))
+        doc, sealed = unseal(pages.read(DEDUP_INDEX))
         manifest = DedupManifest(int(doc["covers"]), dict(doc["sources"]))
+        since = sealed_from(pages)
+        if not sealed and since is not None and manifest.covers >= since:
+            raise ValueError(
+                f"it carries no checksum, though {CONFIG} says the store seals its dedup index "
+                f"from version {since} on: another program wrote it again, or it was damaged"
+            )
+        named: set[str] = set()
         for name in manifest.sources:
-            manifest.runs(name)
             manifest.keys(name)
+            for shard, runs in sorted(manifest.runs(name).items()):
+                for run in runs:
+                    if not isinstance(run, str):
+                        raise TypeError(f"source {name!r} shard {shard} names a run by {run!r}")
+                    if run in named:
+                        raise ValueError(f"the run {run} is named twice")
+                    named.add(run)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StoreError(f"{pages.location}/{DEDUP_INDEX} is damaged ({exc}).") from exc
     return manifest

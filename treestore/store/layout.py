@@ -5,7 +5,9 @@ paths in its :class:`~treestore.storage.pagestore.PageStore`. Storage reads and 
 the names it is given; this module decides them, and every module that builds a path
 in a store takes it from here. A store holds::
 
-    store.json                        shard count and shard hash, fixed for life
+    store.json                        shard count and shard hash, fixed for life; the
+                                      version from which the store seals its documents
+                                      (treestore.store.sealed.sealed_from)
     CURRENT                           the published version number
     locks/000012.json                 the lock's leases: the newest says who holds the
                                       store while a load (or gc) runs (treestore.store.lock)

@@ -12,7 +12,13 @@ beyond the retention count (default 5) are deleted by ``gc``, which loads run to
 
 Every reader verifies the manifest's checksum as it reads it, and each run's recorded
 sizes and index checksum as it opens the run; ``check`` reads every byte. A manifest
-written before manifests had checksums reads as before (``Manifest.sealed`` is False).
+written before manifests had checksums reads as before (``Manifest.sealed`` is False),
+unless its store says it seals from that version on (``store.json``'s ``sealed_from``,
+written when a store is created and at the first load into an older store whose runs all
+have sums) or the manifest records sums (only a treestore that seals writes them): then an
+unsealed manifest was written again by another program, and readers refuse it. Readers
+also refuse a manifest whose lists disagree (sums of a run or side file it does not name,
+a run named twice, a run without its sums where the store seals).
 
 This module reads and publishes versions; the store's lock is in
 :mod:`treestore.store.lock`, ``gc`` and ``check`` in :mod:`treestore.store.maintenance`.
@@ -40,7 +46,7 @@ from treestore.store.layout import (
     number_of,
     tree_folder,
 )
-from treestore.store.sealed import seal, unseal
+from treestore.store.sealed import SEALED_FROM, seal, sealed_from, unseal
 
 __all__ = [
     "DEFAULT_RETENTION",
@@ -58,6 +64,7 @@ __all__ = [
 
 _STORE_FORMAT = 2
 _KEPT_LOAD_REPORTS = 100
+_PUT_BACK = "; put back the file treestore wrote (from a copy of the store)."
 DEFAULT_RETENTION = 5
 
 
@@ -150,16 +157,21 @@ class Manifest:
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
     @classmethod
-    def from_json(cls, data: bytes, where: str) -> Manifest:
-        """Decode a manifest file, verifying its checksum; ``where`` names the file in errors."""
+    def from_json(cls, data: bytes, where: str, sealed_since: int | None = None) -> Manifest:
+        """Decode a manifest file, verifying its checksum and that its lists agree; ``where``
+        names the file in errors, ``sealed_since`` is the version from which its store seals
+        (:func:`~treestore.store.sealed.sealed_from`; None: a store written before)."""
         try:
             doc, sealed = unseal(data)
+        except ValueError as exc:
+            raise StoreError(f"{where} is not a valid manifest ({exc}){_PUT_BACK}") from exc
+        try:
             record_files = (
                 {int(v): RecordFiles.from_json(f) for v, f in doc["record_files"].items()}
                 if "record_files" in doc
                 else _record_files_of_reports(doc["loads"])  # written before they were kept
             )
-            return cls(
+            manifest = cls(
                 version=int(doc["version"]),
                 shards=int(doc["shards"]),
                 trees={int(k): ShardState.from_json(v) for k, v in doc["trees"].items()},
@@ -170,6 +182,13 @@ class Manifest:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StoreError(f"{where} is not a valid manifest ({exc}).") from exc
+        complete = sealed_since is not None and manifest.version >= sealed_since
+        problem = _unsealed(manifest, sealed_since if complete else None) or _lists_disagree(
+            manifest.trees, complete
+        )
+        if problem:
+            raise StoreError(f"{where} is not a valid manifest ({problem}){_PUT_BACK}")
+        return manifest
 
     def runs(self) -> set[str]:
         """Every run this version references (a run's name, without its files' extensions)."""
@@ -183,6 +202,54 @@ class Manifest:
     def set_aside_files(self) -> set[str]:
         """Every file of records set aside (rejected, expired) this version keeps."""
         return {name for files in self.record_files.values() for name in files.names()}
+
+
+def _unsealed(manifest: Manifest, sealed_since: int | None) -> str | None:
+    """Why ``manifest``, read without a checksum, cannot have been written so (None: it
+    can, or it is sealed): its store seals from ``sealed_since`` (None: not at its
+    version), or it records sums, which only a treestore that seals writes."""
+    if manifest.sealed:
+        return None
+    if sealed_since is not None:
+        return (
+            f"it carries no checksum, though {CONFIG} says the store seals every manifest from "
+            f"version {sealed_since} on: another program wrote it again, or it was damaged"
+        )
+    if any(state.run_sums or state.side_sums for state in manifest.trees.values()):
+        return (
+            "it carries no checksum, though it records sums of its files, which only a "
+            "treestore that seals its manifests writes: another program wrote it again, or "
+            "it was damaged"
+        )
+    return None
+
+
+def _lists_disagree(trees: Mapping[int, ShardState], complete: bool) -> str | None:
+    """Where a manifest's lists disagree, in words (None: they agree): a run named twice,
+    sums of a run or a side file a shard does not name, or (``complete``: a manifest of a
+    store that seals) a run without its sums."""
+    owner: dict[str, int] = {}
+    for shard, state in sorted(trees.items()):
+        for run in state.runs:
+            if run in owner:
+                other = "twice" if owner[run] == shard else f"as shard {owner[run]} does"
+                return f"shard {shard} names the run {run} {other}"
+            owner[run] = shard
+        stray = sorted(set(state.run_sums) - set(state.runs))
+        if stray:
+            return (
+                f"shard {shard} records the sums of the run {stray[0]}, which is not among its runs"
+            )
+        unsummed = [run for run in state.runs if run not in state.run_sums] if complete else []
+        if unsummed:
+            return f"shard {shard} names the run {unsummed[0]} without its sums"
+        stray = sorted(set(state.side_sums) - state.side_files())
+        if stray:
+            return (
+                f"shard {shard} records the sums of the side file {stray[0]}, which is not "
+                "among its side files"
+            )
+    return None
 
 
 def read_config(pages: PageStore) -> dict[str, Any]:
@@ -199,6 +266,9 @@ def read_config(pages: PageStore) -> dict[str, Any]:
         config = json.loads(pages.read(CONFIG))
         int(config["shards"])
         str(config["hash"])
+        marked = config.get(SEALED_FROM, 1)
+        if isinstance(marked, bool) or not isinstance(marked, int):
+            raise ValueError(f"its {SEALED_FROM} is not a version number")
     except (ValueError, KeyError, TypeError) as exc:
         raise StoreError(f"{pages.location}/{CONFIG} is damaged ({exc}).") from exc
     if int(config.get("format", 1)) != _STORE_FORMAT:
@@ -251,7 +321,7 @@ def read_manifest(pages: PageStore, version: int, shards: int | None) -> Manifes
     where = f"{pages.location}/{name}"
     if not pages.exists(name):
         raise StoreError(f"Version {version}'s manifest {where} is missing.")
-    manifest = Manifest.from_json(pages.read(name), where)
+    manifest = Manifest.from_json(pages.read(name), where, sealed_from(pages))
     if manifest.version != version or manifest.shards != (shards or manifest.shards):
         raise StoreError(
             f"{where} is not a valid manifest (it holds version {manifest.version} of "
@@ -351,13 +421,24 @@ class StoreWriter:
                     f"{self.pages.location} is not empty and is not a treestore store: "
                     "give an empty or new folder."
                 )
-            config = {"format": _STORE_FORMAT, "shards": shards, "hash": hash_name}
+            config = {"format": _STORE_FORMAT, "shards": shards, "hash": hash_name, SEALED_FROM: 1}
             if create:
                 self.pages.write(CONFIG, json.dumps(config, indent=1).encode())
         self.shards = shards
+        self.sealed_since: int | None = config.get(SEALED_FROM)
+        """The version from which the store seals (None: a store written before, until a
+        load publishes a version whose runs all have their sums)."""
         self.fence = fence
         """Called just before publishing: raises if this writer lost the store's lock."""
         self.base = read_manifest(self.pages, current_version(self.pages), shards)
+
+    def _mark_sealed(self, version: int) -> None:
+        """Record in ``store.json`` that the store seals from ``version`` on (a store written
+        before it kept that): its other keys are kept as they are."""
+        config = json.loads(self.pages.read(CONFIG))
+        config[SEALED_FROM] = version
+        self.pages.write(CONFIG, json.dumps(config, indent=1).encode())
+        self.sealed_since = version
 
     def drop_unpublished(self) -> list[int]:
         """Delete manifests above the published version: left by loads killed between
@@ -394,8 +475,18 @@ class StoreWriter:
             loads=(*self.base.loads, {**report, "version": version})[-_KEPT_LOAD_REPORTS:],
             record_files=kept_files,
         )
+        complete = self.sealed_since is not None or all(
+            set(state.runs) <= set(state.run_sums) for state in manifest.trees.values()
+        )
+        problem = _lists_disagree(manifest.trees, complete)
+        if problem:  # a writer's mistake: a version readers would refuse is never published
+            raise StoreError(
+                f"Version {version} of {self.pages.location} was not published: {problem}."
+            )
         if self.fence is not None:
             self.fence()
+        if self.sealed_since is None and complete:
+            self._mark_sealed(version)
         if not self.pages.create(manifest_name(version), manifest.to_file()):
             raise StoreError(
                 f"Another process published version {version} of {self.pages.location} while "

@@ -21,9 +21,9 @@ from loaders.job.model import SourceSpec
 from loaders.listing.files import InputFile, list_input_files
 from loaders.listing.identity import fingerprint, input_key, location_of, scan_inputs
 from loaders.load.precheck import precheck_load
+from tests.support.old_stores import as_before_sealing
 from treestore.events import as_lines
 from treestore.storage.pagestore import page_store_for
-from treestore.store.layout import manifest_name
 from treestore.store.versions import current_version, open_version
 
 PLAIN = "K\tV\na\t1\nb\t2\n"  # a source without dedup: loading it twice doubles its hits
@@ -170,17 +170,16 @@ def _to_the_old_form(store: Path, moved_from: Path) -> None:
     under the store's folder, not ``moved_from``)."""
     pages = page_store_for(store)
     was, now = str(moved_from.resolve()), str(store.parent.resolve())
-    name = manifest_name(current_version(pages))
-    doc = json.loads(pages.read(name))
-    doc.pop("sealed", None)
-    doc.pop("checksum", None)
-    doc["inputs"] = {
-        location_of(key, entry).replace(was, now, 1): {
-            k: v for k, v in entry.items() if k not in ("root", "relative", "fingerprint")
+
+    def keyed_by_path(doc: dict[str, Any]) -> None:
+        doc["inputs"] = {
+            location_of(key, entry).replace(was, now, 1): {
+                k: v for k, v in entry.items() if k not in ("root", "relative", "fingerprint")
+            }
+            for key, entry in doc["inputs"].items()
         }
-        for key, entry in doc["inputs"].items()
-    }
-    pages.write(name, json.dumps(doc, indent=1, sort_keys=True).encode())
+
+    as_before_sealing(pages, current_version(pages), keyed_by_path)
 
 
 def test_a_store_of_the_old_form_still_knows_its_files(

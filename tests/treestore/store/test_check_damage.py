@@ -24,6 +24,7 @@ from treestore.store.dedup_index import DedupManifest, ShardIndex, publish_dedup
 from treestore.store.layout import DEDUP_INDEX, manifest_name, tree_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import inspect_store
+from treestore.store.sealed import seal, unseal
 from treestore.store.versions import StoreWriter
 
 QUERY = "root/+/+:+hits"
@@ -131,6 +132,27 @@ def _dedup_index_damaged(store: Path) -> None:
     path.write_text(json.dumps(doc, indent=1, sort_keys=True))
 
 
+def _manifest_rewritten(store: Path) -> None:
+    path = store / manifest_name(2)
+    doc = json.loads(path.read_bytes())
+    doc["trees"]["0"]["runs"] = doc["trees"]["0"]["runs"][:-1]
+    path.write_text(json.dumps(doc))  # a JSON tool's layout: no longer the sealed bytes
+
+
+def _manifest_resealed_lists_disagree(store: Path) -> None:
+    path = store / manifest_name(2)
+    doc, _ = unseal(path.read_bytes())
+    doc["trees"]["0"]["runs"] = doc["trees"]["0"]["runs"][:-1]  # its sums stay
+    path.write_bytes(seal(json.dumps(doc, indent=1, sort_keys=True).encode()))
+
+
+def _dedup_index_rewritten(store: Path) -> None:
+    path = store / DEDUP_INDEX
+    doc = json.loads(path.read_bytes())
+    doc["sources"]["src"]["shards"] = {}
+    path.write_text(json.dumps(doc))
+
+
 def _config_garbage(store: Path) -> None:
     (store / "store.json").write_bytes(b"\x00garbage")
 
@@ -158,6 +180,24 @@ CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
     "dedup run damaged": (_dedup_run_damaged, "next load rebuilds", "works", "same"),
     "dedup INDEX damaged": (_dedup_index_damaged, "INDEX is damaged", "works", "same"),
     "store.json garbage": (_config_garbage, "store.json is damaged", "refuses", "refuses"),
+    "manifest written again by a JSON tool, a run out": (
+        _manifest_rewritten,
+        "000002.json is not a valid manifest (it was sealed with",
+        "refuses",
+        "refuses",
+    ),
+    "manifest lists disagree (sums of a run it does not name)": (
+        _manifest_resealed_lists_disagree,
+        "which is not among its runs",
+        "refuses",
+        "refuses",
+    ),
+    "dedup INDEX written again by a JSON tool": (
+        _dedup_index_rewritten,
+        "INDEX is damaged (it was sealed with",
+        "works",
+        "same",
+    ),
 }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tests.support.old_stores import as_before_sealing
 from treestore.errors import CorruptPageError, StoreError
 from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStore
 from treestore.storage.runs import RunReader
@@ -96,11 +97,7 @@ def test_a_store_written_before_checksums_reads_and_check_says_what_it_cannot_ve
     pages: PageStore,
 ) -> None:
     _publish(pages, [["a", "b"]])
-    old = json.loads(pages.read(manifest_name(1)))  # as treestore wrote it before checksums
-    for key in ("sealed", "checksum"):
-        del old[key]
-    del old["trees"]["0"]["run_sums"]
-    pages.write(manifest_name(1), json.dumps(old, indent=1, sort_keys=True).encode())
+    as_before_sealing(pages, 1)
     version = open_version(pages)
     assert not version.manifest.sealed and version.tree(0).count_nodes() == 2
     report = inspect_store(pages)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.support.old_stores import as_before_sealing
 from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStore
 from treestore.storage.state import ShardState
 from treestore.store.layout import manifest_name
@@ -86,14 +88,20 @@ def test_a_version_keeps_the_record_files_of_the_loads_whose_reports_it_keeps(
 def _old_form(pages: PageStore, version: int, sealed: bool) -> None:
     """Rewrite a manifest as stores written before kept record files: the files named only
     by its load reports (``rejected.files``, ``expired.files``); sealed or older still."""
+
+    def before_record_files(doc: dict[str, Any]) -> None:
+        kept = doc.pop("record_files")
+        for load in doc["loads"]:
+            files = kept.get(str(load["version"]), {"rejected": [], "expired": []})
+            load["rejected"] = {"count": len(files["rejected"]), "files": files["rejected"]}
+            load["expired"] = {"files": files["expired"]}
+
+    if not sealed:
+        as_before_sealing(pages, version, before_record_files)
+        return
     doc, _ = unseal(pages.read(manifest_name(version)))
-    kept = doc.pop("record_files")
-    for load in doc["loads"]:
-        files = kept.get(str(load["version"]), {"rejected": [], "expired": []})
-        load["rejected"] = {"count": len(files["rejected"]), "files": files["rejected"]}
-        load["expired"] = {"files": files["expired"]}
-    body = json.dumps(doc, indent=1, sort_keys=True).encode()
-    pages.write(manifest_name(version), seal(body) if sealed else body)
+    before_record_files(doc)
+    pages.write(manifest_name(version), seal(json.dumps(doc, indent=1, sort_keys=True).encode()))
 
 
 @pytest.mark.parametrize("sealed", [True, False])

@@ -104,7 +104,9 @@ def test_gc_keeps_the_side_files_of_kept_versions_and_check_reads_them(pages: Pa
         for number, name in enumerate(names):
             pages.write_table(name, table)
             side = {"feature": SideFiles((name,), {"k": number})}
-            with_side = ShardState(state.runs, state.next_id, state.nodes, state.bytes, side)
+            with_side = ShardState(
+                state.runs, state.next_id, state.nodes, state.bytes, side, state.run_sums
+            )
             writer.publish({0: with_side}, {}, {"sources": {}})
     assert open_version(pages).shard_state(0).side["feature"].meta == {"k": 1}
     assert check_store(pages) == []
