@@ -320,6 +320,7 @@ def _load_locked(
         max_rejected=max_rejected,
         list_fields=text_lists,
         partitions=tasks,
+        owner=writer.owner,
     )
     with (
         phases.phase("read, map and apply (Spark)"),

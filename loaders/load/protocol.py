@@ -84,6 +84,8 @@ class TaskSpec:
     serves the shards whose :func:`~loaders.load.shard_frames.partition_of` is ``p``, and
     opens those with pending records whether records reach them or not. 0: the task serves
     only the shards its records (or its caller) name."""
+    owner: str | None = None
+    """The store's identity, which the runs the tasks write carry (None: the store has none)."""
 
     def waiting_shards(self) -> list[int]:
         """The shards whose version keeps pending records (each must be retried by a task)."""

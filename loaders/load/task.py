@@ -123,7 +123,7 @@ class _ShardWork:
         load = self.loads.get(shard)
         if load is None:
             load = self.loads[shard] = ShardLoad(
-                self.spec.builder, self.pages, shard, self.spec.states.get(shard)
+                self.spec.builder, self.pages, shard, self.spec.states.get(shard), self.spec.owner
             )
         return load
 

@@ -42,13 +42,19 @@ class ShardLoad:
         pages: the store's pages.
         shard: the shard number.
         state: the shard's state in the version the load starts from (``None``: empty).
+        owner: the store's identity, which the runs carry (None: the store has none).
     """
 
     def __init__(
-        self, builder: TreeBuilder, pages: PageStore, shard: int, state: ShardState | None
+        self,
+        builder: TreeBuilder,
+        pages: PageStore,
+        shard: int,
+        state: ShardState | None,
+        owner: str | None = None,
     ) -> None:
         self.builder, self.pages, self.shard = builder, pages, shard
-        self.tree = ShardTree(pages, state, shard=shard, folder=tree_folder(shard))
+        self.tree = ShardTree(pages, state, shard=shard, folder=tree_folder(shard), owner=owner)
         self.stats = ApplyStats()
         self.pending = PendingRecords()
         """The shard's pending records in this load (kept, still waiting, expired)."""

@@ -102,6 +102,7 @@ def _shard_task(
     token: bytes,
     certificate: bytes | None,
     compress: bool,
+    owner: str | None = None,
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function each Spark task runs: shard numbers in, nothing out.
 
@@ -118,7 +119,7 @@ def _shard_task(
             for batch in batches:
                 for shard in batch.column(0).to_pylist():
                     try:
-                        tree = ShardTree(pages, states[shard], shard=shard)
+                        tree = ShardTree(pages, states[shard], shard=shard, owner=owner)
                         for output in shard_output(tree, plan):
                             sender.send(shard, *encode_piece(output, compress=compress))
                     except TreestoreError as exc:
@@ -328,7 +329,7 @@ class QueryStore:
         remote = not (context.master or "").startswith("local")
         task = _shard_task(
             version.pages, states, plan, channel.address, channel.token, channel.certificate,
-            remote,
+            remote, version.owner,
         )  # fmt: skip
         spark_job = _BackgroundSparkJob(spark, frame, task, group)
         finished = False
@@ -350,7 +351,7 @@ def _cached_tree(version: StoreVersion, trees: dict[int, ShardTree], shard: int)
     tree = trees.get(shard)
     if tree is None:
         state = version.manifest.trees[shard]
-        tree = trees[shard] = ShardTree(version.pages, state, shard=shard)
+        tree = trees[shard] = ShardTree(version.pages, state, shard=shard, owner=version.owner)
     return tree
 
 

@@ -58,6 +58,8 @@ class TreeReader:
         runs: the runs' names, oldest first.
         shard: the shard number, for messages.
         sums: what the version's manifest records of the runs (checked as each is opened).
+        owner: the store's identity, if it has one: a run that says it belongs to another
+            store (or to another shard) is refused as it is opened.
     """
 
     def __init__(
@@ -66,11 +68,13 @@ class TreeReader:
         runs: Sequence[str],
         shard: int = 0,
         sums: Mapping[str, RunSum] | None = None,
+        owner: str | None = None,
     ) -> None:
         self.pages = pages
         self.shard = shard
+        self.owner = owner
         sums = sums or {}
-        self.readers = [RunReader(pages, name, shard, sums.get(name)) for name in runs]
+        self.readers = [RunReader(pages, name, shard, sums.get(name), owner) for name in runs]
 
     def entry(self, key: Key) -> Entry | None:
         """The stored entry of ``key``, merged across runs, or ``None``."""

@@ -4,6 +4,12 @@ Runs never change once written, so an index parsed once serves every later reade
 the process: :func:`parsed_index` keeps the latest parses by the index file's bytes
 (its length and a 128-bit hash of them), so a query's tasks read each index file but
 decode it once per worker, not once per query; a file that changed is parsed again.
+
+An index written since runs carried their owner says, inside its checksummed body, what
+the run belongs to (``belongs_to``: the shard and, when the store has one, the store's
+identity, its *owner*), so a reader can refuse a run copied or moved from another shard or
+store; an index written before has none (:attr:`RunIndex.shard` and :attr:`RunIndex.owner`
+are None) and reads as before.
 """
 
 from __future__ import annotations
@@ -17,10 +23,19 @@ import msgpack
 import numpy as np
 import xxhash
 
+from treestore.errors import CorruptPageError
 from treestore.storage.entries import Key
 from treestore.storage.keyfilter import KeyFilter, LegacyFilter, load_filter
 
-__all__ = ["INDEX_FORMAT", "INDEX_FORMATS", "PageInfo", "RunIndex", "checksum", "parsed_index"]
+__all__ = [
+    "INDEX_FORMAT",
+    "INDEX_FORMATS",
+    "PageInfo",
+    "RunIndex",
+    "check_belongs",
+    "checksum",
+    "parsed_index",
+]
 
 INDEX_FORMAT = "treestore-run-index-2"
 INDEX_FORMATS = ("treestore-run-index-1", INDEX_FORMAT)  # 1: a legacy key filter
@@ -60,6 +75,11 @@ class RunIndex:
     """Each page's (offset, length) in the pages file."""
     pages_bytes: int
     """The encoded size of the run's pages."""
+    shard: int | None = None
+    """The shard the run says it belongs to (None: written before runs said so)."""
+    owner: str | None = None
+    """The identity of the store the run says it belongs to (None: none was given, or
+    written before runs said so)."""
 
 
 _parsed: OrderedDict[tuple[int, bytes], RunIndex] = OrderedDict()
@@ -91,6 +111,10 @@ def _parse(data: bytes) -> RunIndex:
     if index.get("format") not in INDEX_FORMATS:
         raise ValueError("not a run index")
     pages = [PageInfo((p[0], p[1]), (p[2], p[3]), *p[4:]) for p in index["pages"]]
+    belongs = index.get("belongs_to") or {}
+    if not isinstance(belongs, dict):
+        raise ValueError("its belongs_to is not a map")
+    shard, owner = belongs.get("shard"), belongs.get("owner")
     return RunIndex(
         pages=pages,
         entries=int(index["entries"]),
@@ -101,4 +125,27 @@ def _parse(data: bytes) -> RunIndex:
         last_parents=np.array([p.last[0] for p in pages], dtype=np.int64),
         spans=np.array([(p.offset, p.length) for p in pages], np.int64).reshape(-1, 2),
         pages_bytes=sum(p.length for p in pages),
+        shard=None if shard is None else int(shard),
+        owner=None if owner is None else str(owner),
+    )
+
+
+def check_belongs(index: RunIndex, where: str, shard: int | str, owner: str | None) -> None:
+    """Raise :class:`CorruptPageError` if the run whose index (the file ``where``) is
+    ``index`` says it belongs to another shard than ``shard`` or another store than
+    ``owner`` (what is not known, on either side, is not compared)."""
+    other_shard = index.shard is not None and isinstance(shard, int) and index.shard != shard
+    other_store = index.owner is not None and owner is not None and index.owner != owner
+    if not (other_shard or other_store):
+        return
+    if other_store:
+        says = f"shard {index.shard} of store {index.owner}, not to this store ({owner})"
+        whence = "another store"
+    else:
+        says = f"shard {index.shard}, not to shard {shard}"
+        whence = "another shard"
+    raise CorruptPageError(
+        f"Shard {shard}: the run {where} says it belongs to {says}: it was copied or moved "
+        f"here from {whence}; put this shard's own run back (from a backup); "
+        "run 'treestore check' on the store."
     )

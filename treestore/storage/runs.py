@@ -21,6 +21,12 @@ Since the index holds every page's checksum, the index's checksum plus the pages
 file's size cover every byte of the run: a reader compares them when it opens the
 run (the index is read anyway), ``check`` reads every page.
 
+The index also says what the run belongs to: its shard and, when the store has an
+identity, that identity (the run's *owner*, a plain string the store passes in). A reader
+told its shard (and owner) refuses a run that says it belongs elsewhere: a run copied or
+moved from another shard or store is never read as this shard's nodes. Runs written
+before they said so read as before.
+
 A shard's state is a list of runs, oldest first: the base run holds absolute
 values and later (delta) runs hold what later loads added. Reading merges them:
 ``hits`` and ``nodes`` add up, ``node_id`` is the same in every run, the newest
@@ -62,8 +68,8 @@ from treestore.storage.pages import (
 )
 from treestore.storage.pagestore import PageStore
 from treestore.storage.run_index import INDEX_FORMAT as _INDEX_FORMAT
+from treestore.storage.run_index import check_belongs, parsed_index
 from treestore.storage.run_index import checksum as _checksum
-from treestore.storage.run_index import parsed_index
 
 __all__ = [
     "Entry",
@@ -131,20 +137,30 @@ def write_run(
     page_bytes: int = PAGE_BYTES,
     expected: int = 1024,
     keys: KeyFilter | None = None,
+    *,
+    shard: int | None = None,
+    owner: str | None = None,
 ) -> RunStats:
     """Write sorted entries, given as :data:`Columns` chunks, as run ``name``.
 
     A run is ``name.pages`` + ``name.index``. ``expected`` (an upper bound of the entry count) sizes
     the Bloom filter; ``keys``: the run's filter, filled already by the caller (who had the
-    keys' hashes at hand), instead.
+    keys' hashes at hand), instead. ``shard`` and ``owner`` (the store's identity), when
+    given, are written into the index as what the run belongs to.
     """
     filled = keys is not None
     keys = keys if keys is not None else KeyFilter.sized(expected)
     with page_store.writer(f"{name}.pages") as out:
         pages, total, size = _write_pages(out, chunks, None if filled else keys, page_bytes)
-    index_body = msgpack.packb(
-        {"format": _INDEX_FORMAT, "pages": pages, "entries": total, "filter": keys.save()}
-    )
+    body: dict[str, Any] = {
+        "format": _INDEX_FORMAT,
+        "pages": pages,
+        "entries": total,
+        "filter": keys.save(),
+    }
+    if shard is not None:
+        body["belongs_to"] = {"shard": shard, **({"owner": owner} if owner else {})}
+    index_body = msgpack.packb(body)
     checksum = _checksum(index_body)
     index_file = msgpack.packb([index_body, checksum])
     page_store.write(f"{name}.index", index_file)
@@ -214,7 +230,9 @@ class RunReader:
     """Reads one run: its index eagerly (small), its pages through the page cache.
 
     ``expected`` (what the version's manifest records of the run, if it does) is compared
-    with the index as it is read, and with the pages file's size when it is opened.
+    with the index as it is read, and with the pages file's size when it is opened. A run
+    whose index says it belongs to another shard than ``shard`` (when a number), or to
+    another store than ``owner`` (when both are known), is refused.
     """
 
     def __init__(
@@ -223,6 +241,7 @@ class RunReader:
         name: str,
         shard: int | str = "?",
         expected: RunSum | None = None,
+        owner: str | None = None,
     ) -> None:
         self.page_store = page_store
         self.name = name
@@ -246,6 +265,7 @@ class RunReader:
                     f"manifest names ({_difference(expected, found)}): the file was replaced "
                     "or damaged; run 'treestore check' on the store."
                 )
+        check_belongs(index, where, shard, owner)
         self._lasts_columns: ChildColumns | None = None
         self._cache_prefix = (page_store.location, name)
         self._handle: Any = None

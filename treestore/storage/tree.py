@@ -84,6 +84,9 @@ class ShardTree(TreeWriter):
         folder: the folder this tree writes its runs in. A store names it (its layout,
             :mod:`treestore.store.layout`, gives each shard's); a bare page store's
             trees write in ``shard-NNNN`` by default.
+        owner: the store's identity, if it has one: the runs this tree writes carry it with
+            the shard number, and runs that say they belong to another store or shard are
+            refused (see :mod:`treestore.storage.runs`).
     """
 
     def __init__(
@@ -93,9 +96,10 @@ class ShardTree(TreeWriter):
         shard: int = 0,
         page_bytes: int = PAGE_BYTES,
         folder: str | None = None,
+        owner: str | None = None,
     ) -> None:
         self.state = state or ShardState()
-        super().__init__(pages, self.state, shard)
+        super().__init__(pages, self.state, shard, owner)
         self.page_bytes = page_bytes
         self.folder = f"shard-{shard:04d}" if folder is None else folder
         self._tag = uuid.uuid4().hex[:12]
@@ -109,7 +113,16 @@ class ShardTree(TreeWriter):
         self, chunks: Iterable[Columns], expected: int, keys: KeyFilter | None = None
     ) -> str:
         name = self._run_name()
-        written = write_run(self.pages, name, chunks, self.page_bytes, expected, keys)
+        written = write_run(
+            self.pages,
+            name,
+            chunks,
+            self.page_bytes,
+            expected,
+            keys,
+            shard=self.shard,
+            owner=self.owner,
+        )
         self._sums[name] = written.sum
         self.stats.runs_written.append(name)
         self.stats.bytes_written += written.bytes
@@ -128,7 +141,7 @@ class ShardTree(TreeWriter):
         keys.add(hashed if slots is None else hashed.take(slots))
         name = self._write(_slices(columns), len(columns), keys)
         memtable.clear(keep=memtable.inner_slots(self.memtable_limit // 2))
-        self.readers.append(RunReader(self.pages, name, self.shard))
+        self.readers.append(RunReader(self.pages, name, self.shard, owner=self.owner))
         while newest := after_flush(self._own_entries()):
             self.compact(newest=newest)
 
@@ -157,7 +170,7 @@ class ShardTree(TreeWriter):
         else:  # block by block, in bounded memory
             blocks = merge_blocks([r.column_blocks(with_data=True) for r in merging])
             name = self._write((c for block in blocks for c in _slices(block)), expected)
-        self.readers = [*keep, RunReader(self.pages, name, self.shard)]
+        self.readers = [*keep, RunReader(self.pages, name, self.shard, owner=self.owner)]
         self.stats.compacted = True
 
     def commit(self, side: Mapping[str, SideFiles | None] | None = None) -> ShardState:

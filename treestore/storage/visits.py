@@ -137,10 +137,13 @@ class TreeWriter(TreeReader):
         pages: where the runs live.
         state: the runs and counters to start from.
         shard: the shard number, for messages and run names.
+        owner: the store's identity, if it has one (see :class:`TreeReader`).
     """
 
-    def __init__(self, pages: PageStore, state: ShardState, shard: int = 0) -> None:
-        super().__init__(pages, state.runs, shard, state.run_sums)
+    def __init__(
+        self, pages: PageStore, state: ShardState, shard: int = 0, owner: str | None = None
+    ) -> None:
+        super().__init__(pages, state.runs, shard, state.run_sums, owner)
         self.next_id = state.next_id
         self.memtable = Memtable()
         self.memtable_limit = memtable_limit()

@@ -30,6 +30,7 @@ from treestore.store.versions import (
     published_versions,
     read_config,
     read_manifest,
+    store_owner,
 )
 
 __all__ = [
@@ -172,7 +173,7 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
     :class:`StoreError` only when the location is not a store at all."""
     pages = page_store_for(location)
     report = CheckReport()
-    shards = _shards(pages, report)
+    shards, owner = _shards(pages, report)
     listed = manifest_versions(pages)
     try:
         current: int | None = current_version(pages)
@@ -188,7 +189,7 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
                 f"{pages.location}/{manifest_name(version)} was never published (a load "
                 f"stopped between writing it and {CURRENT}); the next load removes it."
             )
-    runs: dict[str, _Use] = {}
+    runs: dict[tuple[str, int], _Use] = {}  # by run and shard: a run is one shard's
     sides: dict[str, _Use] = {}
     unsealed = []
     for version in versions:
@@ -201,14 +202,14 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
             unsealed.append(version)
         for shard, state in sorted(manifest.trees.items()):
             for run in state.runs:
-                runs.setdefault(run, _Use(shard)).add(version, state.run_sums.get(run))
+                runs.setdefault((run, shard), _Use(shard)).add(version, state.run_sums.get(run))
             for group, side in sorted(state.side.items()):
                 for name in side.files:
                     use = sides.setdefault(name, _Use(shard, group=group))
                     use.add(version, state.side_sums.get(name))
     _note_unverifiable(pages, report, unsealed, runs, sides)
-    for run, use in sorted(runs.items()):
-        problem = _check_run(pages, run, use)
+    for (run, _), use in sorted(runs.items()):
+        problem = _check_run(pages, run, use, owner)
         if problem:
             report.problems.append(problem)
     for name, use in sorted(sides.items()):
@@ -219,23 +220,24 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
     return report
 
 
-def _shards(pages: PageStore, report: CheckReport) -> int | None:
-    """The store's shard count from ``store.json`` (None, and a problem, if it is damaged);
-    raises :class:`StoreError` if the location is not a store."""
+def _shards(pages: PageStore, report: CheckReport) -> tuple[int | None, str | None]:
+    """The store's shard count and identity from ``store.json`` (None, and a problem, if it
+    is damaged); raises :class:`StoreError` if the location is not a store."""
     try:
-        return int(read_config(pages)["shards"])
+        config = read_config(pages)
+        return int(config["shards"]), store_owner(config)
     except StoreError as exc:
         if not pages.exists(CONFIG):
             raise
         report.problems.append(str(exc))
-        return None
+        return None, None
 
 
 def _note_unverifiable(
     pages: PageStore,
     report: CheckReport,
     unsealed: list[int],
-    runs: dict[str, _Use],
+    runs: dict[tuple[str, int], _Use],
     sides: dict[str, _Use],
 ) -> None:
     """Say which manifests, runs and side files were written before checksums were kept."""
@@ -264,8 +266,9 @@ def _used_by(use: _Use) -> str:
     return f"(used by version{'s' if len(versions) > 1 else ''} {shown})"
 
 
-def _check_run(pages: PageStore, run: str, use: _Use) -> str | None:
-    """Why run ``run`` is damaged (one line naming the file), or None."""
+def _check_run(pages: PageStore, run: str, use: _Use, owner: str | None) -> str | None:
+    """Why run ``run`` is damaged, or belongs to another shard or store than ``use``'s and
+    ``owner`` (one line naming the file), or None."""
     expected = use.sum if isinstance(use.sum, RunSum) else None
     where = f"Shard {use.shard}: {pages.location}/{run}"
     for suffix in (".index", ".pages"):
@@ -283,7 +286,7 @@ def _check_run(pages: PageStore, run: str, use: _Use) -> str | None:
                     f"was cut short or added to) {_used_by(use)}."
                 )
     try:
-        RunReader(pages, run, use.shard, expected).check()
+        RunReader(pages, run, use.shard, expected, owner).check()
     except (CorruptPageError, StoreError) as exc:
         text = str(exc).replace("; run 'treestore check' on the store", "").rstrip(".")
         return f"{text} {_used_by(use)}."

@@ -19,6 +19,9 @@ have sums) or the manifest records sums (only a treestore that seals writes them
 unsealed manifest was written again by another program, and readers refuse it. Readers
 also refuse a manifest whose lists disagree (sums of a run or side file it does not name,
 a run named twice, a run without its sums where the store seals).
+A store created since stores had an identity keeps one in ``store.json`` (``id``): its
+runs carry it with their shard (:func:`store_owner`), and readers refuse a run that says
+it belongs to another store or shard.
 
 This module reads and publishes versions; the store's lock is in
 :mod:`treestore.store.lock`, ``gc`` and ``check`` in :mod:`treestore.store.maintenance`.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +64,7 @@ __all__ = [
     "published_versions",
     "read_config",
     "read_manifest",
+    "store_owner",
 ]
 
 _STORE_FORMAT = 2
@@ -280,6 +285,13 @@ def read_config(pages: PageStore) -> dict[str, Any]:
     return dict(config)
 
 
+def store_owner(config: Mapping[str, Any]) -> str | None:
+    """The store's identity, which its runs carry as their owner (``store.json``'s ``id``);
+    None for a store created before stores had one (its runs carry only their shard)."""
+    owner = config.get("id")
+    return str(owner) if owner else None
+
+
 def current_version(pages: PageStore) -> int:
     """The version ``CURRENT`` names (0: nothing published yet)."""
     if not pages.exists(CURRENT):
@@ -347,9 +359,12 @@ def published_versions(pages: PageStore, upto: int | None = None) -> list[int]:
 class StoreVersion:
     """A read-only view of one published version of a store."""
 
-    def __init__(self, pages: PageStore, manifest: Manifest) -> None:
+    def __init__(self, pages: PageStore, manifest: Manifest, owner: str | None = None) -> None:
         self.pages = pages
         self.manifest = manifest
+        self.owner = owner
+        """The store's identity (:func:`store_owner`), which its runs must carry if they
+        carry one."""
 
     @property
     def location(self) -> str:
@@ -373,7 +388,11 @@ class StoreVersion:
     def tree(self, shard: int) -> ShardTree:
         """``shard``'s tree at this version."""
         return ShardTree(
-            self.pages, self.shard_state(shard), shard=shard, folder=tree_folder(shard)
+            self.pages,
+            self.shard_state(shard),
+            shard=shard,
+            folder=tree_folder(shard),
+            owner=self.owner,
         )
 
 
@@ -384,7 +403,8 @@ def open_version(
     pages = page_store_for(location)
     config = read_config(pages)
     number = current_version(pages) if version is None else version
-    return StoreVersion(pages, read_manifest(pages, number, int(config["shards"])))
+    manifest = read_manifest(pages, number, int(config["shards"]))
+    return StoreVersion(pages, manifest, store_owner(config))
 
 
 class StoreWriter:
@@ -421,13 +441,21 @@ class StoreWriter:
                     f"{self.pages.location} is not empty and is not a treestore store: "
                     "give an empty or new folder."
                 )
-            config = {"format": _STORE_FORMAT, "shards": shards, "hash": hash_name, SEALED_FROM: 1}
+            config = {  # "id": the store's identity, which its runs carry
+                "format": _STORE_FORMAT,
+                "shards": shards,
+                "hash": hash_name,
+                SEALED_FROM: 1,
+                "id": uuid.uuid4().hex,
+            }
             if create:
                 self.pages.write(CONFIG, json.dumps(config, indent=1).encode())
         self.shards = shards
         self.sealed_since: int | None = config.get(SEALED_FROM)
         """The version from which the store seals (None: a store written before, until a
         load publishes a version whose runs all have their sums)."""
+        self.owner = store_owner(config)
+        """The store's identity (:func:`store_owner`): the runs of its loads carry it."""
         self.fence = fence
         """Called just before publishing: raises if this writer lost the store's lock."""
         self.base = read_manifest(self.pages, current_version(self.pages), shards)

@@ -32,8 +32,10 @@ DEDUP_RUN_KEY = b'["key-00042"]'
 REPORT = {"sources": {}, "started": "2025-01-01 00:00:00", "seconds": 1.0}
 
 
-def _tree(pages: FilePageStore, shard: int, children: int, side: str | None) -> ShardTree:
-    tree = ShardTree(pages, shard=shard, page_bytes=256, folder=tree_folder(shard))
+def _tree(
+    pages: FilePageStore, shard: int, children: int, side: str | None, owner: str | None
+) -> ShardTree:
+    tree = ShardTree(pages, shard=shard, page_bytes=256, folder=tree_folder(shard), owner=owner)
     for parent in range(10):
         handle = tree.visit(tree.root_handle, "root")
         assert handle is not None
@@ -56,9 +58,12 @@ def _store(folder: Path) -> FilePageStore:
     with store_lock(pages, "a test"):
         writer = StoreWriter(pages, shards=2)
         side = "trees/shard-0000/side-pending.arrow"
-        trees = {s: _tree(pages, s, 30, side if s == 0 else None).state for s in (0, 1)}
+        owner = writer.owner  # the store's identity, which its runs carry as a load's do
+        trees = {s: _tree(pages, s, 30, side if s == 0 else None, owner).state for s in (0, 1)}
         writer.publish(trees, {}, REPORT)
-        more = ShardTree(pages, trees[1], shard=1, page_bytes=256, folder=tree_folder(1))
+        more = ShardTree(
+            pages, trees[1], shard=1, page_bytes=256, folder=tree_folder(1), owner=owner
+        )
         more.visit(more.root_handle, "extra")
         writer.publish({1: more.commit()}, {}, REPORT)
         index = ShardIndex(pages, "dedup/src/shard-0000", ())
@@ -161,6 +166,31 @@ def _current_deleted(store: Path) -> None:
     (store / "CURRENT").unlink()
 
 
+def _run_copied_over(store: Path, source: Path, shard: int) -> None:
+    """Put the first run of ``shard`` in the store at ``source`` in place of shard 0's run,
+    files and manifest entries alike (each manifest sealed again, as a tool that knows the
+    seal would): the manifests agree with the files, only the run knows where it is from."""
+    (ours,) = json.loads((store / manifest_name(1)).read_bytes())["trees"]["0"]["runs"]
+    theirs_entry = json.loads((source / manifest_name(1)).read_bytes())["trees"][str(shard)]
+    theirs = theirs_entry["runs"][0]
+    for suffix in (".pages", ".index"):
+        (store / (ours + suffix)).write_bytes((source / (theirs + suffix)).read_bytes())
+    for path in (store / "versions").glob("*.json"):
+        doc, _ = unseal(path.read_bytes())
+        doc["trees"]["0"]["run_sums"][ours] = theirs_entry["run_sums"][theirs]
+        path.write_bytes(seal(json.dumps(doc, indent=1, sort_keys=True).encode()))
+
+
+def _run_from_another_shard(store: Path) -> None:
+    _run_copied_over(store, store, 1)
+
+
+def _run_from_another_store(store: Path) -> None:
+    other = store.parent / "other-store"
+    _store(other)  # the same shards, built the same way: only its identity differs
+    _run_copied_over(store, other, 0)
+
+
 # damage -> (what check's one line names, what info does, what a query does)
 CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
     "CURRENT garbage": (_current_garbage, "CURRENT is damaged", "refuses", "refuses"),
@@ -197,6 +227,18 @@ CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
         "INDEX is damaged (it was sealed with",
         "works",
         "same",
+    ),
+    "run moved from another shard": (
+        _run_from_another_shard,
+        "says it belongs to shard 1",
+        "works",
+        "refuses",
+    ),
+    "run copied from another store": (
+        _run_from_another_store,
+        "says it belongs to shard 0 of store",
+        "works",
+        "refuses",
     ),
 }
 
