@@ -15,7 +15,9 @@ The steps, all in one Spark job:
    apply the records to the shard's tree in that order, writing new runs (a
    retried task never clobbers: run names are fresh).
 4. The driver folds the tasks' typed results into the load's report
-   (:class:`~loaders.load.report.LoadReport`); more than ``max_rejected`` rejected
+   (:class:`~loaders.load.report.LoadReport`) and confirms that every file the tasks
+   wrote is where it sees it (:mod:`treestore.store.written`: a store at a path only the
+   driver has fails here, in one line); more than ``max_rejected`` rejected
    records fail the load. Otherwise it publishes the next version (new tree runs, the
    loaded input files with their record counts, the report as JSON and the files of
    records it set aside) atomically, then the dedup index. Nothing is published if
@@ -61,6 +63,7 @@ from loaders.load.report import (
     LoadReport,
     RejectedRecords,
     StreamBatch,
+    Summary,
     first_rejected,
     summarize,
 )
@@ -78,6 +81,7 @@ from treestore.store.layout import expired_file, expired_parts_folder, rejected_
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import collect_garbage
 from treestore.store.versions import StoreWriter
+from treestore.store.written import confirm_written, written_files
 
 if TYPE_CHECKING:
     from pyspark.accumulators import Accumulator
@@ -331,6 +335,8 @@ def _load_locked(
         shard_results += _retry_unserved(spark, writer.pages, spec, shard_results)
     failpoint("after-tasks")
     summary = summarize(job, scan.fresh, (shard_results, task_totals), phases)
+    with phases.phase("publish"):  # the tasks' files, where the driver sees them
+        confirm_written(writer.pages, _written_by_tasks(writer, spec, summary))
     report = replace(summary.report, changed_files=scan.changed, stream=stream)
     if report.rejected.count > max_rejected:
         raise LoadError(_too_many_rejected(writer.pages, report.rejected, max_rejected))
@@ -387,6 +393,22 @@ def _retry_unserved(
     frame = spark.createDataFrame([(shard,) for shard in unserved], f"{SHARD} int")
     rows = frame.mapInArrow(pending_task(pages, spec), TASK_SCHEMA).collect()
     return decode_results(rows)[0]
+
+
+def _written_by_tasks(
+    writer: StoreWriter, spec: TaskSpec, summary: Summary
+) -> dict[str, int | None]:
+    """The files the load's tasks wrote that the new version (or the dedup index published
+    after it) names, with the sizes the tasks reported (None: not reported): runs, side
+    files, files of records set aside, dedup index runs."""
+    files = written_files(writer.base, summary.trees)
+    files.update(dict.fromkeys(summary.report.record_files().names()))
+    for shard, by_source in summary.index_runs.items():
+        for source, runs in by_source.items():
+            files.update(
+                dict.fromkeys(set(runs) - set(spec.dedup_runs.get(source, {}).get(shard, ())))
+            )
+    return files
 
 
 def _too_many_rejected(pages: PageStore, rejected: RejectedRecords, limit: int) -> str:

@@ -67,6 +67,14 @@ CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     (
+        "tree runs say their shard and store: a moved or copied run is refused, old runs read",
+        ("tests/treestore/storage/test_run_owner.py", "tests/treestore/store/test_store_owner.py"),
+    ),
+    (
+        "a store at a path only the driver has: the load fails in one line, publishes nothing",
+        ("tests/loaders/load/test_driver_only_store.py", "tests/treestore/store/test_written.py"),
+    ),
+    (
         "parser refusals (the issue's repros, named)",
         (
             "tests/query/syntax/test_parser_refusals.py",

@@ -111,6 +111,11 @@ class PageStore(ABC):
         """The size in bytes of blob ``name``."""
         return len(self.read(name))
 
+    def sizes(self, prefix: str = "") -> dict[str, int]:
+        """The size of every blob under folder ``prefix`` (recursively), by name: what
+        :meth:`list` finds, with sizes (in one listing, where the store can)."""
+        return {name: self.size(name) for name in self.list(prefix)}
+
     def local_path(self, name: str) -> Path | None:
         """The blob's path on the local filesystem, if it has one."""
         return None
@@ -163,6 +168,11 @@ class MemoryPageStore(PageStore):
     def list(self, prefix: str = "") -> list[str]:
         folder = prefix.rstrip("/") + "/" if prefix else ""
         return sorted(n for n in self.blobs if n.startswith(folder))
+
+    def sizes(self, prefix: str = "") -> dict[str, int]:
+        folder = prefix.rstrip("/") + "/" if prefix else ""
+        with self._lock:
+            return {n: len(data) for n, data in self.blobs.items() if n.startswith(folder)}
 
     def delete(self, name: str) -> None:
         with self._lock:
@@ -352,23 +362,26 @@ class FilePageStore(PageStore):
             raise self._failed(name, "cannot be looked up", exc) from exc
 
     def list(self, prefix: str = "") -> list[str]:
+        return sorted(self.sizes(prefix))
+
+    def sizes(self, prefix: str = "") -> dict[str, int]:
         from pyarrow import fs as pafs
 
         base = self._path(prefix) if prefix else self.root
         selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
-        names = []
+        sizes = {}
         try:
             found = self.fs.get_file_info(selector)
         except FileNotFoundError:
             # the folder went missing while it was listed (or was being made by another
             # process, as racing loads make ``locks/``): nothing is in it
-            return []
+            return {}
         except OSError as exc:
             raise self._failed(prefix, "cannot be listed", exc) from exc
         for info in found:
             if info.type == pafs.FileType.File:
-                names.append(posixpath.relpath(info.path, self.root))
-        return sorted(names)
+                sizes[posixpath.relpath(info.path, self.root)] = int(info.size or 0)
+        return sizes
 
     def delete(self, name: str) -> None:
         try:

@@ -7,7 +7,8 @@ in a store takes it from here. A store holds::
 
     store.json                        shard count and shard hash, fixed for life; the
                                       version from which the store seals its documents
-                                      (treestore.store.sealed.sealed_from)
+                                      (treestore.store.sealed.sealed_from); the store's
+                                      identity (its runs carry it)
     CURRENT                           the published version number
     locks/000012.json                 the lock's leases: the newest says who holds the
                                       store while a load (or gc) runs (treestore.store.lock)

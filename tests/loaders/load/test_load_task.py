@@ -56,7 +56,8 @@ def test_a_task_holding_several_shards_keeps_their_records_apart(demo_dir: Path)
     shard_results, (counts,) = decode_results(out.to_pylist())
     results = {result.shard: result for result in shard_results}
     trees = {
-        shard: ShardTree(pages, ShardState.from_json(results[shard].state)) for shard in (2, 7)
+        shard: ShardTree(pages, ShardState.from_json(results[shard].state), shard=shard)
+        for shard in (2, 7)
     }
     names = {
         shard: sorted(path[1] for path, _ in tree.walk() if len(path) == 2)
