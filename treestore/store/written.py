@@ -6,10 +6,12 @@ publishes the version that names them. If the store's location is a path only th
 driver has (a local folder on a cluster whose executors each have their own disk), the
 tasks write their files on the executors' disks and the version the driver publishes
 names files it cannot read. :func:`confirm_written` finds that before ``CURRENT`` moves,
-without reading a byte of the files: one listing per folder they are in (a folder's
-parent is listed once instead when it holds more than :data:`FOLDERS_PER_LISTING` of
-them, as ``trees/`` does for a load that touches many shards), and a lookup of each file
-the listings lack or show with another size (once more, in case a listing lagged).
+without reading a byte of the files: one listing per folder they are in, and a lookup
+of each file the listings lack or show with another size (once more, in case a listing
+lagged). On a store that is not local (S3, HDFS: each listing a round trip, of up to
+1,000 names on S3) a folder's parent is listed once instead when it holds more than
+:data:`FOLDERS_PER_LISTING` of them, as ``trees/`` does for a load that touches many
+shards; a local listing costs by the files it sees, so each folder is listed.
 
 >>> from treestore.storage.pagestore import MemoryPageStore
 >>> pages = MemoryPageStore()
@@ -33,7 +35,8 @@ from treestore.store.versions import Manifest
 __all__ = ["FOLDERS_PER_LISTING", "confirm_written", "written_files"]
 
 FOLDERS_PER_LISTING = 8
-"""More folders than this under one parent: the parent is listed once, not each folder."""
+"""More folders than this under one parent of a store that is not local: the parent is
+listed once, not each folder."""
 
 _CAUSE = (
     "the executors wrote it where the driver cannot see it; put the store on a filesystem "
@@ -65,7 +68,7 @@ def confirm_written(pages: PageStore, files: Mapping[str, int | None]) -> None:
     cause) unless each of ``files`` exists in ``pages`` with its size (None: any size).
     Reads no file: lists their folders (see the module's docstring)."""
     found: dict[str, int] = {}
-    for prefix in _listings(files):
+    for prefix in _listings(files, grouped=pages.local_path("") is None):
         found.update(pages.sizes(prefix))
     for name in sorted(files):
         expected = files[name]
@@ -84,9 +87,10 @@ def confirm_written(pages: PageStore, files: Mapping[str, int | None]) -> None:
             )
 
 
-def _listings(files: Mapping[str, int | None]) -> list[str]:
-    """The folders to list to see every file of ``files``: each file's folder, or that
-    folder's parent when the parent holds more than :data:`FOLDERS_PER_LISTING` of them."""
+def _listings(files: Mapping[str, int | None], grouped: bool) -> list[str]:
+    """The folders to list to see every file of ``files``: each file's folder, or (when
+    ``grouped``) that folder's parent when it holds more than :data:`FOLDERS_PER_LISTING`
+    of them."""
     by_parent: dict[str, set[str]] = defaultdict(set)
     for name in files:
         if "/" in name:  # a file at the top is looked up alone: the top is the whole store
@@ -94,7 +98,7 @@ def _listings(files: Mapping[str, int | None]) -> list[str]:
             by_parent[folder.rsplit("/", 1)[0] if "/" in folder else ""].add(folder)
     prefixes: list[str] = []
     for parent, folders in sorted(by_parent.items()):
-        if len(folders) > FOLDERS_PER_LISTING and parent:
+        if grouped and len(folders) > FOLDERS_PER_LISTING and parent:
             prefixes.append(parent)
         else:
             prefixes.extend(sorted(folders))

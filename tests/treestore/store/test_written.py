@@ -46,6 +46,16 @@ class CountingStore(MemoryPageStore):
         return super().read_range(name, offset, length)
 
 
+class CountingFiles(FilePageStore):
+    """A local store that counts its listings."""
+
+    listings = 0
+
+    def sizes(self, prefix: str = "") -> dict[str, int]:
+        self.listings += 1
+        return super().sizes(prefix)
+
+
 @pytest.fixture(params=["memory", "disk"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> PageStore:
     return MemoryPageStore() if request.param == "memory" else FilePageStore(tmp_path / "store")
@@ -96,12 +106,22 @@ def test_folders_are_listed_once_and_no_file_is_read() -> None:
     many = CountingStore()
     files = _written(many, FOLDERS_PER_LISTING + 1)
     confirm_written(many, files)
-    # more shards than that: trees/ is listed once, not each shard's folder
+    # more shards than that: trees/ is listed once, not each shard's folder (a store that
+    # is not local: a listing is a round trip)
     assert many.calls == {"sizes": 3, "exists": 0, "read": 0}
     many.delete(f"{tree_folder(0)}/r-000.pages")
     with pytest.raises(LoadError):
         confirm_written(many, files)
     assert many.calls["exists"] == 1 and many.calls["read"] == 0  # the missing one looked up
+
+
+def test_a_local_store_lists_each_folder(tmp_path: Path) -> None:
+    """A local listing costs by the files it sees: the shards' folders, not all of trees/."""
+    pages = CountingFiles(tmp_path / "store")
+    files = _written(pages, FOLDERS_PER_LISTING + 1)
+    pages.write(f"{tree_folder(99)}/an-old-run.pages", b"old")
+    confirm_written(pages, files)
+    assert pages.listings == FOLDERS_PER_LISTING + 1 + 2
 
 
 def test_the_new_files_of_a_version_are_its_new_runs_and_side_files(tmp_path: Path) -> None:
@@ -143,3 +163,15 @@ def test_a_failed_load_naming_a_tree_file_still_removes_what_it_wrote(tmp_path: 
         confirm_written(pages, files)
     assert sorted(pages.list("trees")) == before  # the run's other file went too
     assert current_version(pages) == 1 and check_store(pages) == []
+
+
+@pytest.mark.s3
+def test_a_store_on_s3_lists_the_parent_of_many_folders(s3_bucket: str) -> None:
+    """On S3 a listing is a round trip (of up to 1,000 names): trees/ is listed once."""
+    pages = CountingFiles(f"{s3_bucket}/stores/one")
+    files = _written(pages, FOLDERS_PER_LISTING + 1)
+    confirm_written(pages, files)
+    assert pages.listings == 3
+    pages.delete(f"{tree_folder(4)}/r-000.pages")
+    with pytest.raises(LoadError, match=r"stores/one/trees/shard-0004/r-000\.pages, which"):
+        confirm_written(pages, files)
