@@ -19,13 +19,17 @@ import pyarrow as pa
 from loaders.formats.lines import (
     BLOCK_BYTES,
     FirstLine,
+    LineChunks,
+    LineScan,
     StreamWithoutLines,
     first_bad_byte,
     first_line,
     not_utf8_reason,
     physical,
     scan_lines,
+    too_long_reason,
 )
+from loaders.formats.quotes import ends_inside, quoted_spans
 from loaders.formats.read_spec import ReadSpec, RecordOutput, UnreadableInput
 from loaders.formats.values import as_field, decoded
 from treestore.filesystems import input_stream
@@ -63,6 +67,11 @@ def header_names(first: FirstLine, fmt: str, header: bool = True) -> list[str]:
             ) from None
     # the parser's first row: it also ends a row at a lone CR (and skips empty rows)
     row = next((part for part in first.data.rstrip(b"\n").split(b"\r") if part), b"")
+    if fmt == "csv" and ends_inside(first.data.rstrip(b"\n")):
+        which = "its header, line" if header else "line"
+        raise UnreadableInput(
+            f"{which} {first.number}, at byte offset {first.offset}: {_OPEN_HEADER}"
+        )
     try:
         peek = csv.read_csv(
             pa.py_buffer(row + b"\n"),
@@ -75,6 +84,9 @@ def header_names(first: FirstLine, fmt: str, header: bool = True) -> list[str]:
             f"line {first.number}, at byte offset {first.offset}: {str(exc).splitlines()[0]}"
         ) from None
     return list(peek.schema.names)
+
+
+_OPEN_HEADER = "a quoted value does not end on its line"
 
 
 def _physical_rows(
@@ -101,15 +113,20 @@ def _left_out_records(
     rows: list[tuple[int, bytes]],
     expected: int,
     positions: dict[str, int],
+    aside: dict[int, str],
 ) -> Iterator[pa.RecordBatch]:
-    """The lines that are not UTF-8 text, read one by one: a line with the wrong number
-    of cells, or a field the job reads that is not text, is set aside; a line whose bad
-    bytes are in fields the job does not read is a record."""
+    """The lines left out of the parser's stream, read one by one: a line ``aside`` names
+    is set aside for its reason; of the lines that are not UTF-8 text, one with the wrong
+    number of cells, or a field the job reads that is not text, is set aside, and one whose
+    bad bytes are in fields the job does not read is a record."""
     numbers: list[int] = []
     values: dict[str, list[str]] = {name: [] for name in positions}
     bad: list[tuple[int, str, str]] = []
     for number, raw in rows:
         shown = raw.decode("utf-8", "replace").removesuffix("\r")
+        if number in aside:
+            bad.append((number, aside[number], shown))
+            continue
         try:
             cells = _cells(raw, spec.format)
         except python_csv.Error:  # a cell past the csv module's size limit: cannot split
@@ -142,6 +159,40 @@ def _left_out_records(
         yield out.bad(bad)
 
 
+def _set_aside_lines(path: str, spec: ReadSpec, scan: LineScan) -> dict[int, str]:
+    """The lines set aside before the parser reads the file, and why: lines too long to
+    hold, and csv quoted values that run past the end of their line (see
+    :mod:`loaders.formats.quotes`). The header is never set aside: a header whose quoted
+    value runs on, or that is too long, makes the file unreadable."""
+    aside = dict.fromkeys(scan.too_long.tolist(), too_long_reason())
+    starts = scan.open_quotes
+    if spec.header and len(starts):
+        header = first_line(path)
+        if header is not None and header.number == starts[0]:
+            raise UnreadableInput(
+                f"its header, line {header.number}, at byte offset {header.offset}: {_OPEN_HEADER}"
+            )
+    if len(starts):
+        with input_stream(path) as stream:
+            aside.update(quoted_spans(LineChunks(stream), starts, scan.blanks))
+    return aside
+
+
+def _only_set_aside(
+    path: str, out: RecordOutput, aside: dict[int, str]
+) -> Iterator[pa.RecordBatch]:
+    """The records of a file whose every line is blank or set aside."""
+    if not aside:
+        return
+    with input_stream(path) as stream:
+        source = StreamWithoutLines(stream, np.array(sorted(aside), dtype=np.int64))
+        source.read()
+        found = source.take()
+    yield out.bad(
+        [(n, aside[n], raw.decode("utf-8", "replace").removesuffix("\r")) for n, raw in found]
+    )
+
+
 def read_delimited(spec: ReadSpec, path: str, out: RecordOutput) -> Iterator[pa.RecordBatch]:
     """The records of the csv/tsv file at ``path``: good ones and set-aside ones."""
     import pyarrow.csv as csv
@@ -155,21 +206,31 @@ def read_delimited(spec: ReadSpec, path: str, out: RecordOutput) -> Iterator[pa.
         return "skip"
 
     names = list(spec.columns) or None
-    first = None if names else first_line(path)
+    first = None
     if names:
         file_names = names
-    elif first is None:
-        return  # blank lines only
-    else:  # the names (or the column count) come from the first line that is not blank
-        file_names = header_names(first, spec.format, spec.header)
-    scan = scan_lines(path)
+    elif spec.header:  # the names come from the first line that is not blank
+        first = first_line(path)
+        if first is None:
+            return  # blank lines only
+        file_names = header_names(first, spec.format, True)
+    scan = scan_lines(path, quoted=spec.format == "csv")
+    aside = _set_aside_lines(path, spec, scan)
+    if not names and not spec.header:  # the column count: the first line not set aside
+        first = first_line(path, skip=aside)
+        if first is None:  # blank lines, and lines set aside
+            yield from _only_set_aside(path, out, aside)
+            return
+        file_names = header_names(first, spec.format, False)
     undecodable = scan.undecodable
     if spec.header and len(undecodable):  # the header is not a record: never left out
         first = first or first_line(path)
         undecodable = undecodable[undecodable != (first.number if first else 0)]
+    left_out = np.union1d(undecodable, np.array(sorted(aside), dtype=np.int64))
     read_options = csv.ReadOptions(
         use_threads=False,
-        block_size=BLOCK_BYTES,
+        # a row must fit in a block: one longer than the usual block gets a larger one
+        block_size=BLOCK_BYTES if scan.longest <= BLOCK_BYTES else scan.longest + BLOCK_BYTES,
         column_names=names or (None if spec.header else file_names),
         skip_rows=1 if names and spec.header else 0,
     )
@@ -186,9 +247,9 @@ def read_delimited(spec: ReadSpec, path: str, out: RecordOutput) -> Iterator[pa.
     convert = csv.ConvertOptions(
         check_utf8=False, include_columns=kept, column_types=dict.fromkeys(kept, pa.binary())
     )
-    skipped = np.union1d(scan.blanks, undecodable)
+    skipped = np.union1d(scan.blanks, left_out)
     with input_stream(path) as stream:
-        source = StreamWithoutLines(stream, undecodable) if len(undecodable) else None
+        source = StreamWithoutLines(stream, left_out) if len(left_out) else None
         try:
             reader = csv.open_csv(
                 source if source is not None else stream,
@@ -218,9 +279,11 @@ def read_delimited(spec: ReadSpec, path: str, out: RecordOutput) -> Iterator[pa.
             if bad_rows:
                 yield out.bad(_physical_rows(bad_rows, skipped))
             if source is not None and source.found:
-                yield from _left_out_records(spec, out, source.take(), len(file_names), positions)
+                found = source.take()
+                yield from _left_out_records(spec, out, found, len(file_names), positions, aside)
         if invalid:
             yield out.bad(_physical_rows([(n, *invalid.pop(n)) for n in sorted(invalid)], skipped))
         if source is not None:
             source.read()  # to the end: every line left out is read
-            yield from _left_out_records(spec, out, source.take(), len(file_names), positions)
+            found = source.take()
+            yield from _left_out_records(spec, out, found, len(file_names), positions, aside)

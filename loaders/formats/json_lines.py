@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from loaders.formats.lines import is_utf8, not_utf8_reason, undecodable_lines
+from loaders.formats.lines import (
+    LineChunks,
+    is_utf8,
+    not_utf8_reason,
+    too_long_reason,
+    undecodable_lines,
+)
 from loaders.formats.read_spec import ReadSpec, RecordOutput
 from loaders.formats.values import WrittenNumber, as_field, value_text
 from treestore.filesystems import input_stream
@@ -50,16 +56,19 @@ def _json_lines(chunk: bytes, first_line: int) -> tuple[list[bytes], np.ndarray]
 
 
 def _json_chunk(
-    spec: ReadSpec, out: RecordOutput, chunk: bytes, first_line: int
+    spec: ReadSpec, out: RecordOutput, chunk: bytes, first_line: int, too_long: dict[int, int]
 ) -> Iterator[pa.RecordBatch]:
-    """The records of a chunk of whole lines, the first numbered ``first_line``."""
+    """The records of a chunk of whole lines, the first numbered ``first_line``; the lines
+    ``too_long`` names hold only their first bytes, and are set aside."""
     lines, numbers = _json_lines(chunk, first_line)
-    if not is_utf8(chunk):
-        bad = dict(undecodable_lines(chunk))
+    long = [n - first_line for n in too_long if first_line <= n < first_line + len(lines)]
+    if long or not is_utf8(chunk):
+        bad = {i: not_utf8_reason(byte) for i, byte in undecodable_lines(chunk)}
+        bad.update(dict.fromkeys(long, too_long_reason()))
         yield out.bad(
             [
-                (int(numbers[i]), not_utf8_reason(byte), lines[i].decode("utf-8", "replace"))
-                for i, byte in bad.items()
+                (int(numbers[i]), reason, lines[i].decode("utf-8", "replace"))
+                for i, reason in sorted(bad.items())
                 if i < len(lines)
             ]
         )
@@ -191,17 +200,7 @@ def _json_slow(
 
 def read_json(spec: ReadSpec, path: str, out: RecordOutput) -> Iterator[pa.RecordBatch]:
     """The records of the json-lines file at ``path``: good ones and set-aside ones."""
-    next_line, rest = 1, b""
     with input_stream(path) as stream:
-        while True:
-            block = stream.read(_CHUNK_BYTES)
-            data = rest + block
-            if not block:
-                if data:
-                    yield from _json_chunk(spec, out, data, next_line)
-                return
-            cut = data.rfind(b"\n") + 1
-            data, rest = data[:cut], data[cut:]
-            if data:
-                yield from _json_chunk(spec, out, data, next_line)
-                next_line += data.count(b"\n")
+        chunks = LineChunks(stream, _CHUNK_BYTES)
+        for first, chunk in chunks:
+            yield from _json_chunk(spec, out, chunk, first, chunks.too_long)

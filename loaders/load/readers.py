@@ -77,28 +77,32 @@ def _cannot_read(path: str, fmt: str, exc: BaseException, after_line: int = 0) -
 
 
 def sample_list_fields(fmt: str, paths: list[str], fields: Iterable[str]) -> frozenset[str]:
-    """Which of ``fields`` hold lists in the first files (JSON: their first lines)."""
+    """Which of ``fields`` hold lists in the first files (JSON: their first lines). A file
+    that cannot be read raises :class:`LoadError` naming it, as reading it would."""
     wanted = set(fields)
     found: set[str] = set()
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        for path in paths[:_SAMPLE_FILES]:
-            try:
-                with input_file(path) as source:
-                    schema = pq.read_schema(source)
-            except (OSError, pa.ArrowException):
-                continue  # reading it fails the load with a clear message
-            for spec in schema:
-                if spec.name in wanted and pa.types.is_list(spec.type) | pa.types.is_large_list(
-                    spec.type
-                ):
-                    found.add(spec.name)
-    elif fmt == "json":
-        for path in paths[:_SAMPLE_FILES]:
-            for doc in sample_objects(path):
-                found |= {k for k, v in doc.items() if k in wanted and isinstance(v, list)}
+    for path in paths[:_SAMPLE_FILES] if fmt in ("json", "parquet") else ():
+        try:
+            found |= wanted & _list_names(fmt, path)
+        except _CANNOT_READ as exc:
+            raise _cannot_read(path, fmt, exc) from None
     return frozenset(found)
+
+
+def _list_names(fmt: str, path: str) -> set[str]:
+    """The names of the fields that hold lists in the first lines (JSON) or the schema
+    (Parquet) of the file at ``path``."""
+    if fmt == "json":
+        return {k for doc in sample_objects(path) for k, v in doc.items() if isinstance(v, list)}
+    import pyarrow.parquet as pq
+
+    with input_file(path) as source:
+        schema = pq.read_schema(source)
+    return {
+        spec.name
+        for spec in schema
+        if pa.types.is_list(spec.type) or pa.types.is_large_list(spec.type)
+    }
 
 
 def sample_field_names(fmt: str, paths: list[str]) -> tuple[str, ...]:

@@ -58,6 +58,10 @@ CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "bad input files: bytes that are not text, broken links",
         ("tests/loaders/formats/test_bad_bytes.py", "tests/loaders/listing/test_symlinks.py"),
     ),
+    (
+        "bad input files: csv quotes past a line's end, unreadable compressed files, long lines",
+        ("tests/loaders/formats/test_input_damage.py",),
+    ),
     ("a failed Spark job says its cause", ("tests/loaders/load/test_failure_causes.py",)),
     (
         "inputs keep their identity when moved",
@@ -84,7 +88,7 @@ CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
 )
 """Named cases, by group: the pytest files whose cases are counted (one pytest run)."""
-PER_CASE_GROUPS = frozenset({CASE_GROUPS[0][0], CASE_GROUPS[4][0]})
+PER_CASE_GROUPS = frozenset({CASE_GROUPS[0][0], CASE_GROUPS[4][0], CASE_GROUPS[5][0]})
 """Groups whose every case gets a row of its own."""
 
 

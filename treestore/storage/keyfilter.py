@@ -57,6 +57,7 @@ _BITS_PER_KEY = 10
 _PROBES = 7
 _MAX_BITS = (1 << 32) - 1  # probe positions are 32-bit
 _WORD_COLUMNS = 4  # names of up to 32 bytes are folded from one matrix of words
+_ONE_BY_ONE = 4096  # names of more words (32 KiB) are folded one by one, in Python ints
 _U64 = (1 << 64) - 1
 _M1, _M2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -102,6 +103,19 @@ def _word_matrix(names: pa.Array, lengths: np.ndarray, width: int) -> np.ndarray
     return matrix.view("<u8").reshape(size, width // 8)
 
 
+def _fold_words(value: int, data: bytes) -> int:
+    """``value`` folded with each 8-byte word of ``data`` (zero padded), in Python ints:
+    what :func:`_folded` does a column at a time, for one long name."""
+    for word in np.frombuffer(data + bytes(-len(data) % 8), "<u8").tolist():
+        mixed = value ^ word
+        mixed ^= mixed >> 33
+        mixed = (mixed * _M1) & _U64
+        mixed ^= mixed >> 33
+        mixed = (mixed * _M2) & _U64
+        value = mixed ^ (mixed >> 33)
+    return value
+
+
 def _folded(parents: np.ndarray, names: pa.Array) -> np.ndarray:
     """Each key's 64-bit hash, before it is split in two (see the module's docstring)."""
     lengths = pc.binary_length(names).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -109,7 +123,10 @@ def _folded(parents: np.ndarray, names: pa.Array) -> np.ndarray:
     hashes = parents.astype(np.int64).view(np.uint64) ^ _mix(
         lengths.astype(np.uint64) * np.uint64(_GOLDEN)
     )
-    long_rows = np.flatnonzero(words > _WORD_COLUMNS)  # a few: in parts, for memory
+    for row in np.flatnonzero(words > _ONE_BY_ONE):  # a word at a time costs less here
+        name = names[int(row)].as_py().encode()
+        hashes[row] = _fold_words(int(hashes[row]), name)
+    long_rows = np.flatnonzero((words > _WORD_COLUMNS) & (words <= _ONE_BY_ONE))  # in parts
     parts = [
         np.flatnonzero(words <= _WORD_COLUMNS),
         *np.array_split(long_rows, len(long_rows) // 4096 + 1),

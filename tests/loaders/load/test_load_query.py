@@ -246,7 +246,7 @@ def test_unreadable_input_fails_the_load_and_publishes_nothing(
             }
         )
     )
-    with pytest.raises(treestore.LoadError, match="failed"):
+    with pytest.raises(treestore.LoadError, match=r"broken\.parquet cannot be read as parquet"):
         run_load(spark, load_job(tmp_path / "job.json"), tmp_path / "store")  # type: ignore[arg-type]
     assert not (tmp_path / "store").exists()  # a failed first load leaves no store behind
 

@@ -121,3 +121,15 @@ def test_a_run_of_the_first_index_format_is_read_and_merged(tmp_path: Path) -> N
 def _state_of(store: FilePageStore, name: str, reader: RunReader) -> ShardState:
     ids = [e[1] for e in reader.scan((-1, ""))]
     return ShardState(runs=(name,), next_id=max(ids) + 1, nodes=len(ids) - 1)
+
+
+def test_a_long_names_hash_is_the_same_folded_one_by_one() -> None:
+    """Names past 32 KiB are folded a word at a time in Python ints, the others a column at
+    a time: the same hashes as one key alone (:func:`index_key`), in any batch."""
+    long = ["x" * 32_760, "y" * 32_768, "z" * 32_769, "é" * 20_000 + "a", "w" * 100_003]
+    names = [*long, "short", "", "u12"]
+    parents = np.array([(i * 7919) << 40 for i in range(len(names))], dtype=np.int64)
+    hashes = KeyHashes(parents, names).indexed().tolist()
+    assert hashes == [index_key((int(p), n)) for p, n in zip(parents, names, strict=True)]
+    alone = [KeyHashes(parents[i : i + 1], [n]).indexed()[0] for i, n in enumerate(names)]
+    assert alone == hashes
