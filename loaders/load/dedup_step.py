@@ -12,11 +12,14 @@ searches over the batch); the index runs are memory-mapped, so a batch reads
 only the parts of the index its keys fall in.
 
 Before a load, :func:`prepare_index` brings the index up to the store's
-version: with no index, a damaged one, or one built for other key fields, it
-is rebuilt from the input files already loaded (with a message); when a crash
-came between a load's data and its index, the index catches up from the input
-files of the versions it does not cover. After the load's data is published,
-:func:`publish_index` publishes the index that covers it.
+version: with no index, a damaged one, one with a run of another shard, source or
+store, one built for other key fields, or one ahead of the store's version
+(``CURRENT`` was rolled back: its runs hold keys of versions the load does not
+start from, which it would wrongly drop), it is rebuilt from the input files
+already loaded (with a message); when a crash came between a load's data and its
+index, the index catches up from the input files of the versions it does not
+cover. After the load's data is published, :func:`publish_index` publishes the
+index that covers it.
 """
 
 from __future__ import annotations
@@ -41,12 +44,13 @@ from treestore.spark import spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.store.dedup_index import (
     DedupManifest,
+    RunOwner,
     ShardIndex,
     publish_dedup_manifest,
     read_dedup_manifest,
 )
-from treestore.store.layout import dedup_folder
-from treestore.store.versions import StoreWriter
+from treestore.store.layout import CURRENT, dedup_folder
+from treestore.store.versions import StoreWriter, read_config, store_owner
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -105,11 +109,13 @@ class ShardDedup:
         pages: the store.
         shard: the shard number.
         sources: source order -> (name, runs of this shard's index).
+        store: the store's identity, which its runs must record (and new runs do).
     """
 
     pages: PageStore
     shard: int
     sources: Mapping[int, tuple[str, tuple[str, ...]]]
+    store: str | None = None
     indexes: dict[int, ShardIndex] = field(default_factory=dict)
 
     def index(self, order: int) -> ShardIndex:
@@ -117,8 +123,9 @@ class ShardDedup:
         found = self.indexes.get(order)
         if found is None:
             name, runs = self.sources[order]
+            owner = RunOwner(self.store, name, self.shard)
             found = self.indexes[order] = ShardIndex(
-                self.pages, dedup_folder(name, self.shard), runs
+                self.pages, dedup_folder(name, self.shard), runs, owner
             )
         return found
 
@@ -149,7 +156,8 @@ class BatchDedup:
     """The dedup work of one Spark task, which may see several shards' records.
 
     ``sources`` maps a source's order in the job to its name; ``runs`` gives,
-    per source name, each shard's index runs before this load.
+    per source name, each shard's index runs before this load; ``store`` is the store's
+    identity (:func:`~treestore.store.versions.store_owner`).
     """
 
     def __init__(
@@ -157,10 +165,12 @@ class BatchDedup:
         pages: PageStore,
         sources: Mapping[int, str],
         runs: Mapping[str, Mapping[int, tuple[str, ...]]],
+        store: str | None = None,
     ) -> None:
         self.pages = pages
         self.sources = dict(sources)
         self.runs = runs
+        self.store = store
         self.shards: dict[int, ShardDedup] = {}
 
     def classify(self, batch: pa.RecordBatch, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -179,7 +189,8 @@ class BatchDedup:
                     order: (name, self.runs.get(name, {}).get(int(shard), ()))
                     for order, name in self.sources.items()
                 }
-                dedup = self.shards[int(shard)] = ShardDedup(self.pages, int(shard), by_order)
+                dedup = ShardDedup(self.pages, int(shard), by_order, self.store)
+                self.shards[int(shard)] = dedup
             within[rows], earlier[rows] = dedup.classify(
                 orders[rows],
                 pc.take(batch.column(DHASH), picked),
@@ -193,12 +204,12 @@ class BatchDedup:
 
 
 def _index_task(
-    pages: PageStore, name: str, base: Mapping[int, tuple[str, ...]]
+    pages: PageStore, name: str, base: Mapping[int, tuple[str, ...]], store: str | None
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Add records' keys to each shard's index; report new runs and duplicate counts."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        dedup = BatchDedup(pages, {0: name}, {name: base})
+        dedup = BatchDedup(pages, {0: name}, {name: base}, store)
         within = earlier = rows = 0
         for batch in batches:
             repeats, known = dedup.classify(batch, np.zeros(batch.num_rows, dtype=np.int64))
@@ -257,7 +268,7 @@ def index_files(
     # files are small: a Python task costs tens of milliseconds to start)
     tasks = load_partitions(spark, job.shards, sum(f.size for f in files))
     arranged = partition_by_shard(spark, frame.select(SHARD, DKEY, DHASH), job.shards, tasks)
-    task = _index_task(pages, source.name, base)
+    task = _index_task(pages, source.name, base, store_owner(read_config(pages)))
     schema = "shard int, runs array<string>, rows long, within long, earlier long"
     with spark_errors(LoadError, f"Indexing the records of source {source.name!r}"):
         rows = arranged.mapInArrow(task, schema).collect()
@@ -315,18 +326,28 @@ def _where_now(key: str, entry: Mapping[str, Any], here: dict[str, InputFile] | 
 def prepare_index(
     spark: SparkSession, job: JobSpec, writer: StoreWriter, log: Callable[[str], None]
 ) -> DedupManifest:
-    """The dedup index, brought up to the store's version (rebuilt or caught up as needed)."""
+    """The dedup index, brought up to the store's version (rebuilt or caught up as needed);
+    call it under the store's lock. Runs that say they belong to another shard, source or
+    store (``writer.owner``) make their source's index be rebuilt."""
     sources = [s for s in job.sources if s.dedup_keys]
     version = writer.base.version
+    store = writer.owner
     try:
         manifest = read_dedup_manifest(writer.pages)
     except StoreError as exc:
         log(f"warning: {exc} It is rebuilt from the files already loaded.")
         manifest = None
+    ahead = ""  # why no source's runs can be used: they hold keys of later versions
+    if manifest is not None and manifest.covers > version:
+        ahead = (
+            f"it covers version {manifest.covers}, but {CURRENT} names version {version} "
+            "(it was rolled back)"
+        )
+        manifest = None
     current = manifest if manifest is not None else DedupManifest(covers=version)
-    changed = manifest is None and version > 0
+    changed = (manifest is None and version > 0) or bool(ahead)
     for source in sources:
-        reason = _rebuild_reason(writer.pages, current, source, version)
+        reason = ahead or _rebuild_reason(writer.pages, current, source, version, store)
         if reason:
             files = _loaded_files(writer, source)
             if files:
@@ -356,7 +377,7 @@ def prepare_index(
 
 
 def _rebuild_reason(
-    pages: PageStore, manifest: DedupManifest, source: SourceSpec, version: int
+    pages: PageStore, manifest: DedupManifest, source: SourceSpec, version: int, store: str | None
 ) -> str:
     """Why ``source``'s index must be rebuilt ('' if it can be used as it is)."""
     keys = manifest.keys(source.name)
@@ -364,12 +385,12 @@ def _rebuild_reason(
         return "no index yet" if version > 0 else ""
     if keys != source.dedup_keys:
         return f"it was built for keys {list(keys)}, the job now says {list(source.dedup_keys)}"
-    for runs in manifest.runs(source.name).values():
+    for shard, runs in manifest.runs(source.name).items():
         for run in runs:
             if not pages.exists(run):
                 return f"its run {run} is missing"
             try:
-                ShardIndex(pages, "", (run,))
+                ShardIndex(pages, "", (run,), RunOwner(store, source.name, shard))
             except StoreError as exc:
                 return str(exc).rstrip(".")
     return ""

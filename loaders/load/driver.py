@@ -317,6 +317,7 @@ def _load_locked(
         source_names=tuple(s.name for s in job.sources),
         dedup_sources=dedup_sources,
         dedup_runs={name: index.runs(name) for name in dedup_sources.values()},
+        dedup_store=writer.owner,
         states=dict(writer.base.trees),
         files=tuple(ordered),
         rejected_folder=rejected_folder(stamp),
@@ -365,8 +366,9 @@ def _load_locked(
             record_files=report.record_files(),
         )  # fmt: skip
         failpoint("between-data-and-index")
-        if dedup_sources:
-            publish_index(writer.pages, index, job, summary.index_runs, manifest.version)
+        # every load, dedup or not: an index covering a version above CURRENT tells check
+        # (and the next load) that CURRENT was rolled back
+        publish_index(writer.pages, index, job, summary.index_runs, manifest.version)
     report = replace(report, version=manifest.version, phases=dict(phases.seconds))
     return LoadResult(manifest.version, report.to_json(), report)
 

@@ -78,6 +78,9 @@ class TaskSpec:
     """Where the shards write the pending records that expire in this load."""
     list_fields: tuple[str, ...] = ()
     """The fields that hold lists, which travel as JSON text (:func:`list_as_text`)."""
+    dedup_store: str | None = None
+    """The store's identity, which the dedup runs a task opens must record (and its new
+    runs do): see :class:`~treestore.store.dedup_index.RunOwner`."""
     partitions: int = 0
     """How many partitions the records were put in by shard
     (:func:`~loaders.load.shard_frames.partition_by_shard`): the task of partition ``p``

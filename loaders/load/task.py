@@ -232,7 +232,7 @@ def _run(
     per_source: list[Counter[str]] = [Counter() for _ in spec.source_names]
     rejected = _Rejected(pages, spec)
     work = _ShardWork(pages, spec, per_source)
-    dedup = BatchDedup(pages, spec.dedup_sources, spec.dedup_runs)
+    dedup = BatchDedup(pages, spec.dedup_sources, spec.dedup_runs, spec.dedup_store)
     clock = Timer("input")
     for batch in clock.waiting(batches):
         batch = lists_from_text(batch, spec.list_fields)

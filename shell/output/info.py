@@ -151,6 +151,8 @@ def _write_dedup_index(pages: PageStore, version: int, out: TextIO) -> None:
     if index is None:
         return
     behind = "" if index.covers == version else " (behind: the next load catches it up)"
+    if index.covers > version:
+        behind = " (ahead: CURRENT was rolled back; the next load rebuilds it)"
     print(f"dedup index covers version {index.covers}{behind}", file=out)
     for name in sorted(index.sources):
         runs = index.runs(name)

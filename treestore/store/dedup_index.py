@@ -20,12 +20,15 @@ keeps a handful of runs).
 
 A run carries the XXH3 checksum of its columns in its schema's metadata (taken from
 the columns in memory as it is written), verified whenever the run is opened: a
-damaged run is found before a load trusts it, and the load rebuilds the index. The
-index's manifest (``dedup/INDEX``) is sealed with its checksum
-(:mod:`treestore.store.sealed`); one without it is refused where the store seals (it
-covers a version from which ``store.json`` says the store seals), and so is one that
-names a run twice. Runs and manifests written before treestore kept checksums, and runs
-checksummed with XXH64, read as before.
+damaged run is found before a load trusts it, and the load rebuilds the index. A run
+also says what it belongs to (:class:`RunOwner`: the store's identity, the source and
+the shard), sealed with the columns' checksum, so a run moved to another shard's,
+source's or store's place is found as it is opened. The index's manifest
+(``dedup/INDEX``) is sealed with its checksum (:mod:`treestore.store.sealed`); one
+without it is refused where the store seals (it covers a version from which
+``store.json`` says the store seals), and so is one that names a run twice. Runs and
+manifests written before treestore kept checksums, runs checksummed with XXH64, and runs
+written before runs said what they belong to read as before (``check`` counts the last).
 
 >>> from treestore.storage.pagestore import MemoryPageStore
 >>> import pyarrow as pa
@@ -61,11 +64,13 @@ from treestore.errors import StoreError
 from treestore.storage.pagestore import PageStore
 from treestore.store.layout import CONFIG, DEDUP, DEDUP_INDEX
 from treestore.store.sealed import seal, sealed_from, unseal
+from treestore.store.versions import read_config, store_owner
 
 __all__ = [
     "RUN_SCHEMA",
     "DedupManifest",
     "IndexRun",
+    "RunOwner",
     "ShardIndex",
     "check_dedup_index",
     "publish_dedup_manifest",
@@ -82,22 +87,69 @@ _CHECKSUM_KEYS = {b"treestore.xxh3": xxhash.xxh3_64, b"treestore.xxh64": xxhash.
 and their hashes: runs are written with XXH3 (about twice XXH64's speed here, and a
 load verifies every run it opens); runs written before with XXH64 read as before."""
 _CHECKSUM_KEY = b"treestore.xxh3"
+_OWNER_KEY, _OWNER_SEAL_KEY = b"treestore.owner", b"treestore.owner.xxh3"
+"""The schema metadata keys of what a run belongs to (:class:`RunOwner` as JSON) and of
+its seal: the XXH3 of those bytes and the columns' checksum, so the owner cannot change
+(nor move to other columns) unnoticed; readers of before ignore both keys."""
 MERGE_RATIO = 4
 """Merge the newest run into the one before it once it is at least 1/MERGE_RATIO its size."""
 
 
 @dataclass(frozen=True)
+class RunOwner:
+    """What a dedup run belongs to: a store (its identity, see
+    :func:`~treestore.store.versions.store_owner`; None: a store without one), a
+    source and a shard."""
+
+    store: str | None
+    source: str
+    shard: int
+
+    def to_bytes(self) -> bytes:
+        """As a run's metadata keeps it (JSON)."""
+        doc = {"store": self.store, "source": self.source, "shard": self.shard}
+        return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> RunOwner:
+        """Read back :meth:`to_bytes`; ``ValueError`` if it is not such a document."""
+        try:
+            doc = json.loads(data)
+            store = doc["store"]
+            if store is not None and not isinstance(store, str):
+                raise TypeError(f"store {store!r}")
+            return cls(store, str(doc["source"]), int(doc["shard"]))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"its owner {data[:80]!r} is not valid ({exc})") from exc
+
+    def accepts(self, found: RunOwner) -> bool:
+        """Whether a run that says ``found`` may serve as this owner's (the stores are
+        compared when both have an identity)."""
+        same_store = self.store is None or found.store is None or self.store == found.store
+        return same_store and (found.source, found.shard) == (self.source, self.shard)
+
+    def differs_from(self, other: RunOwner) -> str:
+        """This owner in words, saying its store when ``other``'s differs."""
+        where = f"shard {self.shard} of source {self.source!r}"
+        stores = self.store and other.store and self.store != other.store
+        return f"{where} of store {self.store}" if stores else where
+
+
+@dataclass(frozen=True)
 class IndexRun:
-    """One sorted run, opened (memory-mapped where the store is local)."""
+    """One sorted run, opened (memory-mapped where the store is local); ``owner``: what it
+    says it belongs to (None: written before runs said so, or not yet written)."""
 
     name: str
     hashes: np.ndarray
     keys: pa.Array
+    owner: RunOwner | None = None
 
     @classmethod
-    def open(cls, pages: PageStore, name: str) -> IndexRun:
-        """Open run ``name``, verifying its checksum; :class:`StoreError` if it is missing,
-        unreadable or damaged."""
+    def open(cls, pages: PageStore, name: str, expected: RunOwner | None = None) -> IndexRun:
+        """Open run ``name``, verifying its checksum and, when ``expected`` is given, that it
+        belongs there; :class:`StoreError` if it is missing, unreadable, damaged or
+        another shard's, source's or store's."""
         where = f"{pages.location}/{name}"
         if not pages.exists(name):
             raise StoreError(f"The dedup index run {where} is missing.")
@@ -114,16 +166,24 @@ class IndexRun:
             hashes = _one_array(table.column("hash")).to_numpy(zero_copy_only=False)
             keys = _one_array(table.column("key"))
             metadata = reader.schema.metadata or {}
+            checksum = None
             for key, hasher in _CHECKSUM_KEYS.items():
                 recorded = metadata.get(key)
                 if recorded is None:
                     continue
-                if int(recorded, 16) != _run_checksum(hashes, keys, hasher):
+                checksum = _run_checksum(hashes, keys, hasher)
+                if int(recorded, 16) != checksum:
                     raise ValueError("its columns fail their checksum")
                 break
+            owner = _read_owner(metadata, checksum)
         except (OSError, ValueError, pa.ArrowException) as exc:
             raise StoreError(f"The dedup index run {where} is damaged ({exc}).") from exc
-        return cls(name, hashes, keys)
+        if expected is not None and owner is not None and not expected.accepts(owner):
+            raise StoreError(
+                f"The dedup index run {where} belongs to {owner.differs_from(expected)}, not to "
+                f"{expected.differs_from(owner)}: it was moved or copied from elsewhere."
+            )
+        return cls(name, hashes, keys, owner)
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -210,11 +270,33 @@ def _run_checksum(
     return digest.intdigest()
 
 
-def _write_run(pages: PageStore, name: str, table: pa.Table) -> None:
+def _owner_seal(owner: bytes, checksum: int) -> str:
+    """The seal of a run's owner: the XXH3 of its bytes and of its columns' checksum."""
+    return xxhash.xxh3_64_hexdigest(owner + f"/{checksum:016x}".encode())
+
+
+def _read_owner(metadata: Mapping[bytes, bytes], checksum: int | None) -> RunOwner | None:
+    """The owner a run's metadata records, its seal verified (None: it records none)."""
+    owner, sealed = metadata.get(_OWNER_KEY), metadata.get(_OWNER_SEAL_KEY)
+    if owner is None and sealed is None:
+        return None
+    if owner is None or sealed is None or checksum is None:
+        raise ValueError("it records what it belongs to without its seal")
+    if sealed.decode(errors="replace") != _owner_seal(owner, checksum):
+        raise ValueError("what it records it belongs to fails its checksum")
+    return RunOwner.from_bytes(owner)
+
+
+def _write_run(pages: PageStore, name: str, table: pa.Table, owner: RunOwner | None = None) -> None:
     batches = table.cast(RUN_SCHEMA).combine_chunks().to_batches()[:1]
     hashes = batches[0].column(0).to_numpy() if batches else np.zeros(0, np.int64)
     keys = batches[0].column(1) if batches else pa.array([], pa.large_binary())
-    schema = RUN_SCHEMA.with_metadata({_CHECKSUM_KEY: f"{_run_checksum(hashes, keys):016x}"})
+    checksum = _run_checksum(hashes, keys)
+    metadata = {_CHECKSUM_KEY: f"{checksum:016x}".encode()}
+    if owner is not None:
+        metadata[_OWNER_KEY] = owner.to_bytes()
+        metadata[_OWNER_SEAL_KEY] = _owner_seal(owner.to_bytes(), checksum).encode()
+    schema = RUN_SCHEMA.with_metadata(metadata)
     with pages.writer(name) as out, ipc.new_file(out, schema) as writer:
         # one record batch: opening the run then maps its columns without a copy
         for batch in batches:
@@ -238,12 +320,20 @@ def _merge_tail(runs: list[IndexRun]) -> list[IndexRun]:
 
 
 class ShardIndex:
-    """One shard's dedup index for one source: its runs plus the keys added by this load."""
+    """One shard's dedup index for one source: its runs plus the keys added by this load.
 
-    def __init__(self, pages: PageStore, folder: str, runs: Sequence[str]) -> None:
+    ``owner`` (the store, source and shard it is) is checked against what each run says
+    it belongs to as it is opened (a run of elsewhere is a :class:`StoreError`), and
+    recorded in the runs it writes.
+    """
+
+    def __init__(
+        self, pages: PageStore, folder: str, runs: Sequence[str], owner: RunOwner | None = None
+    ) -> None:
         self.pages = pages
         self.folder = folder
-        self.runs = [IndexRun.open(pages, name) for name in runs]
+        self.owner = owner
+        self.runs = [IndexRun.open(pages, name, owner) for name in runs]
         self._added: list[IndexRun] = []  # this load's keys, as in-memory sorted runs
 
     def seen(self, hashes: np.ndarray, keys: pa.Array) -> np.ndarray:
@@ -307,8 +397,9 @@ class ShardIndex:
             for place, run in enumerate(runs):
                 if not run.name:
                     name = f"{self.folder}/{uuid.uuid4().hex}.arrow"
-                    _write_run(self.pages, name, pa.table({"hash": run.hashes, "key": run.keys}))
-                    runs[place] = IndexRun(name, run.hashes, run.keys)
+                    table = pa.table({"hash": run.hashes, "key": run.keys})
+                    _write_run(self.pages, name, table, self.owner)
+                    runs[place] = IndexRun(name, run.hashes, run.keys, self.owner)
             self.runs = runs
         return tuple(run.name for run in self.runs)
 
@@ -426,22 +517,41 @@ def unused_dedup_runs(pages: PageStore) -> list[str]:
 _REBUILT = " The next load rebuilds the dedup index from the files already loaded."
 
 
-def check_dedup_index(pages: PageStore) -> list[str]:
+def check_dedup_index(pages: PageStore, notes: list[str] | None = None) -> list[str]:
     """Problems of the published dedup index, one line each: a damaged manifest, runs that
-    are missing, unreadable, damaged or out of order (each says the next load rebuilds it)."""
+    are missing, unreadable, damaged, out of order or another shard's, source's or store's
+    (each says the next load rebuilds it). ``notes``, when given, gets how many runs were
+    written before runs said what they belong to (they cannot be placed)."""
     try:
         manifest = read_dedup_manifest(pages)
     except StoreError as exc:
         return [str(exc) + _REBUILT]
-    problems = []
-    for name in sorted(manifest.referenced() if manifest else ()):
+    if manifest is None:
+        return []
+    try:
+        store = store_owner(read_config(pages))
+    except StoreError:
+        store = None  # a damaged store.json, which check reports: runs checked without it
+    owners: dict[str, RunOwner] = {}  # each run the index uses -> what it must belong to
+    for source in sorted(manifest.sources):
+        for shard, runs in manifest.runs(source).items():
+            owners.update(dict.fromkeys(runs, RunOwner(store, source, shard)))
+    problems, unplaced = [], 0
+    for name, owner in sorted(owners.items()):
         try:
-            run = IndexRun.open(pages, name)
+            run = IndexRun.open(pages, name, owner)
         except StoreError as exc:
             problems.append(str(exc) + _REBUILT)
             continue
+        unplaced += run.owner is None
         if len(run) > 1 and bool((run.hashes[1:] < run.hashes[:-1]).any()):
             problems.append(
                 f"The dedup index run {pages.location}/{name} is out of order.{_REBUILT}"
             )
+    if unplaced and notes is not None:
+        notes.append(
+            f"{unplaced} dedup index run(s) were written before runs recorded what they belong "
+            "to: a run moved between shards cannot be found among them (to rebuild the index "
+            f"with runs that record it, delete {pages.location}/{DEDUP}/ before the next load)."
+        )
     return problems

@@ -22,6 +22,7 @@ from treestore.storage.runs import RunReader, RunSum
 from treestore.storage.state import FileSum
 from treestore.store.dedup_index import check_dedup_index, unused_dedup_runs
 from treestore.store.layout import CONFIG, CURRENT, EXPIRED, REJECTED, TREES, manifest_name
+from treestore.store.rollback import check_rollback
 from treestore.store.versions import (
     DEFAULT_RETENTION,
     Manifest,
@@ -183,8 +184,11 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
     versions = listed if current is None else published_versions(pages, current)
     if current and current not in listed:
         versions.append(current)  # its manifest is missing: read_manifest says so
+    rollback, published = (None, 0) if current is None else check_rollback(pages, current, listed)
+    if rollback:
+        report.problems.append(rollback)
     for version in listed:
-        if current is not None and version > current:
+        if current is not None and version > max(current, published):
             report.notes.append(
                 f"{pages.location}/{manifest_name(version)} was never published (a load "
                 f"stopped between writing it and {CURRENT}); the next load removes it."
@@ -216,7 +220,7 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
         problem = _check_side_file(pages, name, use)
         if problem:
             report.problems.append(f"Shard {use.shard}: {problem}")
-    report.problems += check_dedup_index(pages)
+    report.problems += check_dedup_index(pages, report.notes)
     return report
 
 
