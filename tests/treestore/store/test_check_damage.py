@@ -20,12 +20,18 @@ from treestore.storage.page_cache import reset_cache
 from treestore.storage.pagestore import FilePageStore
 from treestore.storage.state import SideFiles
 from treestore.storage.tree import ShardTree
-from treestore.store.dedup_index import DedupManifest, ShardIndex, publish_dedup_manifest
-from treestore.store.layout import DEDUP_INDEX, manifest_name, tree_folder
+from treestore.store.dedup_index import (
+    DedupManifest,
+    RunOwner,
+    ShardIndex,
+    publish_dedup_manifest,
+    read_dedup_manifest,
+)
+from treestore.store.layout import CURRENT, DEDUP_INDEX, manifest_name, tree_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import inspect_store
 from treestore.store.sealed import seal, unseal
-from treestore.store.versions import StoreWriter
+from treestore.store.versions import StoreWriter, store_identity
 
 QUERY = "root/+/+:+hits"
 DEDUP_RUN_KEY = b'["key-00042"]'
@@ -53,7 +59,7 @@ def _tree(
 
 def _store(folder: Path) -> FilePageStore:
     """Two versions of a 2-shard store (the second adds to shard 1), a side file in
-    shard 0 and a dedup index of one run."""
+    shard 0 and a dedup index of one run per shard, covering version 2."""
     pages = FilePageStore(folder)
     with store_lock(pages, "a test"):
         writer = StoreWriter(pages, shards=2)
@@ -66,11 +72,14 @@ def _store(folder: Path) -> FilePageStore:
         )
         more.visit(more.root_handle, "extra")
         writer.publish({1: more.commit()}, {}, REPORT)
-        index = ShardIndex(pages, "dedup/src/shard-0000", ())
-        keys = [f'["key-{i:05d}"]' for i in range(100)]
-        index.add(np.arange(100, dtype=np.int64), pa.array(keys))
-        runs = index.commit()
-        publish_dedup_manifest(pages, DedupManifest(2).with_source("src", ["K"], {0: runs}))
+        runs = {}
+        for shard, name in enumerate(("key", "other")):
+            owner = RunOwner(store_identity(pages), "src", shard)
+            index = ShardIndex(pages, f"dedup/src/shard-000{shard}", (), owner)
+            keys = [f'["{name}-{i:05d}"]' for i in range(100)]
+            index.add(np.arange(100, dtype=np.int64), pa.array(keys))
+            runs[shard] = index.commit()
+        publish_dedup_manifest(pages, DedupManifest(2).with_source("src", ["K"], runs))
     return pages
 
 
@@ -126,8 +135,21 @@ def _side_damaged(store: Path) -> None:
 
 
 def _dedup_run_damaged(store: Path) -> None:
-    path = next((store / "dedup").rglob("*.arrow"))
+    path = next(p for p in (store / "dedup").rglob("*.arrow") if DEDUP_RUN_KEY in p.read_bytes())
     _flip(path, path.read_bytes().index(DEDUP_RUN_KEY) + 3)
+
+
+def _dedup_run_of_another_shard(store: Path) -> None:
+    """A well-formed run of shard 1 copied over shard 0's: shard 0's index now holds shard
+    1's keys (swapping the two makes two such lines; tests/loaders/load/test_dedup_load.py)."""
+    index = read_dedup_manifest(FilePageStore(store))
+    assert index is not None
+    (first,), (second,) = (index.runs("src")[shard] for shard in (0, 1))
+    (store / first).write_bytes((store / second).read_bytes())
+
+
+def _current_rolled_back(store: Path) -> None:
+    (store / CURRENT).write_text("1\n")  # version 2 was published: the dedup index covers it
 
 
 def _dedup_index_damaged(store: Path) -> None:
@@ -209,6 +231,13 @@ CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
     "side file damaged": (_side_damaged, "side-pending.arrow (pending) fails", "works", "same"),
     "dedup run damaged": (_dedup_run_damaged, "next load rebuilds", "works", "same"),
     "dedup INDEX damaged": (_dedup_index_damaged, "INDEX is damaged", "works", "same"),
+    "dedup run of another shard": (
+        _dedup_run_of_another_shard,
+        "belongs to shard 1 of source 'src', not to shard 0",
+        "works",
+        "same",
+    ),
+    "CURRENT rolled back": (_current_rolled_back, "CURRENT was rolled back", "works", "same"),
     "store.json garbage": (_config_garbage, "store.json is damaged", "refuses", "refuses"),
     "manifest written again by a JSON tool, a run out": (
         _manifest_rewritten,

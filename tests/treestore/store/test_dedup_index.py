@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from treestore.errors import StoreError
 from treestore.storage.pagestore import FilePageStore, MemoryPageStore, PageStore
-from treestore.store.dedup_index import ShardIndex
+from treestore.store.dedup_index import RunOwner, ShardIndex
 
 
 @pytest.fixture(params=["memory", "disk"])
@@ -135,3 +135,92 @@ def test_runs_are_written_with_an_xxh3_checksum(tmp_path: Path) -> None:
     _, _, path = _committed_run(tmp_path)
     metadata = ipc.open_file(pa.memory_map(str(path))).schema.metadata
     assert set(metadata) == {b"treestore.xxh3"}
+
+
+OWNER = RunOwner("store-a", "s", 0)
+
+
+def _owned_run(tmp_path: Path, owner: RunOwner | None = OWNER) -> tuple[FilePageStore, str]:
+    """A store on disk with one committed run of keys ``a`` and ``b`` written for ``owner``
+    (None: as runs were written before they recorded one)."""
+    pages = FilePageStore(tmp_path / "store")
+    index = ShardIndex(pages, "dedup/s/shard-0000", (), owner)
+    _load(index, ["a", "b"])
+    (run,) = index.commit()
+    return pages, run
+
+
+def test_a_run_records_what_it_belongs_to(tmp_path: Path) -> None:
+    import pyarrow.ipc as ipc
+
+    pages, run = _owned_run(tmp_path)
+    path = pages.local_path(run)
+    assert path is not None
+    metadata = ipc.open_file(pa.memory_map(str(path))).schema.metadata
+    assert set(metadata) == {b"treestore.xxh3", b"treestore.owner", b"treestore.owner.xxh3"}
+    assert _load(ShardIndex(pages, "dedup/s/shard-0000", (run,), OWNER), ["a", "c"]) == [
+        False,
+        True,
+    ]
+    assert ShardIndex(pages, "", (run,)).runs[0].owner == OWNER  # no owner asked: read as is
+
+
+@pytest.mark.parametrize(
+    ("expected", "said"),
+    [
+        (RunOwner("store-a", "s", 1), "belongs to shard 0 of source 's', not to shard 1 of"),
+        (RunOwner("store-a", "t", 0), "belongs to shard 0 of source 's', not to shard 0 of"),
+        (RunOwner("store-b", "s", 0), "of store store-a, not to shard 0 of source 's' of store"),
+    ],
+)
+def test_a_run_of_another_shard_source_or_store_is_refused(
+    tmp_path: Path, expected: RunOwner, said: str
+) -> None:
+    pages, run = _owned_run(tmp_path)
+    with pytest.raises(StoreError, match=r"dedup index run .*\.arrow ") as refused:
+        ShardIndex(pages, "dedup/x", (run,), expected)
+    assert said in str(refused.value) and "moved or copied" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("edit", ["owner changed", "seal removed", "owner removed"])
+def test_what_a_run_belongs_to_cannot_change_unnoticed(tmp_path: Path, edit: str) -> None:
+    """The owner is sealed with the columns' checksum: rewriting it (a well-formed file,
+    its columns intact) or dropping half of it makes the run damaged."""
+    import pyarrow.ipc as ipc
+
+    pages, run = _owned_run(tmp_path)
+    path = pages.local_path(run)
+    assert path is not None
+    table = ipc.open_file(pa.py_buffer(path.read_bytes())).read_all()
+    metadata = dict(table.schema.metadata)
+    if edit == "owner changed":
+        metadata[b"treestore.owner"] = RunOwner("store-a", "s", 1).to_bytes()
+    else:
+        del metadata[b"treestore.owner.xxh3" if edit == "seal removed" else b"treestore.owner"]
+    table = table.replace_schema_metadata(metadata)
+    with pa.OSFile(str(path), "wb") as out, ipc.new_file(out, table.schema) as writer:
+        writer.write_table(table)
+    with pytest.raises(StoreError, match=r"dedup index run .* is damaged"):
+        ShardIndex(pages, "dedup/s/shard-0000", (run,), RunOwner("store-a", "s", 1))
+
+
+def test_runs_written_before_runs_recorded_an_owner_are_accepted_and_noted(
+    tmp_path: Path,
+) -> None:
+    """A run without an owner (written before) serves any shard as it did; check counts
+    such runs in a note, and reports none as a problem."""
+    from treestore.store.dedup_index import (
+        DedupManifest,
+        check_dedup_index,
+        publish_dedup_manifest,
+    )
+    from treestore.store.versions import StoreWriter
+
+    StoreWriter(FilePageStore(tmp_path / "store"), shards=2)  # store.json, with its identity
+    pages, run = _owned_run(tmp_path, owner=None)
+    assert ShardIndex(pages, "", (run,), RunOwner("any", "s", 5)).runs[0].owner is None
+    publish_dedup_manifest(pages, DedupManifest(0).with_source("s", ["K"], {0: (run,)}))
+    notes: list[str] = []
+    assert check_dedup_index(pages, notes) == []
+    assert len(notes) == 1 and notes[0].startswith("1 dedup index run(s) were written before")
