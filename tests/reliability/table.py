@@ -86,6 +86,11 @@ CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "tests/loaders/job/test_job_refusals.py",
         ),
     ),
+    (
+        "dedup index with real loads: rebuilt, caught up, runs of another shard, CURRENT "
+        "rolled back",
+        ("tests/loaders/load/test_dedup_load.py",),
+    ),
 )
 """Named cases, by group: the pytest files whose cases are counted (one pytest run)."""
 PER_CASE_GROUPS = frozenset({CASE_GROUPS[0][0], CASE_GROUPS[4][0], CASE_GROUPS[5][0]})
