@@ -3,10 +3,12 @@ index that covers a later version, or by a later manifest built on it."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
+from shell.output.info import write_info
 from treestore.storage.pagestore import FilePageStore
 from treestore.store.dedup_index import DedupManifest, publish_dedup_manifest
 from treestore.store.layout import CURRENT, DEDUP_INDEX, manifest_name
@@ -47,6 +49,9 @@ def test_current_rolled_back_is_named_with_what_to_do(tmp_path: Path) -> None:
     ]
     assert not any("never published" in note for note in report.notes)
     assert open_version(pages).version == 3  # readers answer the version CURRENT names
+    out = io.StringIO()
+    write_info(str(pages.location), out)
+    assert "dedup index covers version 5 (ahead: CURRENT was rolled back" in out.getvalue()
 
 
 def test_without_a_dedup_index_a_later_manifest_tells(tmp_path: Path) -> None:
