@@ -185,8 +185,8 @@ def test_a_store_written_before_run_owners_loads_as_before(
     spark: Any, clicks: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A store.json without an identity and runs that record no owner (as written before):
-    the store loads, gets an identity, keeps using the old runs (check notes them) and
-    writes new runs that record their owner."""
+    the store loads, keeps using the old runs (check notes them) and writes new runs that
+    record their source and shard (the store keeps no identity)."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
@@ -210,12 +210,14 @@ def test_a_store_written_before_run_owners_loads_as_before(
     counts = load_clicks(spark, clicks, lines)["sources"]["clicks"]
     assert not any("rebuil" in line for line in lines), lines
     assert counts["duplicates_of_earlier_loads"] == 2 and counts["kept"] == 1
-    identity = json.loads((store / "store.json").read_text())["id"]
+    assert "id" not in json.loads((store / "store.json").read_text())
     new = set((store / "dedup").rglob("*.arrow")) - set(old)
     assert new
     for path in new:
         owner = ipc.open_file(pa.memory_map(str(path))).schema.metadata[b"treestore.owner"]
-        assert json.loads(owner)["store"] == identity
+        assert json.loads(owner)["store"] is None
+        assert json.loads(owner)["source"] == "clicks"
+        assert f"shard-{json.loads(owner)['shard']:04d}" in str(path)
     assert _check(store, capsys)[0] == 0
 
 

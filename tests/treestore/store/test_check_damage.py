@@ -31,7 +31,7 @@ from treestore.store.layout import CURRENT, DEDUP_INDEX, manifest_name, tree_fol
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import inspect_store
 from treestore.store.sealed import seal, unseal
-from treestore.store.versions import StoreWriter, store_identity
+from treestore.store.versions import StoreWriter
 
 QUERY = "root/+/+:+hits"
 DEDUP_RUN_KEY = b'["key-00042"]'
@@ -74,7 +74,7 @@ def _store(folder: Path) -> FilePageStore:
         writer.publish({1: more.commit()}, {}, REPORT)
         runs = {}
         for shard, name in enumerate(("key", "other")):
-            owner = RunOwner(store_identity(pages), "src", shard)
+            owner = RunOwner(writer.owner, "src", shard)
             index = ShardIndex(pages, f"dedup/src/shard-000{shard}", (), owner)
             keys = [f'["{name}-{i:05d}"]' for i in range(100)]
             index.add(np.arange(100, dtype=np.int64), pa.array(keys))
