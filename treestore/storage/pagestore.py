@@ -31,13 +31,19 @@ from typing import TYPE_CHECKING, BinaryIO
 import pyarrow as pa
 
 from treestore.errors import StoreError
-from treestore.faults import open_for_writing
 from treestore.filesystems import (
     FilesystemSettings,
     describe_error,
     is_uri,
     open_location,
     refuses_connections,
+)
+from treestore.storage.localfiles import (
+    link_file,
+    make_folders,
+    new_file,
+    publish_file,
+    remove_file,
 )
 
 if TYPE_CHECKING:
@@ -300,14 +306,14 @@ class FilePageStore(PageStore):
         folder = posixpath.dirname(path)
         temp = posixpath.join(folder, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
         try:
-            self.fs.create_dir(folder, recursive=True)
             if self.is_local:
-                with open_for_writing(temp) as handle:
+                make_folders(folder)
+                with new_file(temp) as handle:
                     yield handle
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(temp, path)
-            else:  # an object appears whole when its upload completes: no rename needed
+                publish_file(temp, path)
+            else:
+                # an object appears whole when its upload completes: no rename needed
+                self.fs.create_dir(folder, recursive=True)
                 with self.fs.open_output_stream(path) as stream:
                     yield stream  # type: ignore[misc]
         except OSError as exc:
@@ -315,7 +321,7 @@ class FilePageStore(PageStore):
         finally:
             if self.is_local:
                 with contextlib.suppress(OSError):
-                    os.remove(temp)
+                    remove_file(temp)
 
     def write(self, name: str, data: bytes) -> None:
         with self.writer(name) as out:
@@ -328,23 +334,21 @@ class FilePageStore(PageStore):
         if self.is_local:
             folder = os.path.dirname(path)
             try:
-                os.makedirs(folder, exist_ok=True)
+                make_folders(folder)
             except OSError as exc:
                 raise self._failed(name, "cannot be written", exc) from exc
             temp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
-                with open_for_writing(temp) as handle:
+                with new_file(temp) as handle:
                     handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.link(temp, path)
+                link_file(temp, path)
             except FileExistsError:
                 return False
             except OSError as exc:
                 raise self._failed(name, "cannot be written", exc) from exc
             finally:
                 with contextlib.suppress(OSError):
-                    os.remove(temp)
+                    remove_file(temp)
             return True
         if self.location.startswith("s3://"):
             return create_s3_object(path, data, self.settings)
@@ -385,7 +389,10 @@ class FilePageStore(PageStore):
 
     def delete(self, name: str) -> None:
         try:
-            self.fs.delete_file(self._path(name))
+            if self.is_local:
+                remove_file(self._path(name))
+            else:
+                self.fs.delete_file(self._path(name))
         except FileNotFoundError:
             pass
         except OSError as exc:
