@@ -1,12 +1,13 @@
 """The fault matrix, from one run: ``python -m tests.reliability.table`` (``make reliability``).
 
 Runs the randomized kill rounds and the racing loads (:mod:`tests.support.reliability.kills`),
-the disk-full trials on each filesystem this machine offers
-(:mod:`tests.support.reliability.diskfull`), the named corruption and bad-input cases (their
-pytest files, counted from pytest's JUnit XML), and the long fuzz round of the parsers
-(``python -m tests.reliability.fuzz``), then prints the matrix as markdown on standard
-output (progress goes to standard error). Every number comes from this run. Exits 1 if
-any trial or case failed. ``docs/reliability.md`` shows one run's output.
+the power-cut rounds (:mod:`tests.support.reliability.powercut_rounds`), the disk-full
+trials on each filesystem this machine offers (:mod:`tests.support.reliability.diskfull`),
+the named corruption and bad-input cases (their pytest files, counted from pytest's JUnit
+XML), and the long fuzz round of the parsers (``python -m tests.reliability.fuzz``), then
+prints the matrix as markdown on standard output (progress goes to standard error).
+Every number comes from this run. Exits 1 if any trial or case failed.
+``docs/reliability.md`` shows one run's output.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.profiles import PROFILE_ENV
-from tests.support.reliability import diskfull, kills
+from tests.support.reliability import diskfull, kills, powercut_rounds
 from tests.support.reliability.scenario import Scenario, prepare_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ("kills", "races", "disk", "cases", "fuzz")
+SECTIONS = ("kills", "races", "powercut", "disk", "cases", "fuzz")
 
 CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -190,6 +191,45 @@ def race_section(scenario: Scenario | None, workdir: Path, rounds: int) -> Secti
         f"line, {late} found nothing new) |"
     )
     section.lines += [f"- FAILED race: {o}" for o in outcomes if not o.clean]
+    return section
+
+
+def power_cut_section(spark: object, workdir: Path, next_commands: int, seed: int) -> Section:
+    """Power cuts of a load, a gc and a follower's micro-batch at every point of their
+    journals; the next command on ``next_commands`` distinct crash states of each (chosen at
+    random; 0: on all of them)."""
+    scenario = prepare_scenario(
+        spark, workdir / "powercut-scenario", powercut_rounds.SECOND_BATCH_ROWS, seed=3
+    )
+    section = Section()
+    section.lines += [
+        f"### Power cuts (seed {seed})",
+        "",
+        "| run cut | operations journaled | cut points | crash states (distinct) | exact and "
+        "check clean | next command run on | next command exact |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for kind in powercut_rounds.KINDS:
+        outcome = powercut_rounds.run_power_cut_round(
+            spark, scenario, kind, workdir / f"powercut-{kind}", seed, None, next_commands or None
+        )
+        say(
+            f"power cuts of a {kind}: {outcome.points} points, {outcome.distinct} states, "
+            f"{len(outcome.failures)} failed"
+        )
+        section.lines.append(
+            f"| {kind} | {outcome.operations} | {outcome.points} | {outcome.states:,} "
+            f"({outcome.distinct:,}) | {_yes(outcome.exact, outcome.distinct)} "
+            f"| {outcome.next_runs} | {_yes(outcome.next_exact, outcome.next_runs)} |"
+        )
+        section.matrix_rows.append(
+            f"| power cut of a {powercut_rounds.TITLES[kind]} | its journal replayed: every "
+            f"point ({outcome.points}), chosen and random crash states (seed {seed}) "
+            f"| {outcome.distinct:,} states | {_yes(outcome.exact, outcome.distinct)} exact, "
+            f"check clean; next command {_yes(outcome.next_exact, outcome.next_runs)} |"
+        )
+        section.lines += [f"- FAILED ({kind}): {o.line()}" for o in outcome.failures]
+        section.clean = section.clean and outcome.clean
     return section
 
 
@@ -359,6 +399,12 @@ def main(argv: list[str] | None = None) -> int:
         default=int(env("TREESTORE_FUZZ_EXAMPLES", "34000")),
         help="inputs per parser (three parsers)",
     )
+    options.add_argument(
+        "--powercut-next",
+        type=int,
+        default=int(env("TREESTORE_POWERCUT_NEXT", "25")),
+        help="crash states of each power-cut round the next command runs on (0: all)",
+    )
     options.add_argument("--seed", type=int, default=None, help="the kill rounds' seed")
     options.add_argument("--only", nargs="*", choices=SECTIONS, default=list(SECTIONS))
     options.add_argument("--workdir", type=Path, default=None, help="kept if given")
@@ -389,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run_sections(args: argparse.Namespace, seed: int, workdir: Path) -> list[Section]:
     sections: list[Section] = []
     spark: object = None
-    if {"kills", "races", "disk"} & set(args.only):
+    if {"kills", "races", "powercut", "disk"} & set(args.only):
         from treestore.spark import get_session
 
         spark = get_session("local[2]", app_name="treestore-reliability")
@@ -399,6 +445,7 @@ def _run_sections(args: argparse.Namespace, seed: int, workdir: Path) -> list[Se
     steps: dict[str, Callable[[], Section]] = {
         "kills": lambda: kill_section(spark, scenario, workdir, args.kills, seed),
         "races": lambda: race_section(scenario, workdir, args.races),
+        "powercut": lambda: power_cut_section(spark, workdir, args.powercut_next, seed),
         "disk": lambda: disk_section(spark, workdir),
         "cases": lambda: cases_section(workdir),
         "fuzz": lambda: fuzz_section(args.fuzz_examples),

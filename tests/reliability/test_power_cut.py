@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -37,8 +38,11 @@ from tests.support.reliability.powercut_rounds import (
 )
 from tests.support.reliability.scenario import Scenario, prepare_scenario
 from treestore.storage.pagestore import FilePageStore
-from treestore.store.maintenance import check_store
-from treestore.store.versions import StoreWriter, current_version, read_manifest
+from treestore.storage.tree import ShardTree
+from treestore.store.layout import tree_folder
+from treestore.store.lock import store_lock
+from treestore.store.maintenance import check_store, collect_garbage
+from treestore.store.versions import StoreWriter, current_version, open_version, read_manifest
 
 
 def _blob(blobs: Path, data: bytes) -> str:
@@ -140,24 +144,32 @@ def test_the_page_store_syncs_each_file_before_publishing_it_and_its_folder_afte
         store.write("trees/shard-0001/run.pages", b"pages")
         assert store.create("versions/000001.json", b"{}")
         store.write("CURRENT", b"1\n")
-    ops = [str(op) for op in read_journal(tmp_path / "journal", tmp_path / "store")]
-    run = [o for o in ops if "run.pages" in o or o.startswith(("mkdir", "fsyncdir trees"))]
-    temp = run[3].split()[1]
-    assert run == [
+    ops = [
+        re.sub(r"\.[\w.]+\.tmp", "TEMP", str(op))
+        for op in read_journal(tmp_path / "journal", tmp_path / "store")
+    ]
+    assert ops == [
         "mkdir trees",
+        "fsyncdir .",
         "mkdir trees/shard-0001",
         "fsyncdir trees",
-        f"write {temp}",
-        f"fsync {temp}",
-        f"rename {temp} -> trees/shard-0001/run.pages",
+        "write trees/shard-0001/TEMP",
+        "fsync trees/shard-0001/TEMP",
+        "rename trees/shard-0001/TEMP -> trees/shard-0001/run.pages",
+        "fsyncdir trees/shard-0001",
+        "mkdir versions",
+        "fsyncdir .",
+        "write versions/TEMP",
+        "fsync versions/TEMP",
+        "link versions/TEMP -> versions/000001.json",
+        "fsyncdir versions",
+        "unlink versions/TEMP",
+        "write TEMP",
+        "fsync TEMP",
+        "rename TEMP -> CURRENT",
+        "fsyncdir .",
     ]
-    assert ops.index("fsyncdir trees/shard-0001") == ops.index(run[-1]) + 1
-    assert ops.index("fsyncdir .") < ops.index(run[3])  # trees/'s own name first
-    linked = next(o for o in ops if o.startswith("link"))
-    assert ops[ops.index(linked) + 1] == "fsyncdir versions"
-    renamed = next(o for o in ops if o.endswith("-> CURRENT"))
-    assert ops[ops.index(renamed) + 1] == "fsyncdir ."
-    written = json.loads((tmp_path / "journal" / "journal.jsonl").read_text().splitlines()[3])
+    written = json.loads((tmp_path / "journal" / "journal.jsonl").read_text().splitlines()[4])
     assert (tmp_path / "journal" / "blobs" / written["blob"]).read_bytes() == b"pages"
 
 
@@ -187,6 +199,56 @@ def test_a_version_published_and_cut_at_any_point_reads_as_the_old_or_the_new_on
             assert check_store(where) == [], (point, plan.name)
             tried += 1
     assert tried > 20
+
+
+def _cut_everywhere(
+    tmp_path: Path, snapshot: Path, store: Path, seed: int
+) -> list[tuple[int, str, dict[str, bytes | None]]]:
+    """Every crash state of the journal in ``tmp_path / "journal"``: (cut, plan, state)."""
+    ops = read_journal(tmp_path / "journal", store)
+    disk = Disk.of_snapshot(snapshot, tmp_path / "journal" / "blobs")
+    rng = random.Random(seed)
+    states = []
+    for point in range(len(ops) + 1):
+        if point:
+            disk.apply(ops[point - 1])
+        states += [(point, plan.name, disk.crash(plan)) for plan in crash_plans(disk, rng, 1)]
+    return states
+
+
+def _publish_paths(store: Path, paths: list[list[str]]) -> None:
+    """Publish a version whose shard 0 gains ``paths`` (a run of its own)."""
+    pages = FilePageStore(store)
+    with store_lock(pages, "a test"):
+        writer = StoreWriter(pages, shards=2)
+        tree = ShardTree(pages, writer.base.trees.get(0), shard=0, folder=tree_folder(0))
+        for path in paths:
+            handle = tree.root_handle
+            for name in path:
+                found = tree.visit(handle, name)
+                assert found is not None
+                handle = found
+        writer.publish({0: tree.commit()}, {}, {"sources": {}})
+
+
+def test_a_gc_cut_at_any_point_leaves_every_kept_version_whole(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    for i in range(9):  # runs past compaction's limit: the newest no longer use the first ones
+        _publish_paths(store, [["a", f"n{i}"], [f"b{i}"]])
+    old = {run for v in (1, 2, 3) for run in read_manifest(FilePageStore(store), v, 2).runs()}
+    assert old - read_manifest(FilePageStore(store), 9, 2).runs()
+    answer = sorted(open_version(store).tree(0).walk())
+    shutil.copytree(store, tmp_path / "snapshot")
+    with journaling(tmp_path / "journal"):
+        pages = FilePageStore(store)
+        with store_lock(pages, "gc"):
+            assert collect_garbage(pages, keep=1)["files"] > 0
+    states = _cut_everywhere(tmp_path, tmp_path / "snapshot", store, seed=4)
+    for n, (point, plan, state) in enumerate(states):
+        where = materialize(state, tmp_path / "states" / str(n))
+        assert sorted(open_version(where).tree(0).walk()) == answer, (point, plan)
+        assert check_store(where) == [], (point, plan)
+    assert len(states) > 30
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,7 @@ from treestore.storage.localfiles import (
     new_file,
     publish_file,
     remove_file,
+    sync_folder,
 )
 
 if TYPE_CHECKING:
@@ -121,6 +122,12 @@ class PageStore(ABC):
         """The size of every blob under folder ``prefix`` (recursively), by name: what
         :meth:`list` finds, with sizes (in one listing, where the store can)."""
         return {name: self.size(name) for name in self.list(prefix)}
+
+    def sync(self, folder: str) -> None:
+        """Make the removals of blobs in folder ``folder`` durable before going on (writes
+        are durable when they return). Nothing to do where every change is durable once
+        made (memory, object stores)."""
+        return None
 
     def local_path(self, name: str) -> Path | None:
         """The blob's path on the local filesystem, if it has one."""
@@ -406,6 +413,13 @@ class FilePageStore(PageStore):
         if info.size is None:
             raise StoreError(f"{self.location}/{name} does not exist.")
         return int(info.size)
+
+    def sync(self, folder: str) -> None:
+        if self.is_local and os.path.isdir(self._path(folder)):
+            try:
+                sync_folder(self._path(folder))
+            except OSError as exc:
+                raise self._failed(folder, "cannot be synced", exc) from exc
 
     def local_path(self, name: str) -> Path | None:
         return Path(self._path(name)) if self.is_local else None

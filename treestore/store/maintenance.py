@@ -21,7 +21,15 @@ from treestore.storage.pagestore import PageStore, page_store_for
 from treestore.storage.runs import RunReader, RunSum
 from treestore.storage.state import FileSum
 from treestore.store.dedup_index import check_dedup_index, unused_dedup_runs
-from treestore.store.layout import CONFIG, CURRENT, EXPIRED, REJECTED, TREES, manifest_name
+from treestore.store.layout import (
+    CONFIG,
+    CURRENT,
+    EXPIRED,
+    REJECTED,
+    TREES,
+    VERSIONS,
+    manifest_name,
+)
 from treestore.store.rollback import check_rollback
 from treestore.store.versions import (
     DEFAULT_RETENTION,
@@ -63,6 +71,7 @@ def collect_garbage(
         if version not in kept:
             pages.delete(manifest_name(version))
             removed["versions"] += 1
+    pages.sync(VERSIONS)  # a power cut must not bring back a manifest whose files are gone
     removed["files"] = _remove_unused(pages, manifests)
     return removed
 

@@ -52,6 +52,12 @@ from treestore.storage.pagestore import page_store_for
 from treestore.store.lock import lock_holder
 
 KINDS = ("load", "gc", "follow")
+TITLES = {
+    "load": "load",
+    "gc": "gc (of what a killed load left)",
+    "follow": "follower's micro-batch (its load and gc)",
+}
+"""Each kind in words, for the fault matrix."""
 POINTS_VARIABLE = "TREESTORE_POWERCUT_POINTS"
 SEED_VARIABLE = "TREESTORE_POWERCUT_SEED"
 DEFAULT_POINTS = 3
@@ -88,6 +94,21 @@ def _version_2(spark: object, scenario: Scenario, where: Path) -> Path:
     return store
 
 
+def _left_by_a_killed_load(spark: object, scenario: Scenario, where: Path) -> Path:
+    """Version 1 with what a load killed between its manifest and ``CURRENT`` leaves: its
+    runs, side files and dedup runs, and its manifest unpublished (``CURRENT``, the dedup
+    index and the lock as version 1 has them), for a gc to remove."""
+    loaded = _version_2(spark, scenario, where.with_name(f"{where.name}-loaded"))
+    store = scenario.fresh_store(where)
+    for path in sorted(loaded.rglob("*")):
+        name = path.relative_to(loaded)
+        if path.is_file() and name.parts[0] != "locks" and not (store / name).exists():
+            (store / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, store / name)
+    shutil.rmtree(loaded)
+    return store
+
+
 def _load(spark: object, scenario: Scenario, store: Path) -> None:
     run_load(spark, load_job(scenario.job), store)  # type: ignore[arg-type]
 
@@ -108,7 +129,7 @@ KIND = {
         lambda s: ((1, s.before), (2, s.reference)),
         _load,
     ),
-    "gc": Kind("gc", _version_2, _gc, lambda s: ((2, s.reference),), _load),
+    "gc": Kind("gc", _left_by_a_killed_load, _gc, lambda s: ((1, s.before),), _load),
     "follow": Kind(
         "follow",
         _version_1,
