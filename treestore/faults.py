@@ -12,7 +12,7 @@ Unset (always, outside tests), opening a file costs one dict lookup.
 
 When ``TREESTORE_FAULT_JOURNAL`` names a folder, each operation a page store makes on a
 local filesystem (a file written, a file or folder synced, a rename, a hard link, a
-removal, a folder made: see :mod:`treestore.storage.localfiles`) is appended to
+removal, a folder made: see :mod:`treestore.storage.pagestore`) is appended to
 ``journal.jsonl`` in it once it is done, one JSON line per operation written in one
 ``write`` to a file opened for appending, so the processes of a load (the driver and
 its Spark tasks' Python workers, which inherit the variable) share one journal in the

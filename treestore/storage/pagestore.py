@@ -8,8 +8,22 @@ scratch trees, :class:`FilePageStore` any pyarrow filesystem (a local path, or a
 
 Writes are atomic where the filesystem allows it: a blob is written under a
 temporary name and renamed into place, so a reader sees the old bytes or the new
-ones (on the local filesystem and HDFS; S3 has no atomic rename, and its writes
-are atomic per object anyway).
+ones (on the local filesystem; S3 has no atomic rename, and its writes are atomic per
+object anyway; on HDFS a blob is written in place).
+
+On a local filesystem a write is also durable when it returns, so a power cut leaves
+the old bytes or the new ones, as a crash does. POSIX makes a file's bytes durable with
+``fsync`` of the file, and its name (created, renamed, linked) only with ``fsync`` of
+the folder that holds it: the temporary file is synced before the rename or hard link
+that publishes it, and its folder after; a new folder's parent is synced once it is
+made. Whatever publishes a blob and then names it elsewhere (a run, then the manifest
+that lists it; a manifest, then ``CURRENT``) thus finds the first durable before the
+second is written. Removals are not synced one by one: a removal a power cut undoes
+leaves a file nothing names, which ``gc`` removes again; where the order of removals
+matters the caller syncs between them (:meth:`PageStore.sync`). That is two ``fsync``
+calls per blob written and one per folder made, none per page. Every one of these
+operations is journaled for the power-cut tests when they ask
+(:func:`treestore.faults.journal`).
 """
 
 from __future__ import annotations
@@ -31,20 +45,13 @@ from typing import TYPE_CHECKING, BinaryIO
 import pyarrow as pa
 
 from treestore.errors import StoreError
+from treestore.faults import journal, journaling, open_for_writing
 from treestore.filesystems import (
     FilesystemSettings,
     describe_error,
     is_uri,
     open_location,
     refuses_connections,
-)
-from treestore.storage.localfiles import (
-    link_file,
-    make_folders,
-    new_file,
-    publish_file,
-    remove_file,
-    sync_folder,
 )
 
 if TYPE_CHECKING:
@@ -314,10 +321,10 @@ class FilePageStore(PageStore):
         temp = posixpath.join(folder, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
         try:
             if self.is_local:
-                make_folders(folder)
-                with new_file(temp) as handle:
+                _make_folders(folder)
+                with _new_file(temp) as handle:
                     yield handle
-                publish_file(temp, path)
+                _publish_file(temp, path)
             else:
                 # an object appears whole when its upload completes: no rename needed
                 self.fs.create_dir(folder, recursive=True)
@@ -328,7 +335,7 @@ class FilePageStore(PageStore):
         finally:
             if self.is_local:
                 with contextlib.suppress(OSError):
-                    remove_file(temp)
+                    _remove_file(temp)
 
     def write(self, name: str, data: bytes) -> None:
         with self.writer(name) as out:
@@ -341,21 +348,21 @@ class FilePageStore(PageStore):
         if self.is_local:
             folder = os.path.dirname(path)
             try:
-                make_folders(folder)
+                _make_folders(folder)
             except OSError as exc:
                 raise self._failed(name, "cannot be written", exc) from exc
             temp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
             try:
-                with new_file(temp) as handle:
+                with _new_file(temp) as handle:
                     handle.write(data)
-                link_file(temp, path)
+                _link_file(temp, path)
             except FileExistsError:
                 return False
             except OSError as exc:
                 raise self._failed(name, "cannot be written", exc) from exc
             finally:
                 with contextlib.suppress(OSError):
-                    remove_file(temp)
+                    _remove_file(temp)
             return True
         if self.location.startswith("s3://"):
             return create_s3_object(path, data, self.settings)
@@ -397,7 +404,7 @@ class FilePageStore(PageStore):
     def delete(self, name: str) -> None:
         try:
             if self.is_local:
-                remove_file(self._path(name))
+                _remove_file(self._path(name))
             else:
                 self.fs.delete_file(self._path(name))
         except FileNotFoundError:
@@ -417,7 +424,7 @@ class FilePageStore(PageStore):
     def sync(self, folder: str) -> None:
         if self.is_local and os.path.isdir(self._path(folder)):
             try:
-                sync_folder(self._path(folder))
+                _sync_folder(self._path(folder))
             except OSError as exc:
                 raise self._failed(folder, "cannot be synced", exc) from exc
 
@@ -430,6 +437,76 @@ class FilePageStore(PageStore):
         except OSError:
             return None
         return None if info.mtime_ns is None or info.size is None else info.mtime_ns / 1e9
+
+
+# A local store's file operations, in the order that survives a power cut (see the
+# module's docstring), each journaled once done.
+def _make_folders(path: str) -> None:
+    """Make folder ``path`` and the folders above it that are missing, each made durable
+    (its parent synced).
+
+    A folder found already there is taken as durable: the process that made it syncs its
+    parent before it publishes anything, and a load's driver publishes only after every
+    task that wrote into it has ended."""
+    missing = []
+    place = path
+    while not os.path.isdir(place):
+        missing.append(place)
+        parent = os.path.dirname(place)
+        if parent == place:
+            break
+        place = parent
+    os.makedirs(path, exist_ok=True)
+    for folder in reversed(missing):  # from the top down
+        journal("mkdir", folder)
+        _sync_folder(os.path.dirname(folder))
+
+
+@contextmanager
+def _new_file(path: str) -> Iterator[BinaryIO]:
+    """Create the file ``path`` (a name nothing else uses) for the block to write; when the
+    block ends without error, its bytes are synced to the disk."""
+    with open_for_writing(path) as handle:
+        yield handle
+        handle.flush()
+        if journaling():
+            with open(path, "rb") as written:
+                journal("write", path, data=written.read())
+        os.fsync(handle.fileno())
+        journal("fsync", path)
+
+
+def _publish_file(temp: str, path: str) -> None:
+    """Rename the synced file ``temp`` to ``path`` (replacing what ``path`` held), durably:
+    its folder is synced after."""
+    os.replace(temp, path)
+    journal("rename", temp, path)
+    _sync_folder(os.path.dirname(path))
+
+
+def _link_file(temp: str, path: str) -> None:
+    """Make ``path`` a name of the synced file ``temp``, durably (its folder is synced
+    after); :class:`FileExistsError` if ``path`` exists (exclusive creation)."""
+    os.link(temp, path)
+    journal("link", temp, path)
+    _sync_folder(os.path.dirname(path))
+
+
+def _remove_file(path: str) -> None:
+    """Remove the name ``path`` (:class:`FileNotFoundError` if there is none)."""
+    os.remove(path)
+    journal("unlink", path)
+
+
+def _sync_folder(path: str) -> None:
+    """Make the names in folder ``path`` durable: the files created, renamed, linked into
+    it or removed from it, and the folders made in it, so far."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    journal("fsyncdir", path)
 
 
 def page_store_for(location: str | os.PathLike[str] | PageStore) -> PageStore:

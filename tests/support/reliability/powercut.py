@@ -33,9 +33,10 @@ unsynced bytes lost); and a few random states (a random prefix per folder, rando
 offsets in each unsynced file), seeded. States equal byte for byte are checked once.
 
 Limits: only what goes through the page store's local operations is journaled
-(:mod:`treestore.storage.localfiles`): Spark's streaming checkpoint and the follower's
-files under ``stream/`` are written by Spark and by plain Python file calls, so a crash
-state leaves them as the snapshot had them (a follower that lost its checkpoint); stores
+(:class:`~treestore.storage.pagestore.FilePageStore`): Spark's streaming checkpoint and
+the follower's files under ``stream/`` are written by Spark and by plain Python file
+calls, so a crash state leaves them as the snapshot had them (a follower that lost its
+checkpoint); stores
 on S3 or HDFS are not modelled (``docs/reliability.md`` says what they promise). A
 filesystem that reorders more than this model (a rename that is not atomic, a folder's
 changes surviving out of order) is not covered.
