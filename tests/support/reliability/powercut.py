@@ -36,10 +36,9 @@ Limits: only what goes through the page store's local operations is journaled
 (:class:`~treestore.storage.pagestore.FilePageStore`): Spark's streaming checkpoint and
 the follower's files under ``stream/`` are written by Spark and by plain Python file
 calls, so a crash state leaves them as the snapshot had them (a follower that lost its
-checkpoint); stores
-on S3 or HDFS are not modelled (``docs/reliability.md`` says what they promise). A
-filesystem that reorders more than this model (a rename that is not atomic, a folder's
-changes surviving out of order) is not covered.
+checkpoint); stores on S3 or HDFS are not modelled (``docs/reliability.md`` says what
+they promise). A filesystem that reorders more than this model (a rename that is not
+atomic, a folder's changes surviving out of order) is not covered.
 """
 
 from __future__ import annotations
