@@ -402,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     options.add_argument(
         "--powercut-next",
         type=int,
-        default=int(env("TREESTORE_POWERCUT_NEXT", "25")),
+        default=int(env("TREESTORE_POWERCUT_NEXT", "0")),
         help="crash states of each power-cut round the next command runs on (0: all)",
     )
     options.add_argument("--seed", type=int, default=None, help="the kill rounds' seed")
