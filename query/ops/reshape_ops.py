@@ -281,9 +281,11 @@ class GroupByOp(Op):
             raise self._placed(error) from None
 
     def _placed(self, error: OpError) -> OpError:
-        """An error of OPS (placed in OPS alone) placed in the whole op string."""
+        """An error of OPS (placed in OPS alone) placed in the whole op string, named by
+        one ``groupby:`` however deep the groupby that holds it."""
         offset = offset_of(self.ops_text, error.line, error.column)
-        return self.args.error(self.ops_start + offset, error.reason, error.hint)
+        reason = error.reason.removeprefix(f"{self.name}: ")
+        return self.args.error(self.ops_start + offset, reason, error.hint)
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Each key's rows through its own ops, results in Hydra's order.
