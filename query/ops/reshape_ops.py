@@ -247,7 +247,8 @@ class GroupByOp(Op):
     """groupby=LETTERS:OPS : run OPS separately on the rows of each key.
 
     LETTERS mark the key columns with ``k`` (other letters skip a column);
-    OPS is an op string whose ``;`` are escaped (``\\;``). Each key's rows go
+    OPS is an op string whose ``;`` are escaped (``\\;``); it may hold a groupby of its
+    own, at most 32 deep. Each key's rows go
     through their own copy of OPS as they arrive, and results come out when
     Hydra's would: a streaming op (``limit``, ``num``...) passes a row on as soon
     as it arrives, so groups interleave in arrival order; what an op gives only
