@@ -470,7 +470,9 @@ def try_job(suffix: str, text: str, folder: Path) -> str:
         if error.source != str(file):
             raise Crash(f"the error names {error.source!r}, not the job file") from None
         check_position(error, error.text)
-        if error.text and error.text != text.replace("\r\n", "\n").replace("\r", "\n"):
+        # the file's text as read: bytes that are not UTF-8 (a lone surrogate) replaced
+        read = file.read_bytes().decode("utf-8", errors="replace")
+        if error.text and error.text != read.replace("\r\n", "\n").replace("\r", "\n"):
             raise Crash("the error's text is not the job file's") from None
         return "refused"
     return "parsed"
