@@ -67,11 +67,10 @@ def command_follow(
     ``--available-now`` until every file there now is loaded; then one summary line.
     Returns the exit status: 130 when a micro-batch under way was stopped."""
     from loaders import load_job
-    from loaders.follow import follow_job
-    from treestore.store.versions import StoreWriter
+    from loaders.follow import check_follow, follow_job
 
     job = load_job(job_file)
-    StoreWriter(store, job.shards, job.hash, create=False)  # refuse before Spark starts
+    check_follow(job, store)  # the refusals that need no Spark, before it starts
     stop, stop_now = threading.Event(), threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

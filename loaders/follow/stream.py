@@ -35,13 +35,13 @@ from treestore.filesystems import is_uri
 from treestore.spark import failure_line, spark_errors
 from treestore.storage.pagestore import page_store_for
 from treestore.store.layout import STREAM, STREAM_CHECKPOINT, STREAM_JOB, STREAM_UNREADABLE
-from treestore.store.lock import store_lock
+from treestore.store.lock import check_unlocked, store_lock
 from treestore.store.versions import StoreWriter
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["follow_job"]
+__all__ = ["check_follow", "follow_job"]
 
 _BINARY_FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
 
@@ -71,8 +71,9 @@ def _job_digest(job: JobSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _check_job(store_folder: Path, job: JobSpec) -> None:
-    """Refuse a job that changed since the stream's checkpoint was made; remember it."""
+def _check_job(store_folder: Path, job: JobSpec, *, remember: bool = True) -> None:
+    """Refuse a job that changed since the stream's checkpoint was made; remember it
+    (unless not ``remember``)."""
     marker = store_folder / STREAM_JOB
     digest = _job_digest(job)
     if marker.exists():
@@ -84,8 +85,35 @@ def _check_job(store_folder: Path, job: JobSpec) -> None:
                 "job from here on (files already loaded stay loaded), or load into a new store."
             )
         return
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"digest": digest, "job": str(job.file)}))
+    if remember:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"digest": digest, "job": str(job.file)}))
+
+
+def _refuse_uri_store(location: str) -> None:
+    if is_uri(location):
+        raise LoadError(
+            f"--follow keeps Spark's streaming checkpoint in the store, so the store must be "
+            f"a folder (local or mounted), not {location}. Run 'treestore load' from a "
+            "scheduler for a store at a URI."
+        )
+
+
+def check_follow(job: JobSpec, store: str | Path) -> None:
+    """Refuse what :func:`follow_job` would refuse from the store's files and the job alone,
+    without Spark and creating nothing: a store at a URI, a source that cannot be followed
+    (at a URI, a folder that does not exist), a store of other shards or another job, a
+    job that changed since the store's follower started, a store a live process has
+    locked. :func:`follow_job` makes these checks again; the command line makes them
+    before Spark starts."""
+    location = str(store)
+    _refuse_uri_store(location)
+    for source in job.sources:
+        _stream_root(source)
+    pages = page_store_for(location)
+    StoreWriter(pages, job.shards, job.hash, create=False)
+    _check_job(Path(location).resolve(), job, remember=False)
+    check_unlocked(pages)
 
 
 def _stream(spark: SparkSession, job: JobSpec, max_files: int | None) -> DataFrame:
@@ -145,12 +173,7 @@ def follow_job(
     stop = stop or threading.Event()
     stop_now = stop_now or threading.Event()
     location = str(store)
-    if is_uri(location):
-        raise LoadError(
-            f"--follow keeps Spark's streaming checkpoint in the store, so the store must be "
-            f"a folder (local or mounted), not {location}. Run 'treestore load' from a "
-            "scheduler for a store at a URI."
-        )
+    _refuse_uri_store(location)
     for source in job.sources:  # refuse a source that cannot be followed before anything
         _stream_root(source)
         list_input_files(source, on_event)  # Spark's stream skips broken links: say so here

@@ -1,7 +1,8 @@
 """The op catalogue: every op class, registered by name (and alias) in :data:`REGISTRY`.
 
-Lives here: one module per family of ops, ops over Arrow columns (``columns``) and the
-compiler of op strings into a pipeline (``compiler``). What every op is made of is the
+Lives here: one module per family of ops, ops over Arrow columns (``columns``), the
+compiler of op strings into a pipeline (``compiler``) and the running of a chain of ops of
+any length (``chain``). What every op is made of is the
 room below, ``base``; the analysis ops are the ``analysis`` subpackage, registered here.
 
 May import: ``query.ops.analysis``, ``query.ops.base``, ``query.syntax``, ``treestore``.

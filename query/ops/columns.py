@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from query.ops.chain import chain
 from treestore.arrays import expand_ranges, map_in_threads, thread_count, unique_first_inverse
 
 if TYPE_CHECKING:
@@ -139,13 +141,16 @@ def plain_columns(columns: Iterable[pa.Array]) -> list[pa.Array]:
 
 
 def run_on_columns(ops: Iterable[Op], chunks: Iterator[Chunk]) -> Iterator[Chunk]:
-    """``ops`` run one after the other on ``chunks``; an op that does not take coded
-    columns is given plain ones. The chunks that come out may be coded."""
-    for op in ops:
-        if not op.takes_coded:
-            chunks = ((count, plain_columns(columns)) for count, columns in chunks)
-        chunks = op.run_columns(chunks)
-    return chunks
+    """``ops`` run one after the other on ``chunks`` (any number of them, see
+    :func:`query.ops.chain.chain`); an op that does not take coded columns is given plain
+    ones. The chunks that come out may be coded."""
+    return chain([partial(_run_columns, op) for op in ops], chunks)
+
+
+def _run_columns(op: Op, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+    if not op.takes_coded:
+        chunks = ((count, plain_columns(columns)) for count, columns in chunks)
+    return op.run_columns(chunks)  # type: ignore[no-any-return]
 
 
 def rows_of(chunks: Iterator[Chunk]) -> Iterator[list[Any]]:

@@ -15,11 +15,16 @@ from typing import Any
 
 from lark import Token
 
-from query.ops import REGISTRY, Op, OpArgs, Row, Value
+from query.ops import REGISTRY, Op, OpArgs, Value
+from query.ops.chain import chain
 from query.syntax.lark_support import Failure, line_column, parse, parser
 from treestore.errors import OpError
 
-__all__ = ["OpsPipeline", "compile_ops"]
+__all__ = ["MOST_NESTED", "OpsPipeline", "compile_ops"]
+
+MOST_NESTED = 32
+"""How deep ops may hold ops (``groupby=k:groupby=k:...``): each level is compiled, and
+runs, inside the one that holds it."""
 
 
 def _unescape(token: Token) -> tuple[str, tuple[int, ...]]:
@@ -66,10 +71,9 @@ class OpsPipeline:
     text: str = ""
 
     def run(self, rows: Iterable[Iterable[Value]]) -> Iterator[tuple[Value, ...]]:
-        """Run every op over ``rows``, lazily; yields tuples."""
-        stream: Iterator[Row] = (list(row) for row in rows)
-        for op in self.ops:
-            stream = op.run(stream)
+        """Run every op over ``rows``, lazily; yields tuples. Any number of ops runs (see
+        :func:`query.ops.chain.chain`)."""
+        stream = chain([op.run for op in self.ops], (list(row) for row in rows))
         return (tuple(row) for row in stream)
 
     def warnings(self) -> list[OpError]:
@@ -105,11 +109,27 @@ class OpsPipeline:
 def compile_ops(text: str | None) -> OpsPipeline:
     """Parse an op string into a pipeline; raise :class:`OpError` at the offending column.
 
+    Any number of ops may follow each other; ops hold ops (``groupby``) at most
+    :data:`MOST_NESTED` deep.
+
     >>> list(compile_ops("str=c0,c1,cat,v2,set").run([["A", 1, "art"]]))
     [('A', 1, 'A1')]
     """
+    return _compile(text, 0)
+
+
+def _compile(text: str | None, nesting: int) -> OpsPipeline:
+    """:func:`compile_ops` of ops held ``nesting`` deep in other ops."""
     if text is None or not text.strip():
         return OpsPipeline()
+    if nesting > MOST_NESTED:
+        start = len(text) - len(text.lstrip())
+        raise OpError(
+            f"the ops are nested too deeply (ops in ops more than {MOST_NESTED} deep)",
+            text,
+            *line_column(text, start),
+            hint=f"Nest at most {MOST_NESTED} groupby ops inside each other.",
+        )
     tree = parse(parser("query.syntax", "ops.lark", "ops"), text, partial(_syntax_error, text))
     ops: list[Op] = []
     op_tree: Any
@@ -131,6 +151,6 @@ def compile_ops(text: str | None) -> OpsPipeline:
         else:
             args_text, offsets = "", (name_token.end_pos or 0,)
         op = op_class(OpArgs(name, args_text, offsets, text))
-        op.bind(compile_ops)
+        op.bind(partial(_compile, nesting=nesting + 1))
         ops.append(op)
     return OpsPipeline(tuple(ops), text)

@@ -247,7 +247,8 @@ class GroupByOp(Op):
     """groupby=LETTERS:OPS : run OPS separately on the rows of each key.
 
     LETTERS mark the key columns with ``k`` (other letters skip a column);
-    OPS is an op string whose ``;`` are escaped (``\\;``). Each key's rows go
+    OPS is an op string whose ``;`` are escaped (``\\;``); it may hold a groupby of its
+    own, at most 32 deep. Each key's rows go
     through their own copy of OPS as they arrive, and results come out when
     Hydra's would: a streaming op (``limit``, ``num``...) passes a row on as soon
     as it arrives, so groups interleave in arrival order; what an op gives only
@@ -281,9 +282,11 @@ class GroupByOp(Op):
             raise self._placed(error) from None
 
     def _placed(self, error: OpError) -> OpError:
-        """An error of OPS (placed in OPS alone) placed in the whole op string."""
+        """An error of OPS (placed in OPS alone) placed in the whole op string, named by
+        one ``groupby:`` however deep the groupby that holds it."""
         offset = offset_of(self.ops_text, error.line, error.column)
-        return self.args.error(self.ops_start + offset, error.reason, error.hint)
+        reason = error.reason.removeprefix(f"{self.name}: ")
+        return self.args.error(self.ops_start + offset, reason, error.hint)
 
     def run(self, rows: Iterable[Row]) -> Iterator[Row]:
         """Each key's rows through its own ops, results in Hydra's order.

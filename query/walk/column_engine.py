@@ -362,19 +362,34 @@ def run_path_columns(
         (),
     )
 
-    def walk(levels: list[_Level], first: bool) -> Iterator[tuple[int, list[pa.Array]]]:
+    # depth first, with a stack of its own (a path of any length runs): the levels walked
+    # so far (a slice of each) and, per element being walked, its level and where its
+    # slices are cut, the next slice to take and whether it is on the way to the first rows
+    levels = [start]
+    walking: list[tuple[_Level, list[int], list[int], bool]] = []
+
+    def enter(first: bool) -> None:
         level = _step(source, elements[len(levels) - 1], levels)
-        last = len(levels) == len(elements)
         # the walk to the tree's first rows takes a small slice first, so they go out
         # before the rest of the tree is read
         cuts = [0, first_rows] if first and len(level) > first_rows else [0]
         cuts += range(cuts[-1] + chunk_rows, len(level), chunk_rows)
-        for number, begin in enumerate(cuts):
-            end = cuts[number + 1] if number + 1 < len(cuts) else len(level)
-            part = level if begin == 0 and end == len(level) else level.slice(begin, end)
-            if last:
-                yield _rows([*levels, part])
-            else:
-                yield from walk([*levels, part], first and number == 0)
+        walking.append((level, cuts, [0], first))
 
-    yield from walk([start], True)
+    enter(True)
+    while walking:
+        level, cuts, taken, first = walking[-1]
+        number = taken[0]
+        if number == len(cuts):
+            walking.pop()
+            levels.pop()  # the slice this level was walked under (the start, at the end)
+            continue
+        taken[0] += 1
+        begin = cuts[number]
+        end = cuts[number + 1] if number + 1 < len(cuts) else len(level)
+        part = level if begin == 0 and end == len(level) else level.slice(begin, end)
+        if len(levels) == len(elements):
+            yield _rows([*levels, part])
+        else:
+            levels.append(part)
+            enter(first and number == 0)

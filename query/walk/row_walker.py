@@ -183,26 +183,38 @@ def _flattened(rows: list[tuple[Value, ...]]) -> tuple[Value, ...]:
 
 
 def _walk(tree: ShardTree, path: Path) -> Iterator[tuple[Node, tuple[Value, ...]]]:
-    """Every node the last element reaches, with the row of columns that led there."""
-    elements = path.elements
-    last = len(elements) - 1
+    """Every node the last element reaches, with the row of columns that led there.
 
-    def walk(stack: list[Node], depth: int, row: tuple[Value, ...]):  # type: ignore[no-untyped-def]
-        if depth == last and elements[depth].flat:
-            found = list(_matches(tree, elements[depth], stack))
+    Depth first, in tree order, with a stack of its own (a path of any length runs: a
+    level deeper is an entry more in ``levels``, not a call deeper).
+    """
+    elements = path.elements
+    if not elements:
+        return
+    last = len(elements) - 1
+    stack = [tree.root]
+    # one entry per element being walked: the row that led to it, and its matches
+    levels: list[tuple[tuple[Value, ...], Iterator[tuple[Node, tuple[Value, ...]]]]]
+    levels = [((), _matches(tree, elements[0], stack))]
+    while levels:
+        depth = len(levels) - 1
+        row, matches = levels[-1]
+        if depth < last:
+            match = next(matches, None)
+            if match is not None:
+                node, added = match
+                stack.append(node)
+                levels.append((row + added, _matches(tree, elements[depth + 1], stack)))
+                continue
+        elif elements[depth].flat:
+            found = list(matches)
             if found:
                 yield found[0][0], row + _flattened([added for _, added in found])
-            return
-        for node, added in _matches(tree, elements[depth], stack):
-            if depth == last:
+        else:
+            for node, added in matches:
                 yield node, row + added
-            else:
-                stack.append(node)
-                yield from walk(stack, depth + 1, row + added)
-                stack.pop()
-
-    if elements:
-        yield from walk([tree.root], 0, ())
+        levels.pop()
+        stack.pop()  # the node this level walked under (the root, at the end)
 
 
 def run_path(tree: ShardTree, path: Path) -> Iterator[tuple[Value, ...]]:

@@ -92,6 +92,14 @@ CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "rolled back",
         ("tests/loaders/load/test_dedup_load.py",),
     ),
+    (
+        "long texts: thousands of ops, path elements and names",
+        (
+            "tests/query/ops/test_long_chains.py",
+            "tests/query/walk/test_long_paths.py",
+            "tests/query/syntax/test_long_texts.py",
+        ),
+    ),
 )
 """Named cases, by group: the pytest files whose cases are counted (one pytest run)."""
 PER_CASE_GROUPS = frozenset({CASE_GROUPS[0][0], CASE_GROUPS[4][0], CASE_GROUPS[5][0]})

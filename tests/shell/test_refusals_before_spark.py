@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import treestore.spark
+from loaders.job.model import load_job
 from shell.cli import main
 from shell.demo import write_demo_inputs
+from treestore.storage.pagestore import page_store_for
+from treestore.store.layout import STREAM_JOB
+from treestore.store.lock import store_lock
 from treestore.store.versions import StoreWriter
 
 
@@ -102,3 +110,46 @@ def test_sweep_refusals_need_no_spark(
     assert status == 2
     assert expected.format(events=tmp_path / events, tmp=tmp_path) in err, err
     assert not (tmp_path / "store").exists()
+
+
+def _follow_store(tmp_path: Path) -> tuple[Path, Path]:
+    """The demo's job, and a store made for it (no version yet)."""
+    job = write_demo_inputs(tmp_path)
+    StoreWriter(tmp_path / "store", 8, load_job(job).hash)
+    return job, tmp_path / "store"
+
+
+def _changed_job(tmp_path: Path) -> str:
+    (tmp_path / "store" / STREAM_JOB).parent.mkdir()
+    (tmp_path / "store" / STREAM_JOB).write_text('{"digest": "other", "job": "old.json"}')
+    return "The job changed since this store's follower started (old.json)"
+
+
+def _locked(tmp_path: Path) -> str:
+    return f"The store {tmp_path / 'store'} is locked by a test's holder (pid {os.getpid()}"
+
+
+def _source_gone(tmp_path: Path) -> str:
+    shutil.rmtree(tmp_path / "mapping")
+    return "The folder must exist before following it."
+
+
+def _uri_store(tmp_path: Path) -> str:
+    return "so the store must be a folder (local or mounted), not file://"
+
+
+@pytest.mark.parametrize("refusal", [_changed_job, _locked, _source_gone, _uri_store])
+def test_a_followers_refusals_from_the_stores_files_need_no_spark(
+    refusal: Callable[[Path], str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each once came after Spark's start (11-14 s on a follower of a store at a URI)."""
+    job, store = _follow_store(tmp_path)
+    expected = refusal(tmp_path)
+    location = f"file://{store}" if refusal is _uri_store else str(store)
+    argv = ["load", str(job), "--store", location, "--follow", "--available-now"]
+    holding = store_lock(page_store_for(str(store)), "a test's holder")
+    with holding if refusal is _locked else contextlib.nullcontext():
+        status, _, err = _run(argv, capsys)
+    assert status == 2
+    assert expected in err, err
+    assert len(err.strip().splitlines()) == 1, err

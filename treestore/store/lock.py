@@ -52,6 +52,7 @@ __all__ = [
     "LEASE_SECONDS",
     "Lease",
     "boot_id",
+    "check_unlocked",
     "lock_holder",
     "process_start",
     "store_lock",
@@ -237,6 +238,17 @@ def _stale_reason(
     if float(holder.get("expires", 0)) < time.time():
         return f"whose lease ran out (pid {pid} on host {holder.get('host', '?')})"
     return None
+
+
+def check_unlocked(pages: PageStore) -> None:
+    """Raise the refusal :func:`store_lock` would raise now (a live process holds the lock),
+    taking nothing: for a command that checks before Spark starts."""
+    holder = lock_holder(pages)
+    if holder is None:
+        return
+    seconds = float(env_number("TREESTORE_LOCK_LEASE_SECONDS", LEASE_SECONDS))
+    if _stale_reason(pages, holder, socket.gethostname(), seconds) is None:
+        raise _refusal(pages, holder, seconds)
 
 
 @contextmanager

@@ -204,24 +204,49 @@ def read_job_file(path: str | Path) -> JobText:
     """Read and decode a JSON or TOML job file; errors point at line and column."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        data = file.read_bytes()
     except FileNotFoundError:
         raise JobConfigError(
             f"Job file {file} does not exist", "", source=str(file), hint="Check the path."
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise JobConfigError(
             f"Job file {file} cannot be read ({exc})", "", source=str(file)
         ) from None
-    job = JobText(str(file), text)
+    job = JobText(str(file), _utf8_text(str(file), data))
     if file.suffix.lower() == ".toml":
         job.content = _read_toml(job)
         return job
     tree = parse(
-        parser("loaders.job.text", "jsonpos.lark", "value"), text, partial(_json_syntax_error, job)
+        parser("loaders.job.text", "jsonpos.lark", "value"),
+        job.text,
+        partial(_json_syntax_error, job),
     )
     job.content = _Decoder(job).decode(tree, ())
     return job
+
+
+def _utf8_text(file: str, data: bytes) -> str:
+    """``data`` as UTF-8 text, with Python's universal newlines (as ``read_text`` reads it);
+    bytes that are not UTF-8 are refused at the first of them: its line and column, and
+    its line shown with the bytes that are not text replaced."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = _universal_newlines(data[: exc.start].decode("utf-8"))
+        raise JobConfigError(
+            f"The job file is not UTF-8 text here (byte 0x{data[exc.start]:02x})",
+            _universal_newlines(data.decode("utf-8", errors="replace")),
+            *line_column(before, len(before)),
+            source=file,
+            hint="Save the job file as UTF-8: it holds text of another encoding (Latin-1, "
+            "UTF-16...) or bytes that are not text.",
+        ) from None
+    return _universal_newlines(text)
+
+
+def _universal_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 _TOML_PLACE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")

@@ -148,3 +148,21 @@ def test_toml_numbers_and_nesting_are_bounded(tmp_path: Path) -> None:
     assert "nest more than" in deep.reason and deep.column == DEEPEST_NESTING + 5
     nested = _refusal(tmp_path, "a = " + "[" * 150 + "]" * 150 + "\n", ".toml")
     assert "nest more than" in nested.reason
+
+
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_a_job_file_that_is_not_utf8_is_refused_at_the_bad_byte(
+    tmp_path: Path, suffix: str
+) -> None:
+    text = json.dumps(DEMO_JOB, indent=1) if suffix == ".json" else 'shards = 4\nname = "x"\n'
+    text = text.replace('"attributes"', '"caf\xe9"').replace('"x"', '"caf\xe9"')
+    file = tmp_path / f"job{suffix}"
+    file.write_bytes(text.encode("latin-1"))  # was line 1, column 1, under an empty line
+    with pytest.raises(JobConfigError) as caught:
+        load_job(file)
+    error = caught.value
+    assert (error.line, error.column) == _place_of(text, "\xe9")
+    assert error.source == str(file) and "not UTF-8" in error.reason
+    assert (
+        "caf\ufffd" in error.snippet and error.hint and "Save the job file as UTF-8" in error.hint
+    )

@@ -56,3 +56,50 @@ def test_key_paths_read_as_written() -> None:
 def test_a_missing_file_is_a_job_error(tmp_path: Path) -> None:
     with pytest.raises(JobConfigError, match="does not exist"):
         read_job_file(tmp_path / "nowhere.json")
+
+
+NOT_UTF8_HINT = (
+    "Save the job file as UTF-8: it holds text of another encoding (Latin-1, UTF-16...) "
+    "or bytes that are not text."
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "byte", "line", "column", "shown"),
+    [
+        # Latin-1 "é" in a value: was line 1, column 1 under an empty line
+        (
+            "job.json",
+            b'{\n  "shards": 4,\n  "source": [{"name": "caf\xe9"}]\n}\n',
+            0xE9,
+            3,
+            27,
+            '    "source": [{"name": "caf\ufffd"}]',
+        ),
+        (
+            "job.toml",
+            b'shards = 4\n[[source]]\nname = "caf\xe9"\n',
+            0xE9,
+            3,
+            12,
+            '  name = "caf\ufffd"',
+        ),
+        # lines counted as the parsers count them ("\r\n" and "\r" end one line each)
+        ("job.json", b'{\r\n"shards": 4,\r"a": "\xff"}', 0xFF, 3, 7, '  "a": "\ufffd"}'),
+        # UTF-16 (its byte order mark is no UTF-8), and a character cut short at the end
+        ("job.json", '{"shards": 4}'.encode("utf-16"), 0xFF, 1, 1, None),
+        ("job.json", b'{"shards": 4}\n\xe2\x82', 0xE2, 2, 1, "  \ufffd"),
+    ],
+)
+def test_a_job_file_that_is_not_utf8_is_refused_at_its_first_bad_byte(
+    tmp_path: Path, name: str, data: bytes, byte: int, line: int, column: int, shown: str | None
+) -> None:
+    (tmp_path / name).write_bytes(data)
+    with pytest.raises(JobConfigError) as caught:
+        read_job_file(tmp_path / name)
+    error = caught.value
+    assert (error.line, error.column) == (line, column)
+    assert error.reason == f"The job file is not UTF-8 text here (byte 0x{byte:02x})"
+    assert error.source == str(tmp_path / name) and error.hint == NOT_UTF8_HINT
+    if shown is not None:
+        assert error.snippet == f"{shown}\n  {' ' * (column - 1)}^"
