@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.files import write_files
 from tests.support.import_graph import cycles, import_graph, module_name, room_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,16 +180,8 @@ def test_nothing_imports_the_command_line() -> None:
     assert [m for m, targets in GRAPH.items() if "shell.entry" in targets] == []
 
 
-def _package(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path
-
-
 def test_the_cycle_check_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> None:
-    root = _package(
+    root = write_files(
         tmp_path,
         {
             "pkg/__init__.py": "",
@@ -202,7 +195,7 @@ def test_the_cycle_check_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> 
 
 
 def test_the_cycle_check_finds_relative_and_type_checking_imports(tmp_path: Path) -> None:
-    root = _package(
+    root = write_files(
         tmp_path,
         {
             "pkg/__init__.py": "",
@@ -217,7 +210,7 @@ def test_the_cycle_check_finds_relative_and_type_checking_imports(tmp_path: Path
 
 
 def test_the_direction_check_finds_an_import_against_the_table(tmp_path: Path) -> None:
-    root = _package(
+    root = write_files(
         tmp_path,
         {
             "low/__init__.py": "",
@@ -233,7 +226,7 @@ def test_the_direction_check_finds_an_import_against_the_table(tmp_path: Path) -
 
 
 def test_the_allowance_check_finds_an_allowance_no_import_uses(tmp_path: Path) -> None:
-    root = _package(
+    root = write_files(
         tmp_path,
         {
             "low/__init__.py": "",
@@ -257,7 +250,7 @@ def test_the_allowance_check_finds_an_allowance_no_import_uses(tmp_path: Path) -
 def test_the_room_check_finds_rooms_that_import_each_other(tmp_path: Path) -> None:
     """``app.cmd -> app.sub.loop -> app.fmt`` is no module cycle, but the rooms ``app``
     and ``app.sub`` import each other; ``app.sub`` importing ``low`` is one way."""
-    root = _package(
+    root = write_files(
         tmp_path,
         {
             "low/__init__.py": "",
@@ -280,7 +273,7 @@ def test_the_room_check_finds_rooms_that_import_each_other(tmp_path: Path) -> No
 
 def test_the_docstring_check_finds_a_may_import_that_disagrees(tmp_path: Path) -> None:
     """Only the "May import:" sentence counts: ``low``'s next sentence names ``high``."""
-    root = _package(
+    root = write_files(
         tmp_path,
         {
             "low/__init__.py": '"""Low.\n\nMay import: nothing. Never ``high``."""\n',

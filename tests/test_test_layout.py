@@ -18,6 +18,7 @@ from pathlib import Path
 
 from hypothesis import settings
 
+from tests.support.files import write_files
 from tests.support.profiles import EXAMPLES, chosen_profile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,11 +128,7 @@ def test_test_modules_share_helpers_only_through_tests_support() -> None:
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path / "tests"
+    return write_files(tmp_path, files) / "tests"
 
 
 def test_the_layout_checks_find_a_room_without_tests_and_a_stale_folder(tmp_path: Path) -> None:
