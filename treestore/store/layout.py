@@ -16,7 +16,9 @@ in a store takes it from here. A store holds::
                                       their sizes and checksums), next node id, node
                                       count and bytes; the loaded input files; recent
                                       load reports and the files of records they set
-                                      aside; its own checksum (treestore.store.sealed)
+                                      aside; the shard hash (store.json's, checked
+                                      against it); its own checksum
+                                      (treestore.store.sealed)
     trees/shard-0003/<run>.pages      a run's pages (see treestore.storage.runs)
     trees/shard-0003/<run>.index      a run's page index
     trees/shard-0003/<name>.arrow     side files a version keeps with the shard's tree

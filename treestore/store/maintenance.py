@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -34,11 +35,13 @@ from treestore.store.rollback import check_rollback
 from treestore.store.versions import (
     DEFAULT_RETENTION,
     Manifest,
+    config_disagreement,
     current_version,
     manifest_versions,
     published_versions,
     read_config,
     read_manifest,
+    read_store_manifest,
     store_owner,
 )
 
@@ -65,7 +68,7 @@ def collect_garbage(
     pages = page_store_for(location)
     config = read_config(pages)
     kept = published_versions(pages)[-max(1, keep) :]
-    manifests = [read_manifest(pages, v, int(config["shards"])) for v in kept]
+    manifests = [read_store_manifest(pages, v, config) for v in kept]
     removed = {"versions": 0, "files": 0}
     for version in manifest_versions(pages):
         if version not in kept:
@@ -93,9 +96,7 @@ def remove_partial_files(
     pages = page_store_for(location)
     config = read_config(pages)
     current = current_version(pages)
-    manifests = [
-        read_manifest(pages, v, int(config["shards"])) for v in published_versions(pages, current)
-    ]
+    manifests = [read_store_manifest(pages, v, config) for v in published_versions(pages, current)]
     still_held()
     removed = 0
     for version in manifest_versions(pages):
@@ -183,7 +184,8 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
     :class:`StoreError` only when the location is not a store at all."""
     pages = page_store_for(location)
     report = CheckReport()
-    shards, owner = _shards(pages, report)
+    config = _config(pages, report)
+    owner = None if config is None else store_owner(config)
     listed = manifest_versions(pages)
     try:
         current: int | None = current_version(pages)
@@ -205,12 +207,20 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
     runs: dict[tuple[str, int], _Use] = {}  # by run and shard: a run is one shard's
     sides: dict[str, _Use] = {}
     unsealed = []
+    disagreement: str | None = None
     for version in versions:
         try:
-            manifest = read_manifest(pages, version, shards)
+            manifest = read_manifest(pages, version, None)
         except StoreError as exc:
             report.problems.append(str(exc))
             continue
+        if config is not None and not disagreement:
+            where = f"{pages.location}/{manifest_name(version)}"
+            disagreement = config_disagreement(
+                pages, where, manifest, int(config["shards"]), str(config["hash"])
+            )
+            if disagreement:  # said once: every manifest would say it
+                report.problems.append(disagreement)
         if not manifest.sealed:
             unsealed.append(version)
         for shard, state in sorted(manifest.trees.items()):
@@ -221,6 +231,7 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
                     use = sides.setdefault(name, _Use(shard, group=group))
                     use.add(version, state.side_sums.get(name))
     _note_unverifiable(pages, report, unsealed, runs, sides)
+    _note_stray_files(pages, report, {run for run, _ in runs} | set(sides))
     for (run, _), use in sorted(runs.items()):
         problem = _check_run(pages, run, use, owner)
         if problem:
@@ -233,17 +244,16 @@ def inspect_store(location: str | os.PathLike[str] | PageStore) -> CheckReport:
     return report
 
 
-def _shards(pages: PageStore, report: CheckReport) -> tuple[int | None, str | None]:
-    """The store's shard count and identity from ``store.json`` (None, and a problem, if it
-    is damaged); raises :class:`StoreError` if the location is not a store."""
+def _config(pages: PageStore, report: CheckReport) -> dict[str, Any] | None:
+    """The store's ``store.json`` (None, and a problem, if it is damaged); raises
+    :class:`StoreError` if the location is not a store."""
     try:
-        config = read_config(pages)
-        return int(config["shards"]), store_owner(config)
+        return read_config(pages)
     except StoreError as exc:
         if not pages.exists(CONFIG):
             raise
         report.problems.append(str(exc))
-        return None, None
+        return None
 
 
 def _note_unverifiable(
@@ -270,6 +280,25 @@ def _note_unverifiable(
             f"{old_runs} run(s) and {old_sides} side file(s) were written before treestore "
             "recorded their sizes and checksums: their pages were checked one by one, a "
             "change that keeps them readable cannot be found."
+        )
+
+
+def _note_stray_files(pages: PageStore, report: CheckReport, named: set[str]) -> None:
+    """Say which files under ``trees/`` no version checked names (``named``: its runs,
+    without their extensions, and side files): a load that stopped before publishing left
+    them, or they were put there by hand; readers never open them, ``gc`` removes them."""
+    stray = [
+        name
+        for name in pages.list(TREES)
+        if name not in named
+        and (name.rsplit(".", 1)[0] not in named or name.rsplit("/", 1)[-1].startswith("."))
+    ]
+    if stray:
+        shown = ", ".join(stray[:3]) + (", ..." if len(stray) > 3 else "")
+        report.notes.append(
+            f"{len(stray)} file(s) under {pages.location}/{TREES}/ are named by no published "
+            f"version ({shown}): a load that stopped before publishing left them, or they were "
+            "put there by hand. Readers never open them; 'treestore gc' removes them."
         )
 
 

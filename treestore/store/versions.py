@@ -58,12 +58,14 @@ __all__ = [
     "RecordFiles",
     "StoreVersion",
     "StoreWriter",
+    "config_disagreement",
     "current_version",
     "manifest_versions",
     "open_version",
     "published_versions",
     "read_config",
     "read_manifest",
+    "read_store_manifest",
     "store_owner",
 ]
 
@@ -133,6 +135,10 @@ class Manifest:
             by the version each load published (loads that set none aside are absent).
         sealed: whether the manifest read carried its checksum (False: written before
             manifests had one, so it cannot be verified).
+        shard_hash: the shard hash of the store that published it (``store.json``'s
+            ``hash``); empty in manifests written before manifests recorded it. Readers
+            refuse a ``store.json`` whose hash disagrees: every key would be looked for in
+            the wrong shard.
     """
 
     version: int
@@ -142,6 +148,7 @@ class Manifest:
     loads: tuple[Mapping[str, Any], ...] = ()
     record_files: Mapping[int, RecordFiles] = field(default_factory=dict)
     sealed: bool = field(default=False, compare=False)
+    shard_hash: str = ""
 
     def to_file(self) -> bytes:
         """The manifest file: :meth:`to_json` sealed with its checksum."""
@@ -159,6 +166,8 @@ class Manifest:
                 str(v): files.to_json() for v, files in sorted(self.record_files.items())
             },
         }
+        if self.shard_hash:
+            doc["hash"] = self.shard_hash
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
     @classmethod
@@ -184,6 +193,7 @@ class Manifest:
                 loads=tuple(doc["loads"]),
                 record_files=record_files,
                 sealed=sealed,
+                shard_hash=str(doc.get("hash", "")),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StoreError(f"{where} is not a valid manifest ({exc}).") from exc
@@ -324,9 +334,12 @@ def _numbers(versions: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
-def read_manifest(pages: PageStore, version: int, shards: int | None) -> Manifest:
+def read_manifest(
+    pages: PageStore, version: int, shards: int | None, shard_hash: str | None = None
+) -> Manifest:
     """Version ``version``'s manifest (version 0: the empty store of ``shards`` shards),
-    its checksum verified (``shards`` None: a store whose shard count is not known)."""
+    its checksum verified, and that it agrees with ``store.json``'s ``shards`` and
+    ``shard_hash`` (None: not known, not compared; see :func:`read_store_manifest`)."""
     if version == 0:
         return Manifest(version=0, shards=shards or 0)
     name = manifest_name(version)
@@ -334,13 +347,46 @@ def read_manifest(pages: PageStore, version: int, shards: int | None) -> Manifes
     if not pages.exists(name):
         raise StoreError(f"Version {version}'s manifest {where} is missing.")
     manifest = Manifest.from_json(pages.read(name), where, sealed_from(pages))
-    if manifest.version != version or manifest.shards != (shards or manifest.shards):
+    if manifest.version != version:
         raise StoreError(
-            f"{where} is not a valid manifest (it holds version {manifest.version} of "
-            f"{manifest.shards} shards, not version {version} of {shards}): it was copied over "
-            "or damaged."
+            f"{where} is not a valid manifest (it holds version {manifest.version}, not "
+            f"{version}): it was copied over or damaged."
         )
+    problem = config_disagreement(pages, where, manifest, shards, shard_hash)
+    if problem:
+        raise StoreError(problem)
     return manifest
+
+
+def config_disagreement(
+    pages: PageStore,
+    where: str,
+    manifest: Manifest,
+    shards: int | None,
+    shard_hash: str | None,
+) -> str | None:
+    """How ``store.json``'s ``shards`` and ``shard_hash`` disagree with ``manifest`` (read
+    from ``where``), in one line; None if they agree or are not known."""
+    if shards is not None and manifest.shards != shards:
+        return (
+            f"{pages.location}/{CONFIG} says the store has {shards} shards, but {where} was "
+            f"written for {manifest.shards}: one of them was changed by hand or copied from "
+            f"another store. Put back the {CONFIG} or manifest treestore wrote."
+        )
+    if shard_hash is not None and manifest.shard_hash and manifest.shard_hash != shard_hash:
+        return (
+            f"{pages.location}/{CONFIG} says the shard hash is {shard_hash!r}, but {where} "
+            f"was written with {manifest.shard_hash!r}: {CONFIG} was changed by hand or "
+            "copied from another store, and every key would be looked for in the wrong "
+            f"shard. Put back the {CONFIG} treestore wrote (hash {manifest.shard_hash!r})."
+        )
+    return None
+
+
+def read_store_manifest(pages: PageStore, version: int, config: Mapping[str, Any]) -> Manifest:
+    """:func:`read_manifest` checked against the store's ``store.json`` (``config``, as
+    :func:`read_config` returns it): its shard count and shard hash."""
+    return read_manifest(pages, version, int(config["shards"]), str(config["hash"]))
 
 
 def manifest_versions(pages: PageStore) -> list[int]:
@@ -403,7 +449,7 @@ def open_version(
     pages = page_store_for(location)
     config = read_config(pages)
     number = current_version(pages) if version is None else version
-    manifest = read_manifest(pages, number, int(config["shards"]))
+    manifest = read_store_manifest(pages, number, config)
     return StoreVersion(pages, manifest, store_owner(config))
 
 
@@ -428,6 +474,9 @@ class StoreWriter:
         require_folder(self.pages)
         if self.pages.exists(CONFIG):
             config = read_config(self.pages)
+            # store.json checked against the published manifest before against the job:
+            # a store.json changed by hand is named as such, not as the job's mistake
+            read_store_manifest(self.pages, current_version(self.pages), config)
             if int(config["shards"]) != shards or config["hash"] != hash_name:
                 raise StoreError(
                     f"{self.pages.location} was created with {config['shards']} shards and hash "
@@ -451,6 +500,7 @@ class StoreWriter:
             if create:
                 self.pages.write(CONFIG, json.dumps(config, indent=1).encode())
         self.shards = shards
+        self.shard_hash = str(config["hash"])
         self.sealed_since: int | None = config.get(SEALED_FROM)
         """The version from which the store seals (None: a store written before, until a
         load publishes a version whose runs all have their sums)."""
@@ -458,7 +508,7 @@ class StoreWriter:
         """The store's identity (:func:`store_owner`): the runs of its loads carry it."""
         self.fence = fence
         """Called just before publishing: raises if this writer lost the store's lock."""
-        self.base = read_manifest(self.pages, current_version(self.pages), shards)
+        self.base = read_manifest(self.pages, current_version(self.pages), shards, self.shard_hash)
 
     def _mark_sealed(self, version: int) -> None:
         """Record in ``store.json`` that the store seals from ``version`` on (a store written
@@ -502,6 +552,7 @@ class StoreWriter:
             inputs={**self.base.inputs, **inputs},
             loads=(*self.base.loads, {**report, "version": version})[-_KEPT_LOAD_REPORTS:],
             record_files=kept_files,
+            shard_hash=self.shard_hash,
         )
         complete = self.sealed_since is not None or all(
             set(state.runs) <= set(state.run_sums) for state in manifest.trees.values()

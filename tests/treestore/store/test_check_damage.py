@@ -18,6 +18,7 @@ from shell.output.info import write_info
 from treestore.errors import StoreError
 from treestore.storage.page_cache import reset_cache
 from treestore.storage.pagestore import FilePageStore
+from treestore.storage.runs import RunReader
 from treestore.storage.state import SideFiles
 from treestore.storage.tree import ShardTree
 from treestore.store.dedup_index import (
@@ -29,7 +30,7 @@ from treestore.store.dedup_index import (
 )
 from treestore.store.layout import CURRENT, DEDUP_INDEX, manifest_name, tree_folder
 from treestore.store.lock import store_lock
-from treestore.store.maintenance import inspect_store
+from treestore.store.maintenance import collect_garbage, inspect_store
 from treestore.store.sealed import seal, unseal
 from treestore.store.versions import StoreWriter
 
@@ -184,6 +185,21 @@ def _config_garbage(store: Path) -> None:
     (store / "store.json").write_bytes(b"\x00garbage")
 
 
+def _config_edited(store: Path, key: str, value: object) -> None:
+    path = store / "store.json"
+    doc = json.loads(path.read_bytes())
+    doc[key] = value
+    path.write_text(json.dumps(doc, indent=1))
+
+
+def _config_other_hash(store: Path) -> None:
+    _config_edited(store, "hash", "murmur3-utf8-seed0")  # keys would be sought in wrong shards
+
+
+def _config_other_shard_count(store: Path) -> None:
+    _config_edited(store, "shards", 4)
+
+
 def _current_deleted(store: Path) -> None:
     (store / "CURRENT").unlink()
 
@@ -239,6 +255,18 @@ CASES: dict[str, tuple[Callable[[Path], None], str, str, str]] = {
     ),
     "CURRENT rolled back": (_current_rolled_back, "CURRENT was rolled back", "works", "same"),
     "store.json garbage": (_config_garbage, "store.json is damaged", "refuses", "refuses"),
+    "store.json names another shard hash than its manifests": (
+        _config_other_hash,
+        "store.json says the shard hash is 'murmur3-utf8-seed0', but",
+        "refuses",
+        "refuses",
+    ),
+    "store.json names another shard count than its manifests": (
+        _config_other_shard_count,
+        "store.json says the store has 4 shards, but",
+        "refuses",
+        "refuses",
+    ),
     "manifest written again by a JSON tool, a run out": (
         _manifest_rewritten,
         "000002.json is not a valid manifest (it was sealed with",
@@ -305,3 +333,33 @@ def test_check_names_every_damage_and_readers_never_answer_wrong(tmp_path: Path,
         assert query_outcome == "works" and rows == expected
     else:
         assert query_outcome.startswith(query), query_outcome
+
+
+def test_check_and_the_query_name_the_same_damaged_page(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _store(store)
+    run = _one_run(store, ".pages")
+    reader = RunReader(FilePageStore(store), str(run.relative_to(store))[: -len(".pages")], 0)
+    assert len(reader.pages) > 3
+    damaged = len(reader.pages) // 2  # a page in the middle: neither the first nor the last
+    _flip(run, reader.pages[damaged].offset + reader.pages[damaged].length // 2)
+    (problem,) = inspect_store(store).problems
+    named = f"page {damaged} of {store}/{run.relative_to(store)} fails its checksum"
+    assert named in problem, problem
+    assert named in _outcome(lambda: _query(store))
+
+
+def test_check_notes_stray_files_under_trees_and_gc_removes_them(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _store(store)
+    strays = [store / "trees" / "shard-0000" / "left-by-a-load.pages", store / "trees" / "x.txt"]
+    for path in strays:
+        path.write_bytes(b"not named by any version")
+    report = inspect_store(store)
+    assert report.problems == []
+    (note,) = [n for n in report.notes if "named by no published version" in n]
+    assert note.startswith("2 file(s) under") and "trees/x.txt" in note, note
+    assert "left-by-a-load.pages" in note and "'treestore gc' removes them" in note
+    assert collect_garbage(store)["files"] == 2
+    assert not any(p.exists() for p in strays)
+    assert not [n for n in inspect_store(store).notes if "named by no published" in n]

@@ -19,6 +19,7 @@ from treestore.storage.tree import ShardTree, build_tree
 from treestore.store.layout import manifest_name, tree_folder
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import inspect_store
+from treestore.store.sealed import seal, unseal
 from treestore.store.versions import (
     Manifest,
     StoreWriter,
@@ -77,7 +78,7 @@ def test_a_manifest_copied_over_another_is_refused(pages: PageStore) -> None:
     _publish(pages, [["a"]])
     _publish(pages, [["b"]])
     pages.write(manifest_name(2), pages.read(manifest_name(1)))  # sealed, but version 1
-    with pytest.raises(StoreError, match="holds version 1 of 2 shards, not version 2"):
+    with pytest.raises(StoreError, match="holds version 1, not 2"):
         open_version(pages)
 
 
@@ -171,3 +172,26 @@ def test_a_run_index_is_decoded_once_and_a_changed_one_again(tmp_path: Path) -> 
         assert len(run_index._parsed) == 1
     finally:
         run_index.KEPT_INDEXES = saved
+
+
+def test_a_manifest_records_the_shard_hash_and_a_changed_store_json_is_refused(
+    pages: PageStore,
+) -> None:
+    _publish(pages, [["a"]])
+    assert read_manifest(pages, 1, 2).shard_hash == "xxhash64-utf8-seed42"
+    config = json.loads(pages.read("store.json"))
+    pages.write("store.json", json.dumps({**config, "hash": "other-hash"}).encode())
+    said = "store.json says the shard hash is 'other-hash', but"
+    with pytest.raises(StoreError, match=said):
+        open_version(pages)
+    with pytest.raises(StoreError, match=said):  # before the job's own hash is compared
+        StoreWriter(pages, shards=2)
+
+
+def test_a_manifest_written_before_it_recorded_the_hash_reads_as_before(pages: PageStore) -> None:
+    _publish(pages, [["a"]])
+    doc, _ = unseal(pages.read(manifest_name(1)))
+    del doc["hash"]
+    pages.write(manifest_name(1), seal(json.dumps(doc, indent=1, sort_keys=True).encode()))
+    assert read_manifest(pages, 1, 2, "any-hash").shard_hash == ""
+    assert open_version(pages).version == 1
