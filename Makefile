@@ -23,10 +23,11 @@ test-fast: $(STAMP)
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.reliability.fuzz --examples 34000
 
-# The fault matrix of docs/reliability.md: 100 kills, 5 races, power cuts, disk full, the named
+# The fault matrix of docs/reliability.md: 100 kills, 5 races, 20 kills on S3, power cuts, disk full, the named
 # damage and bad-input cases, ~100k fuzz inputs; prints the table (about 25 minutes).
 reliability: check-env $(STAMP)
-	TREESTORE_KILL_ROUNDS=100 TREESTORE_RACE_ROUNDS=5 TREESTORE_FUZZ_EXAMPLES=34000 \
+	TREESTORE_KILL_ROUNDS=100 TREESTORE_RACE_ROUNDS=5 TREESTORE_S3_KILL_ROUNDS=20 \
+	  TREESTORE_FUZZ_EXAMPLES=34000 \
 	  $(BIN)/python -m tests.reliability.table
 
 lint: $(STAMP)

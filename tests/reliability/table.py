@@ -1,12 +1,14 @@
 """The fault matrix, from one run: ``python -m tests.reliability.table`` (``make reliability``).
 
 Runs the randomized kill rounds and the racing loads (:mod:`tests.support.reliability.kills`),
-the power-cut rounds (:mod:`tests.support.reliability.powercut_rounds`), the disk-full
-trials on each filesystem this machine offers (:mod:`tests.support.reliability.diskfull`),
-the named corruption and bad-input cases (their pytest files, counted from pytest's JUnit
-XML), and the long fuzz round of the parsers (``python -m tests.reliability.fuzz``), then
-prints the matrix as markdown on standard output (progress goes to standard error).
-Every number comes from this run. Exits 1 if any trial or case failed.
+the kill rounds of a load into a store on S3 (:mod:`tests.support.reliability.kill_s3`, on
+moto's server, which it starts and stops), the power-cut rounds
+(:mod:`tests.support.reliability.powercut_rounds`), the disk-full trials on each filesystem
+this machine offers (:mod:`tests.support.reliability.diskfull`), the named corruption and
+bad-input cases (their pytest files, counted from pytest's JUnit XML), and the long fuzz
+round of the parsers (``python -m tests.reliability.fuzz``), then prints the matrix as
+markdown on standard output (progress goes to standard error). Every number comes from
+this run. Exits 1 if any trial or case failed.
 ``docs/reliability.md`` shows one run's output.
 """
 
@@ -25,11 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.profiles import PROFILE_ENV
-from tests.support.reliability import diskfull, kills, powercut_rounds
+from tests.support.reliability import diskfull, kill_s3, kills, powercut_rounds
 from tests.support.reliability.scenario import Scenario, prepare_scenario
+from tests.support.s3_server import start_s3_server
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ("kills", "races", "powercut", "disk", "cases", "fuzz")
+SECTIONS = ("kills", "races", "kills-s3", "powercut", "disk", "cases", "fuzz")
 
 CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -133,20 +136,63 @@ def kill_section(
 ) -> Section:
     """Kill rounds: the matrix row, and a table of trials by phase."""
     assert scenario is not None
-
-    def progress(i: int, outcome: kills.KillOutcome) -> None:
-        result = "clean" if outcome.clean else f"FAILED: {_why(outcome)}"
-        say(f"kill {i + 1}/{rounds}: {outcome.point} -> {outcome.phase}: {result}")
-
-    outcomes = kills.run_kill_rounds(spark, scenario, workdir / "kills", rounds, seed, progress)
+    outcomes = kills.run_kill_rounds(
+        spark, scenario, workdir / "kills", rounds, seed, _kill_progress("kill", rounds)
+    )
     section = Section()
     held = sum(o.clean for o in outcomes)
     section.matrix_rows.append(
         f"| SIGKILL of a load (driver, JVM and workers) | {len(kills.KILL_POINTS)} kill points, "
         f"random delays (seed {seed}) | {_count(rounds, 'trial')} | {_yes(held, rounds)} |"
     )
+    _phase_table(section, f"Kills by phase ({rounds} trials, seed {seed})", outcomes)
+    section.lines += ["", "Kill points: " + "; ".join(p.name for p in kills.KILL_POINTS) + "."]
+    _failures(section, outcomes)
+    return section
+
+
+def kill_s3_section(spark: object, workdir: Path, rounds: int, seed: int) -> Section:
+    """Kill rounds of a load into a store on S3 (moto's server, started here and stopped by
+    pid): the matrix row, and a table of trials by phase."""
+    scenario = prepare_scenario(
+        spark, workdir / "kills-s3-scenario", kill_s3.SECOND_BATCH_ROWS, seed=1
+    )
+    (workdir / "s3-server").mkdir(exist_ok=True)
+    server = start_s3_server(workdir / "s3-server")
+    try:
+        outcomes = kill_s3.run_s3_kill_rounds(
+            spark, scenario, server, workdir / "kills-s3", rounds, seed,
+            _kill_progress("kill on S3", rounds),
+        )  # fmt: skip
+    finally:
+        server.stop()
+    section = Section()
+    held = sum(o.clean for o in outcomes)
+    section.matrix_rows.append(
+        "| SIGKILL of a load into a store on S3 (moto's server) "
+        f"| {len(kill_s3.S3_KILL_POINTS)} kill points, random delays (seed {seed}) "
+        f"| {_count(rounds, 'trial')} | {_yes(held, rounds)} |"
+    )
+    title = f"Kills of a load into a store on S3 by phase ({rounds} trials, seed {seed})"
+    _phase_table(section, title, outcomes)
+    points = "; ".join(p.name for p in kill_s3.S3_KILL_POINTS)
+    section.lines += ["", f"Kill points: {points}."]
+    _failures(section, outcomes)
+    return section
+
+
+def _kill_progress(label: str, rounds: int) -> Callable[[int, kills.KillOutcome], None]:
+    def progress(i: int, outcome: kills.KillOutcome) -> None:
+        result = "clean" if outcome.clean else f"FAILED: {_why(outcome)}"
+        say(f"{label} {i + 1}/{rounds}: {outcome.point} -> {outcome.phase}: {result}")
+
+    return progress
+
+
+def _phase_table(section: Section, title: str, outcomes: list[kills.KillOutcome]) -> None:
+    """Kill trials counted by the phase the load was in."""
     section.lines += [
-        f"### Kills by phase ({rounds} trials, seed {seed})",
+        f"### {title}",
         "",
         "| phase at the kill | trials | store exact after the kill | check clean after the kill "
         "| re-load exact | check clean after the re-load |",
@@ -164,11 +210,12 @@ def kill_section(
         )
         cells = " | ".join(_yes(c, len(got)) for c in counts)
         section.lines.append(f"| {phase} | {len(got)} | {cells} |")
-    section.lines += ["", "Kill points: " + "; ".join(p.name for p in kills.KILL_POINTS) + "."]
+
+
+def _failures(section: Section, outcomes: list[kills.KillOutcome]) -> None:
     failed = [o for o in outcomes if not o.clean]
     section.lines += [f"- FAILED: {o.point} ({o.phase}): {_why(o)}" for o in failed]
     section.clean = not failed
-    return section
 
 
 def _why(outcome: kills.KillOutcome) -> str:
@@ -402,6 +449,12 @@ def main(argv: list[str] | None = None) -> int:
     options.add_argument("--kills", type=int, default=int(env(kills.ROUNDS_VARIABLE, "100")))
     options.add_argument("--races", type=int, default=int(env("TREESTORE_RACE_ROUNDS", "5")))
     options.add_argument(
+        "--kills-s3",
+        type=int,
+        default=int(env(kill_s3.ROUNDS_VARIABLE, "20")),
+        help="kill trials of a load into a store on the S3 test server",
+    )
+    options.add_argument(
         "--fuzz-examples",
         type=int,
         default=int(env("TREESTORE_FUZZ_EXAMPLES", "34000")),
@@ -443,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run_sections(args: argparse.Namespace, seed: int, workdir: Path) -> list[Section]:
     sections: list[Section] = []
     spark: object = None
-    if {"kills", "races", "powercut", "disk"} & set(args.only):
+    if {"kills", "races", "kills-s3", "powercut", "disk"} & set(args.only):
         from treestore.spark import get_session
 
         spark = get_session("local[2]", app_name="treestore-reliability")
@@ -453,6 +506,7 @@ def _run_sections(args: argparse.Namespace, seed: int, workdir: Path) -> list[Se
     steps: dict[str, Callable[[], Section]] = {
         "kills": lambda: kill_section(spark, scenario, workdir, args.kills, seed),
         "races": lambda: race_section(scenario, workdir, args.races),
+        "kills-s3": lambda: kill_s3_section(spark, workdir, args.kills_s3, seed),
         "powercut": lambda: power_cut_section(spark, workdir, args.powercut_next, seed),
         "disk": lambda: disk_section(spark, workdir),
         "cases": lambda: cases_section(workdir),

@@ -28,6 +28,7 @@ from pathlib import Path
 from loaders import load_job, run_load
 from tests.support.reliability.scenario import (
     CliLoad,
+    Location,
     Scenario,
     check_problems,
     start_cli_load,
@@ -36,6 +37,7 @@ from tests.support.reliability.scenario import (
     tree_dump,
 )
 from treestore.storage.pagestore import page_store_for
+from treestore.store.layout import CURRENT, TREES, manifest_name
 from treestore.store.lock import lock_holder
 
 ROUNDS_VARIABLE = "TREESTORE_KILL_ROUNDS"
@@ -148,17 +150,25 @@ def run_kill_rounds(
 
 
 def kill_trial(
-    spark: object, scenario: Scenario, folder: Path, point: KillPoint, rng: random.Random
+    spark: object,
+    scenario: Scenario,
+    folder: Path,
+    point: KillPoint,
+    rng: random.Random,
+    store: Location | None = None,
+    env: dict[str, str] | None = None,
 ) -> KillOutcome:
-    """Kill one CLI load at ``point``; check the store, re-load, check again."""
-    store = scenario.fresh_store(folder / "store")
+    """Kill one CLI load at ``point``; check the store, re-load, check again.
+
+    ``store``: a store already at version 1 (a URI); by default a copy of the scenario's in
+    ``folder``. ``env``: more environment for the load (an object store's settings).
+    """
+    store = scenario.fresh_store(folder / "store") if store is None else store
     first_files = store_files(store)
-    env = {}
+    env = dict(env or {})
     if point.failpoint:
-        env = {
-            "TREESTORE_FAILPOINT": point.failpoint,
-            "TREESTORE_FAILPOINT_MARKER": str(folder / "marker"),
-        }
+        env["TREESTORE_FAILPOINT"] = point.failpoint
+        env["TREESTORE_FAILPOINT_MARKER"] = str(folder / "marker")
     load = start_cli_load(scenario.job, store, env)
     try:
         finished = _wait_for_kill_point(load, point, store, first_files, folder / "marker", rng)
@@ -186,7 +196,7 @@ def kill_trial(
 def _wait_for_kill_point(
     load: CliLoad,
     point: KillPoint,
-    store: Path,
+    store: Location,
     first_files: set[str],
     marker: Path,
     rng: random.Random,
@@ -215,27 +225,25 @@ def _wait_for_kill_point(
     return load.process.poll() is not None
 
 
-def _new_run_files(store: Path, first_files: set[str]) -> bool:
-    trees = store / "trees"
-    return any(
-        p.is_file() and str(p.relative_to(store)) not in first_files for p in trees.rglob("*")
-    )
+def _new_run_files(store: Location, first_files: set[str]) -> bool:
+    return bool(store_files(store, TREES) - first_files)
 
 
-def _phase_seen(load: CliLoad, store: Path, first_files: set[str], finished: bool) -> str:
+def _phase_seen(load: CliLoad, store: Location, first_files: set[str], finished: bool) -> str:
     """The phase a timed kill hit, read from the store and the output after the kill."""
     if finished:
         return PHASES[7]
-    if (store / "CURRENT").read_text().strip() != "1":
+    pages = page_store_for(store)
+    if pages.read(CURRENT).strip() != b"1":
         return PHASES[6]
-    if (store / "versions" / "000002.json").exists():
+    if pages.exists(manifest_name(2)):
         return PHASES[5]
     if _new_run_files(store, first_files):
         return PHASES[2]
     return PHASES[1] if load.saw("source ") else PHASES[0]
 
 
-def _reload(spark: object, scenario: Scenario, store: Path) -> tuple[bool, str]:
+def _reload(spark: object, scenario: Scenario, store: Location) -> tuple[bool, str]:
     """Load again (in this process): the store must end at version 2, exactly the reference."""
     try:
         run_load(spark, load_job(scenario.job), store)  # type: ignore[arg-type]

@@ -6,7 +6,9 @@ everything without any fault. A trial copies the version-1 store (the inputs sta
 the scenario's folder, so the copied manifest's input paths stay true), runs a second
 load that something goes wrong in, and compares the store with ``before`` and
 ``reference``. :func:`start_cli_load` runs ``treestore load`` as a user would: its own
-process group (its JVM and Python workers included), so a trial can kill all of it.
+process group (its JVM and Python workers included), so a trial can kill all of it. The
+tools that read or load a store take its location: a local folder or a URI
+(``s3://bucket/store``, reached with the AWS settings of this process).
 """
 
 from __future__ import annotations
@@ -26,13 +28,17 @@ from pathlib import Path
 import treestore
 from loaders import load_job, run_load
 from shell.demo import write_demo_inputs
+from treestore.storage.pagestore import page_store_for
 from treestore.store.maintenance import check_store
+
+Location = Path | str
+"""Where a store is: a local folder, or a URI (``s3://bucket/store``)."""
 
 Dump = list[tuple[int, tuple[str, ...], int, int]]
 """Every node of every shard: (shard, path, hits, child count), sorted: a store's answer."""
 
 
-def tree_dump(store: Path) -> Dump:
+def tree_dump(store: Location) -> Dump:
     """The store's whole answer, read as a reader reads it (CURRENT, manifest, runs)."""
     version = treestore.open(store).store_version
     return sorted(
@@ -42,17 +48,21 @@ def tree_dump(store: Path) -> Dump:
     )
 
 
-def store_version(store: Path) -> int:
+def store_version(store: Location) -> int:
     """The store's published version."""
     return int(treestore.open(store).version)
 
 
-def store_files(store: Path) -> set[str]:
-    """Every file under the store folder, as paths relative to it."""
-    return {str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()}
+def store_files(store: Location, under: str = "") -> set[str]:
+    """Every file of the store (under its folder ``under``, if given), as names relative to
+    the store: a local folder's files, or the objects listed under a URI."""
+    if isinstance(store, str):
+        return set(page_store_for(store).list(under))
+    root = store / under if under else store
+    return {str(p.relative_to(store)) for p in root.rglob("*") if p.is_file()}
 
 
-def check_problems(store: Path) -> list[str]:
+def check_problems(store: Location) -> list[str]:
     """What ``treestore check`` reports for the store (empty when it is sound)."""
     return list(check_store(store))
 
@@ -137,7 +147,7 @@ class CliLoad:
         return [line for line in self.err if line.strip()]
 
 
-def start_cli_load(job: Path, store: Path, env: dict[str, str] | None = None) -> CliLoad:
+def start_cli_load(job: Path, store: Location, env: dict[str, str] | None = None) -> CliLoad:
     """Start ``treestore load JOB --store STORE`` in its own session, unbuffered."""
     command = [sys.executable, "-m", "treestore", "load", str(job), "--store", str(store)]
     process = subprocess.Popen(
