@@ -38,4 +38,4 @@ def test_loads_killed_into_a_store_on_s3_leave_it_exact(
     outcomes = run_s3_kill_rounds(spark, scenario, s3_server, tmp_path, rounds, seed)
     failed = [o for o in outcomes if not o.clean]
     said = "\n".join(map(repr, failed))
-    assert failed == [], f"{len(failed)} of {rounds} kill trials on S3 failed (seed {seed}):\n{said}"
+    assert failed == [], f"{len(failed)} of {rounds} trials on S3 failed (seed {seed}):\n{said}"
