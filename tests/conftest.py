@@ -36,6 +36,7 @@ FIXTURE_MARKS = {
     "spark": ("spark",),
     "spark_cluster": ("cluster", "spark"),
     "s3_server": ("s3",),
+    "serve_server": ("spark",),
 }
 """The markers a test gets for the fixtures it uses (directly or through others)."""
 
@@ -166,3 +167,20 @@ def s3_bucket(
     for name, value in s3_server.env.items():
         monkeypatch.setenv(name, value)
     return f"s3://{s3_server.new_bucket()}"
+
+
+@pytest.fixture(scope="session")
+def serve_server(demo_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real ``treestore serve`` of the demo store (named ``demo``) on a free loopback
+    port, for the whole run: its own process and JVM, stopped by pid at the end (see
+    :mod:`tests.support.serve_server`). Tests that take it are marked ``spark``."""
+    from tests.support.serve_server import start_serve
+
+    try:
+        server = start_serve({"demo": demo_store}, folder=tmp_path_factory.mktemp("serve"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
