@@ -44,6 +44,7 @@ class ServeProcess:
     process: subprocess.Popen[bytes]
     log: Path
     first_line: str
+    stores: dict[str, Path]
 
     def get_json(self, path: str, token: str | None = None) -> object:
         """``GET url+path`` as JSON (raises for a status other than 200)."""
@@ -108,7 +109,7 @@ def start_serve(
             start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
-    served = ServeProcess(url, process, log, "")
+    served = ServeProcess(url, process, log, "", dict(stores))
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
