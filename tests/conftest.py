@@ -147,7 +147,8 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     try:
         yield server
     finally:
-        server.stop()
+        status = server.stop()
+    assert status == 0, f"treestore serve ended with {status} on SIGTERM: {server.output()}"
 
 
 @pytest.fixture
@@ -193,4 +194,5 @@ def serve_server(
     try:
         yield server
     finally:
-        server.stop()
+        status = server.stop()
+    assert status == 0, f"treestore serve ended with {status} on SIGTERM: {server.output()}"

@@ -102,21 +102,23 @@ def open_served_stores(
 ) -> dict[str, ServedStore]:
     """The stores by name; one :class:`StoreError` (one line) for a name used twice, a
     name that cannot be one, or a location that is not a store."""
-    served: dict[str, ServedStore] = {}
+    locations: dict[str, str] = {}
     for name, location in named:
         if not _NAME.fullmatch(name):
             raise StoreError(
                 f"{name!r} cannot name a store (letters, digits, '_', '.', '-'): "
                 f"give it one with --name NAME={location}"
             )
-        if name in served:
+        if name in locations:
             raise StoreError(
-                f"two stores are named {name!r} ({served[name].location} and {location}): "
+                f"two stores are named {name!r} ({locations[name]} and {location}): "
                 f"name one with --name NAME={location}"
             )
+        locations[name] = location
+    served: dict[str, ServedStore] = {}
+    for name, location in locations.items():
         pages = page_store_for(location)
-        version = open_version(pages)
-        handle = QueryStore(version, session_factory=starter.session)
+        handle = QueryStore(open_version(pages), session_factory=starter.session)
         served[name] = ServedStore(name, location, pages, handle)
     return served
 
