@@ -10,8 +10,8 @@ bounded buffer), ``encoders`` (rows as json, jsonl, csv, tsv, Arrow), ``answers`
 ``catalog_routes`` (the browse and help calls over HTTP) and ``catalog`` (what they
 answer, as plain documents: pure functions, no HTTP). The page's files are in ``page/``.
 
-May import: ``shell.output``, ``query.driver``, ``query.ops``, ``treestore``,
-``treestore.storage``, ``treestore.store``.
+May import: ``shell.output``, ``shell.repl``, ``query.driver``, ``query.ops``,
+``treestore``, ``treestore.storage``, ``treestore.store``.
 """
 
 __all__: list[str] = []

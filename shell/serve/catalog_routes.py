@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from shell.serve.answers import RequestError, error_response
-from treestore.errors import OpError, StoreError
+from treestore.errors import NodeNotFoundError, OpError
 
 if TYPE_CHECKING:
     from query.driver.runner import QueryStore
@@ -62,10 +62,8 @@ async def _answered(work: Callable[[], Any]) -> Response:
         return error_response(exc)
     except OpError as exc:  # an unknown op
         return error_response(RequestError(404, str(exc), "name"))
-    except StoreError as exc:
-        if type(exc).__name__ == "NodeNotFoundError":  # a node no shard has
-            return error_response(RequestError(404, str(exc), "path"))
-        raise
+    except NodeNotFoundError as exc:  # a node no shard has
+        return error_response(RequestError(404, str(exc), "path"))
     except ValueError as exc:
         return error_response(RequestError(400, str(exc)))
 
