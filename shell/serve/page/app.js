@@ -56,7 +56,7 @@ function authHeaders() {
 function apiUrl(route, params) {
   const url = new URL(route, document.baseURI);
   for (const [key, value] of Object.entries(params || {})) {
-    if (value !== undefined && value !== null && value !== "") url.searchParams.set(key, value);
+    if (value !== undefined && value !== null) url.searchParams.set(key, value);
   }
   return url;
 }
@@ -186,7 +186,7 @@ async function loadChildren(after) {
   try {
     body = await getJson(`stores/${encodeURIComponent(store)}/children`, {
       path: names.map(encodeURIComponent).join("/"),
-      after: after,
+      after: after ?? undefined,
       limit: CHILDREN_PAGE,
     });
   } catch (error) {
@@ -418,9 +418,10 @@ function setField(name, value) {
   clearFieldError(name);
 }
 
+/** The fields of /query (rops and ops only when given). */
 function queryParams(format) {
   const f = fields();
-  return { store: f.store, path: f.path, rops: f.rops, ops: f.ops, format };
+  return { store: f.store, path: f.path, rops: f.rops || undefined, ops: f.ops || undefined, format };
 }
 
 /** The address of this query, as a link: its hash says the store, path, rops and ops. */
@@ -495,15 +496,16 @@ async function runQuery(remember = true) {
     frame: 0,
     timer: 0,
     aligned: false,
+    params: queryParams("jsonl"),
   };
   state.query = query;
-  setDownloads(false);
+  setDownloads(null);
   setStatus("running", "running");
   $("run").disabled = false;
   $("cancel").disabled = false;
   query.timer = setInterval(() => showElapsed(query), 100);
   try {
-    await streamRows(query, f);
+    await streamRows(query);
   } catch (error) {
     if (state.query !== query) return;
     if (error.name === "AbortError") {
@@ -528,10 +530,10 @@ function showElapsed(query) {
 }
 
 /** Read the jsonl answer as it arrives: a header line, one array per row, a last line. */
-async function streamRows(query, f) {
+async function streamRows(query) {
   let response;
   for (;;) {
-    response = await fetch(apiUrl("query", { ...f, format: "jsonl" }), {
+    response = await fetch(apiUrl("query", { ...query.params, format: "jsonl" }), {
       headers: authHeaders(),
       signal: query.controller.signal,
     });
@@ -574,7 +576,7 @@ async function streamRows(query, f) {
   }
   if (!ending || !ending.complete) throw new HttpError(200, { error: "the answer ended before its last row" });
   setStatus("done", "done");
-  setDownloads(true);
+  setDownloads(query.params);
   drawChart(query);
 }
 
@@ -644,11 +646,12 @@ function cancelQuery() {
   if (state.query && state.query.controller) state.query.controller.abort();
 }
 
-function setDownloads(ready) {
+/** The download links of a query's result (`params`: its fields), or none (null). */
+function setDownloads(params) {
   for (const format of ["csv", "json"]) {
     const link = $(`download-${format}`);
-    link.hidden = !ready;
-    link.href = ready ? apiUrl("query", queryParams(format)).toString() : "#";
+    link.hidden = !params;
+    link.href = params ? apiUrl("query", { ...params, format }).toString() : "#";
   }
 }
 
