@@ -10,7 +10,8 @@ catch that one class to handle any of them, or a phase's class to be precise::
     │   └── JobConfigError        a job file that is not valid    (ValueError)
     ├── RecordError               one input record that cannot be used (ValueError)
     ├── StoreError                a store folder that cannot be used
-    │   └── CorruptPageError      stored bytes that fail their check
+    │   ├── CorruptPageError      stored bytes that fail their check
+    │   └── NodeNotFoundError     a path of names that leads to no node in any shard
     ├── LoadError                 a load that cannot run or finish
     ├── SparkSetupError           Java or Spark missing or unusable (RuntimeError)
     └── ShadowedPackageError      a user's file hides one of treestore's packages (ImportError)
@@ -25,6 +26,7 @@ __all__ = [
     "CorruptPageError",
     "JobConfigError",
     "LoadError",
+    "NodeNotFoundError",
     "OpError",
     "PositionedError",
     "QuerySyntaxError",
@@ -143,6 +145,26 @@ class StoreError(TreestoreError):
 
 class CorruptPageError(StoreError):
     """Stored bytes that fail their integrity check."""
+
+
+class NodeNotFoundError(StoreError):
+    """A path of node names that leads to no node in any shard of a store.
+
+    Attributes:
+        path: the names asked for.
+        missing: how many of them lead to a node: ``path[missing]`` is the first name no
+            shard has at that place.
+    """
+
+    def __init__(self, message: str, path: tuple[str, ...], missing: int) -> None:
+        self.path = path
+        self.missing = missing
+        super().__init__(message)
+
+    @property
+    def name(self) -> str:
+        """The first name that leads to no node."""
+        return self.path[self.missing]
 
 
 class LoadError(TreestoreError):

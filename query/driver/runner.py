@@ -286,6 +286,13 @@ class QueryStore:
     def _tree(self, shard: int) -> ShardTree:
         return _cached_tree(self.store_version, self._trees, shard)
 
+    def tree(self, shard: int, version: StoreVersion | None = None) -> ShardTree:
+        """Shard ``shard``'s tree at ``version`` (default: the version this handle reads),
+        opened once and kept while the handle reads that version. A caller that reads
+        several shards as one version takes :attr:`store_version` once and passes it (a
+        :meth:`refresh` in another thread may move the handle on meanwhile)."""
+        return _cached_tree(version or self.store_version, self._trees, shard)
+
     def _local_pieces(
         self, plan: QueryPlan, version: StoreVersion, trees: dict[int, ShardTree]
     ) -> Iterator[Piece]:
@@ -348,9 +355,9 @@ class QueryStore:
 
 def _cached_tree(version: StoreVersion, trees: dict[int, ShardTree], shard: int) -> ShardTree:
     """Shard ``shard``'s tree at ``version``, kept in ``trees`` (that version's cache)."""
+    state = version.manifest.trees[shard]
     tree = trees.get(shard)
-    if tree is None:
-        state = version.manifest.trees[shard]
+    if tree is None or tree.state is not state:  # another version's (a refresh raced)
         tree = trees[shard] = ShardTree(version.pages, state, shard=shard, owner=version.owner)
     return tree
 

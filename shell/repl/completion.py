@@ -4,7 +4,9 @@ It knows where the cursor is in a shell line (:mod:`shell.repl.line`): a
 meta-command, a path element (node names from the store, ``+``/``*``, property
 names after ``:``), the ``| rops``/``| ops`` keywords, an op name, or an op's
 argument letters and words. Node names come from a lookup function, so the
-engine stays pure and testable with plain strings.
+engine stays pure and testable with plain strings; :class:`NodeNames` is the lookup
+that reads them from a store. The shell's completer and the service's ``/complete``
+both call :func:`complete`.
 
 >>> names = lambda parent, prefix: [n for n in ["12345", "67890"] if n.startswith(prefix)]
 >>> [s.text for s in complete("root/+:nodes>1/1", names)]
@@ -16,16 +18,21 @@ engine stays pure and testable with plain strings.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from query.ops import REGISTRY
 from query.syntax.ast import quote_name
+from query.syntax.path_parser import parse_path
+from query.walk.names import child_names
 from shell.output.formats import FORMATS
 from shell.repl.line import PART_SEPARATOR
 from shell.repl.meta import COMMANDS
+from treestore.errors import TreestoreError
+from treestore.store.versions import StoreVersion
 
-__all__ = ["NamesLookup", "Suggestion", "complete"]
+__all__ = ["NamesLookup", "NodeNames", "Suggestion", "complete"]
 
 NamesLookup = Callable[[str | None, str], list[str]]
 """(parent path text, or None at the top; name prefix) -> node names."""
@@ -133,3 +140,29 @@ def _path(text: str, names: NamesLookup) -> list[Suggestion]:
     if not element:
         found += [Suggestion("+", 0, "every child, shown"), Suggestion("*", 0, "every child")]
     return found
+
+
+class NodeNames:
+    """Node names below a path, looked up in the store and cached per store version."""
+
+    def __init__(self, version: Callable[[], StoreVersion], size: int = 256) -> None:
+        self.version = version
+        self.size = size
+        self.cache: OrderedDict[tuple[int, str | None, str], list[str]] = OrderedDict()
+
+    def __call__(self, parent: str | None, prefix: str) -> list[str]:
+        """Names of the children of the nodes ``parent`` reaches, starting with ``prefix``."""
+        version = self.version()
+        key = (version.version, parent, prefix)
+        if key in self.cache:
+            self.cache.move_to_end(key)
+            return self.cache[key]
+        try:
+            path = parse_path(parent) if parent else None
+            found = child_names(version, path, prefix)
+        except (TreestoreError, OSError):
+            found = []
+        self.cache[key] = found
+        if len(self.cache) > self.size:
+            self.cache.popitem(last=False)
+        return found

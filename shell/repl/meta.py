@@ -11,12 +11,23 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from query.ops import REGISTRY
 from shell.output.formats import FORMATS
 
-__all__ = ["COMMANDS", "LINE_HELP", "MetaSession", "StoreView", "render_doc", "run_meta"]
+__all__ = [
+    "COMMANDS",
+    "LINE_HELP",
+    "MetaSession",
+    "OpSummary",
+    "StoreView",
+    "op_help",
+    "op_summaries",
+    "render_doc",
+    "run_meta",
+]
 
 
 class StoreView(Protocol):
@@ -132,22 +143,52 @@ def ops_command(session: MetaSession, argument: str) -> None:
     """List the ops, or show one op's help: \\ops [name]."""
     name = argument.strip()
     if not name:
-        for op_name, op in sorted(REGISTRY.items()):
-            if op_name != op.name:
-                continue  # an alias: listed with its op
-            first = render_doc(op.__doc__ or "").splitlines()[0]
+        for op in op_summaries():
             aliases = f" (also {', '.join(op.aliases)})" if op.aliases else ""
-            session.say(f"  {op_name:<8} {first}{aliases}")
+            session.say(f"  {op.name:<8} {op.summary}{aliases}")
         return
-    found = REGISTRY.get(name)
-    if found is None:
+    parts = _op_help_parts(name)
+    if parts is None:
         session.fail(f"No op called {name!r}; \\ops lists them.")
         return
-    aliases = ", ".join(a for a in found.aliases if a != name)
-    if found.name != name or aliases:
+    for part in parts:
+        session.say(part)
+
+
+@dataclass(frozen=True)
+class OpSummary:
+    """One line of the op catalogue: an op's name, its help's first line, its aliases."""
+
+    name: str
+    summary: str
+    aliases: tuple[str, ...] = ()
+
+
+def op_summaries() -> list[OpSummary]:
+    """The op catalogue as ``\\ops`` lists it: each op once (aliases with it), by name."""
+    return [
+        OpSummary(name, render_doc(op.__doc__ or "").splitlines()[0], tuple(op.aliases))
+        for name, op in sorted(REGISTRY.items())
+        if name == op.name  # an alias is listed with its op
+    ]
+
+
+def op_help(name: str) -> str | None:
+    """The help ``\\ops NAME`` prints for the op (or alias) ``name``; ``None`` if there is
+    no such op. An alias's help starts with a line naming the op's other names."""
+    parts = _op_help_parts(name)
+    return None if parts is None else "\n".join(parts)
+
+
+def _op_help_parts(name: str) -> list[str] | None:
+    found = REGISTRY.get(name)
+    if found is None:
+        return None
+    parts = [render_doc(found.__doc__ or "")]
+    if found.name != name or any(a != name for a in found.aliases):
         others = ", ".join(a for a in (found.name, *found.aliases) if a != name)
-        session.say(f"({name}: also {others})")
-    session.say(render_doc(found.__doc__ or ""))
+        parts.insert(0, f"({name}: also {others})")
+    return parts
 
 
 def render_doc(text: str) -> str:
