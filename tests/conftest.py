@@ -7,9 +7,8 @@ Markers say what a test costs (pyproject.toml lists them): a test that uses the
 that uses the cluster ``cluster`` and ``spark``, one that uses the S3 server ``s3``, one
 that uses the browser ``browser``; a test that starts a JVM another way (a command in a
 subprocess) says ``spark`` itself, and a long one ``slow``. ``make test-fast`` leaves all
-of them out. A test without the
-``spark`` mark that starts a SparkSession anyway fails at once, saying so: the fast run
-never starts a JVM by accident.
+of them out. A test without the ``spark`` mark that starts a SparkSession anyway fails at
+once, saying so: the fast run never starts a JVM by accident.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def page(browser: Browser, page_url: str) -> Iterator[Browser]:
 
 def state(browser: Browser) -> str:
     """The query's state as the status line shows it (ready, running, done, ...)."""
-    return str(browser.driver.execute_script("return document.getElementById('status').dataset.state"))
+    script = "return document.getElementById('status').dataset.state"
+    return str(browser.driver.execute_script(script))
 
 
 def wait_state(browser: Browser, *wanted: str) -> str:
@@ -212,4 +213,3 @@ def test_completion_and_op_help(page: Browser) -> None:
     page.fill("#ops", "gather=kJ")
     page.wait(lambda _: page.find("#op-help pre").text.startswith("gather"))
     page.shot("op-help")
-
