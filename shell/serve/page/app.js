@@ -268,7 +268,7 @@ async function loadInfo() {
   box.replaceChildren(...renderInfo(body));
 }
 
-const INFO_SHOWN = new Set(["location", "version", "kept", "shards", "nodes", "bytes", "inputs", "follower", "loads", "unpublished", "unreadable"]);
+const INFO_SHOWN = new Set(["name", "newest", "location", "version", "kept", "shards", "nodes", "bytes", "inputs", "follower", "loads", "unpublished", "unreadable"]);
 
 /** What `treestore info` says, laid out: the version and sizes, the follower and its lag,
  * the recent loads; the rest (each shard's tree, the dedup index...) folded below. */
@@ -281,6 +281,9 @@ function renderInfo(info) {
   };
   const kept = Array.isArray(info.kept) && info.kept.length ? ` (kept: ${info.kept.join(", ")})` : "";
   fact("version", info.version !== undefined ? `${info.version}${kept}` : undefined, "code");
+  if (typeof info.newest === "number" && info.newest > info.version) {
+    fact("newest", `${info.newest} (the next query reads it)`, "code");
+  }
   fact("shards", info.shards !== undefined ? formatNumber(info.shards) : undefined, "num-inline");
   fact("nodes", info.nodes !== undefined ? formatNumber(info.nodes) : undefined, "num-inline");
   fact("bytes", info.bytes !== undefined ? formatBytes(info.bytes) : undefined, "num-inline");
@@ -301,7 +304,7 @@ function renderInfo(info) {
           "li",
           {},
           el("span", { class: "code" }, `v${load.version ?? "?"}`),
-          el("span", { class: "when" }, String(load.started ?? "").replace("T", " ").replace("Z", " UTC")),
+          el("span", { class: "when", title: String(load.started ?? "") }, String(load.started ?? "").replace("T", " ").replace("Z", "")),
           el("span", { class: "num-inline" }, load.seconds !== undefined ? `${load.seconds} s` : "")
         )
       ))
@@ -458,6 +461,8 @@ function setStatus(name, text) {
 }
 
 function clearResults() {
+  $("results-hint").hidden = true;
+  $("results-wrap").hidden = true;
   $("results").tHead.replaceChildren();
   $("results").tBodies[0].replaceChildren();
   $("results-note").hidden = true;
@@ -601,6 +606,7 @@ function takeLine(query, item) {
 }
 
 function drawHeader(columns) {
+  $("results-wrap").hidden = false;
   $("results").tHead.replaceChildren(
     el("tr", {}, el("th", { class: "rownum" }, "#"), ...columns.map((c) => el("th", { "data-column": c }, c)))
   );
@@ -959,10 +965,17 @@ function drawOps() {
         "li",
         { "data-op": op.name, tabindex: "0", onclick: () => showOpHelp(op.name), onkeydown: (e) => e.key === "Enter" && showOpHelp(op.name) },
         el("span", { class: "op-name code" }, op.name),
-        el("span", { class: "op-summary" }, firstLine(op.summary).replace(/^[^:]*:\s*/, ""))
+        el("span", { class: "op-summary", title: firstLine(op.summary) }, opMeaning(op.summary))
       )
     )
   );
+}
+
+/** What an op does, from its summary "SYNTAX : what it does". */
+function opMeaning(summary) {
+  const line = firstLine(summary);
+  const at = line.indexOf(" : ");
+  return at < 0 ? line : line.slice(at + 3);
 }
 
 let helpShown = "";
