@@ -4,7 +4,6 @@
 "use strict";
 
 const TOKEN_KEY = "treestore.token";
-const CHILDREN_PAGE = 50;
 const TABLE_CAP = 5000; // rows drawn in the table; the count and the downloads have them all
 const CHART_CAP = 40; // bars drawn
 
@@ -15,6 +14,7 @@ const state = {
   store: "",
   node: [], // the browsed node's names, from the top
   childrenNext: null,
+  childrenPage: 50, // children per call of the tree browser
   query: null, // {controller, started, rows, columns, ...} of the running or last query
   ops: [],
   completion: { items: [], index: -1, input: null, seq: 0, timer: 0 },
@@ -187,7 +187,7 @@ async function loadChildren(after) {
     body = await getJson(`stores/${encodeURIComponent(store)}/children`, {
       path: names.map(encodeURIComponent).join("/"),
       after: after ?? undefined,
-      limit: CHILDREN_PAGE,
+      limit: state.childrenPage,
     });
   } catch (error) {
     $("tree-error").textContent = error.message;

@@ -116,8 +116,13 @@ def test_browse_two_levels_by_clicking(page: Browser, demo_store: Path) -> None:
     assert all(c[1].isdigit() and c[2].isdigit() for c in cells)  # hits, nodes
     assert page.find("#path").get_attribute("value") == "root/12345"
     page.shot("browsed-uid")
+    page.driver.execute_script("state.childrenPage = 3")  # pages of 3: a "more" to click
     page.find('#crumbs .crumb[data-depth="1"]').click()
     page.wait(lambda _: page.texts("#crumbs .crumb") == ["store", "root"])
+    page.wait(lambda _: page.texts("#children tr.child td.name") == names[:3])
+    page.find("#tree-more").click()
+    page.wait(lambda _: page.texts("#children tr.child td.name") == names)
+    assert not page.driver.find_element("css selector", "#tree-more").is_displayed()
 
 
 def test_seed_query_streams_its_three_rows(page: Browser, demo_store: Path) -> None:
