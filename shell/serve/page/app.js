@@ -876,7 +876,9 @@ function showCompletions(input, items) {
   list.hidden = false;
 }
 
+/** Close the list; a completion still on its way is dropped. */
 function hideCompletions() {
+  clearTimeout(state.completion.timer);
   $("completions").hidden = true;
   state.completion.items = [];
   state.completion.index = -1;
@@ -926,8 +928,8 @@ function onKey(event) {
     event.preventDefault();
     acceptCompletion(input, state.completion.items[state.completion.index]);
   } else if (event.key === "Escape") {
-    if (open) hideCompletions();
-    else cancelQuery();
+    hideCompletions(); // also one on its way
+    if (!open) cancelQuery();
   }
 }
 
@@ -1061,9 +1063,12 @@ async function start() {
   const wanted = readAddress();
   const first = state.stores.some((s) => s.name === wanted.store) ? wanted.store : state.stores[0]?.name;
   loadOps();
-  if (first) await chooseStore(first);
-  await restoreFromAddress();
-  document.body.dataset.ready = "true";
+  try {
+    if (first) await chooseStore(first);
+    await restoreFromAddress();
+  } finally {
+    document.body.dataset.ready = "true";
+  }
 }
 
 document.addEventListener("DOMContentLoaded", start);

@@ -70,10 +70,14 @@ def wait_state(browser: Browser, *wanted: str) -> str:
 
 
 def run(browser: Browser, path: str, rops: str = "", ops: str = "") -> None:
-    """Type a query into the three boxes and press Run."""
+    """Type a query into the three boxes and press Run (Escape first closes the list of
+    completions that typing may have opened over the button)."""
+    from selenium.webdriver.common.keys import Keys
+
     browser.fill("#path", path)
     browser.fill("#rops", rops)
     browser.fill("#ops", ops)
+    browser.find("#ops").send_keys(Keys.ESCAPE)
     browser.find("#run").click()
 
 
