@@ -351,7 +351,63 @@ def build_parser() -> argparse.ArgumentParser:
         ["treestore check store", "treestore check store && echo sound"],
     )
     check.add_argument("store", metavar="DIR", help="the store folder")
+    _serve_parser(commands)
     return parser
+
+
+def _serve_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from shell.serve.options import ServeOptions
+
+    defaults = ServeOptions()
+    serve = _command(
+        commands,
+        "serve",
+        "serve stores over HTTP: the query API and a page to browse and query them",
+        "Keep one SparkSession warm and answer path queries over HTTP (GET/POST /query, "
+        "streamed as json,\njsonl, csv, tsv or Arrow), browse calls and a page at /; "
+        "read-only. Ctrl-C or SIGTERM stops it.\nSee docs/serve.md for the API.",
+        [
+            "treestore serve demo-work/store",
+            "treestore serve a=s3://bucket/a b=/data/b --port 9000 --master spark://host:7077",
+            "treestore serve store --host 0.0.0.0 --token-file token.txt",
+        ],
+    )
+    serve.add_argument(
+        "stores", nargs="+", metavar="STORE",
+        help="a store folder or URI (named by its last part), or NAME=STORE",
+    )  # fmt: skip
+    serve.add_argument(
+        "--name", action="append", default=[], metavar="NAME=STORE",
+        help="serve STORE under NAME (may be given several times)",
+    )  # fmt: skip
+    serve.add_argument("--host", default=defaults.host, help="the address to listen on")
+    serve.add_argument("--port", type=_whole_number(0), default=defaults.port, help="the port")
+    auth = serve.add_mutually_exclusive_group()
+    auth.add_argument(
+        "--token-file", metavar="FILE",
+        help="every API call must carry 'Authorization: Bearer TOKEN', TOKEN this file's "
+        "first line (needed to listen on an address other than loopback)",
+    )  # fmt: skip
+    auth.add_argument(
+        "--no-auth", action="store_true",
+        help="listen on an address other than loopback without a token, on purpose",
+    )  # fmt: skip
+    serve.add_argument(
+        "--max-concurrent", type=_whole_number(1), default=defaults.max_concurrent,
+        metavar="N", help="queries running at once; more wait in a short queue, then 503",
+    )  # fmt: skip
+    serve.add_argument(
+        "--max-timeout", type=float, default=defaults.max_timeout, metavar="S",
+        help="the longest timeout a query may ask for, in seconds",
+    )  # fmt: skip
+    serve.add_argument(
+        "--cache-mb", type=_whole_number(0), default=defaults.cache_mb, metavar="M",
+        help="the result cache's size in MiB (0: no cache)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--cors", metavar="ORIGIN", help="let pages from ORIGIN call the API (default: none)"
+    )
+    _add_master(serve)
 
 
 def _whole_number(minimum: int) -> Callable[[str], int]:
@@ -428,7 +484,28 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         commands.command_gc(args.store, args.keep, out)
     elif args.command == "check":
         return 1 if commands.command_check(args.store, out) else 0
+    elif args.command == "serve":
+        return _serve(args, out)
     return 0
+
+
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    from shell.serve.command import named_stores, read_token, run_serve
+    from shell.serve.options import ServeOptions
+
+    options = ServeOptions(
+        stores=named_stores(args.stores, args.name),
+        host=args.host,
+        port=args.port,
+        master=args.master,
+        token=read_token(args.token_file) if args.token_file else None,
+        no_auth=args.no_auth,
+        max_concurrent=args.max_concurrent,
+        max_timeout=args.max_timeout,
+        cache_mb=args.cache_mb,
+        cors=args.cors,
+    )
+    return run_serve(options, out)
 
 
 def _interrupted() -> int:

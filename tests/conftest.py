@@ -38,6 +38,7 @@ FIXTURE_MARKS = {
     "spark_cluster": ("cluster", "spark"),
     "s3_server": ("s3",),
     "browser": ("browser",),
+    "serve_server": ("spark",),
 }
 """The markers a test gets for the fixtures it uses (directly or through others)."""
 
@@ -184,3 +185,30 @@ def s3_bucket(
     for name, value in s3_server.env.items():
         monkeypatch.setenv(name, value)
     return f"s3://{s3_server.new_bucket()}"
+
+
+@pytest.fixture(scope="session")
+def serve_server(
+    spark: object, demo_store: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[object]:
+    """A real ``treestore serve`` of the demo store (named ``demo``) and of another copy of
+    the demo (``growing``, its folder beside its job: a test loads more into it) on a free
+    loopback port, for the whole run: its own process and JVM, stopped by pid at the end
+    (see :mod:`tests.support.serve_server`). Tests that take it are marked ``spark``."""
+    from loaders import load_job, run_load
+    from shell.demo import write_demo_inputs
+    from tests.support.serve_server import start_serve
+
+    growing = tmp_path_factory.mktemp("growing-store")  # a store a test loads into
+    write_demo_inputs(growing)
+    run_load(spark, load_job(growing / "job.json"), growing / "store")  # type: ignore[arg-type]
+    stores = {"demo": demo_store, "growing": growing / "store"}
+    try:
+        server = start_serve(stores, folder=tmp_path_factory.mktemp("serve"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        status = server.stop()
+    assert status == 0, f"treestore serve ended with {status} on SIGTERM: {server.output()}"

@@ -6,15 +6,16 @@ The public entry points::
     store = treestore.open("DIR")            # read-only, one consistent version
     rows = store.query("root/+:nodes>1/+/+", rops="...", ops="...")
     rows.to_arrow(); rows.to_pandas()
+    remote = treestore.connect("http://127.0.0.1:8040")   # a running `treestore serve`
 
 Lives here: the facade (``open``), the exception tree (``errors``), settings, the
 Spark session, sharding, data attachments and failpoints; the paged engine is in
 ``treestore.storage`` and a store's versions in ``treestore.store``.
 
-May import: nothing. One named exception: the fixed API hangs a query-layer method
+May import: nothing. Named exceptions: the fixed API hangs a query-layer method
 on ``treestore.open``, so :func:`open` imports ``query.driver.runner`` when it is
-called. Nothing in ``query`` imports this facade, so that makes no cycle
-(``tests/test_architecture.py``).
+called, and :func:`connect` imports ``query.remote.client``. Nothing in ``query``
+imports this facade, so that makes no cycle (``tests/test_architecture.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from treestore.errors import (
     OpError,
     QuerySyntaxError,
     RecordError,
+    ServiceError,
     SparkSetupError,
     StoreError,
     TreestoreError,
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from query.driver.runner import QueryStore
+    from query.remote.client import RemoteStore
 
 __all__ = [
     "CorruptPageError",
@@ -46,9 +49,11 @@ __all__ = [
     "OpError",
     "QuerySyntaxError",
     "RecordError",
+    "ServiceError",
     "SparkSetupError",
     "StoreError",
     "TreestoreError",
+    "connect",
     "open",
 ]
 
@@ -69,3 +74,15 @@ def open(path: str | os.PathLike[str], spark: SparkSession | None = None) -> Que
 
     check_executors_python(spark)  # a session of the caller's whose workers lack our packages
     return open_store(os.fspath(path), spark, session_factory=get_session)
+
+
+def connect(url: str, store: str | None = None, token: str | None = None) -> RemoteStore:
+    """A store served by a running ``treestore serve`` at ``url``: its ``query(...)`` gives
+    rows with the interface of ``open(...).query(...)``, read over HTTP (no Spark, no Java).
+
+    ``store`` names the served store (``None``: the one the service serves); ``token`` is
+    the service's bearer token, if it needs one.
+    """
+    from query.remote.client import connect as connect_remote
+
+    return connect_remote(url, store, token)

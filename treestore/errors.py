@@ -14,6 +14,7 @@ catch that one class to handle any of them, or a phase's class to be precise::
     │   └── NodeNotFoundError     a path of names that leads to no node in any shard
     ├── LoadError                 a load that cannot run or finish
     ├── SparkSetupError           Java or Spark missing or unusable (RuntimeError)
+    ├── ServiceError              a treestore service answered with an error, or not at all
     └── ShadowedPackageError      a user's file hides one of treestore's packages (ImportError)
 
 The command line prints ``str(error)`` and exits non-zero; it never shows a
@@ -31,6 +32,7 @@ __all__ = [
     "PositionedError",
     "QuerySyntaxError",
     "RecordError",
+    "ServiceError",
     "SettingError",
     "ShadowedPackageError",
     "SparkSetupError",
@@ -177,6 +179,22 @@ class SettingError(TreestoreError, ValueError):
 
 class SparkSetupError(TreestoreError, RuntimeError):
     """Java or Spark is missing or unusable on this machine."""
+
+
+class ServiceError(TreestoreError):
+    """A ``treestore serve`` service answered with an error (or could not be reached).
+
+    Attributes:
+        status: the HTTP status (``None``: no answer).
+        document: the error's JSON object as the service sent it (empty: none).
+    """
+
+    def __init__(
+        self, message: str, status: int | None = None, document: dict[str, object] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.document = document or {}
 
 
 class ShadowedPackageError(TreestoreError, ImportError):

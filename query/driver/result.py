@@ -123,6 +123,9 @@ class Rows:
         self._driver = plan.ops.pipeline
         self._source: Iterator[Piece] | None = None
         self._iterator: Iterator[tuple[Value, ...]] | None = None
+        self._cancel_job: Callable[[], None] | None = None
+        self.cancelled = False
+        """Whether :meth:`cancel` was called."""
 
     @property
     def labels(self) -> tuple[str, ...] | None:
@@ -188,6 +191,23 @@ class Rows:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
+
+    def cancel(self) -> None:
+        """Cancel the query from another thread (a server whose client went away): its
+        Spark job, if one runs, is cancelled now, and the thread reading the rows sees
+        them end with an error (that thread then closes them). Unlike :meth:`close`, safe
+        while another thread is reading."""
+        self.cancelled = True
+        cancel_job = self._cancel_job
+        if cancel_job is not None:
+            cancel_job()
+
+    def on_cancel(self, cancel_job: Callable[[], None]) -> None:
+        """What :meth:`cancel` does to the query's Spark job (the runner says, once the
+        job started; called at once if the rows were cancelled before)."""
+        self._cancel_job = cancel_job
+        if self.cancelled:
+            cancel_job()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """The remaining rows as Arrow record batches, as they arrive.

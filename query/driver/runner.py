@@ -279,9 +279,10 @@ class QueryStore:
                 self.last_run = "local"
                 return self._local_pieces(plan, version, trees)
             self.last_run = "spark"
-            return self._shard_pieces(plan, version)
+            return self._shard_pieces(plan, version, rows)
 
-        return Rows(produce, plan)
+        rows = Rows(produce, plan)
+        return rows
 
     def _tree(self, shard: int) -> ShardTree:
         return _cached_tree(self.store_version, self._trees, shard)
@@ -303,13 +304,16 @@ class QueryStore:
             while piece := list(itertools.islice(rows, PIECE_ROWS)):
                 yield piece
 
-    def _shard_pieces(self, plan: QueryPlan, version: StoreVersion) -> Iterator[Piece]:
+    def _shard_pieces(
+        self, plan: QueryPlan, version: StoreVersion, rows: Rows | None = None
+    ) -> Iterator[Piece]:
         """The shards' rows as the tasks send them (a generator), in shard order.
 
         ONE Spark job runs every shard: a few tasks, each over consecutive shards, the
         first shard first; the rows come through the driver's :class:`RowChannel` and
         are read while later tasks still run. Closing the generator early (a
-        ``limit``, a ``break``, Ctrl-C) cancels the job.
+        ``limit``, a ``break``, Ctrl-C) cancels the job, and so does ``rows.cancel()``
+        from another thread.
         """
         from pyspark.sql import functions as F
 
@@ -339,6 +343,8 @@ class QueryStore:
             remote, version.owner,
         )  # fmt: skip
         spark_job = _BackgroundSparkJob(spark, frame, task, group)
+        if rows is not None:
+            rows.on_cancel(lambda: context.cancelJobGroup(group))
         finished = False
         try:
             with spark_errors(StoreError, "The query's Spark job"):
