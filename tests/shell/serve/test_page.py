@@ -18,13 +18,16 @@ import pytest
 
 from shell.demo import DEMO_ANSWER_OPS, DEMO_ANSWER_ROPS, DEMO_PATH
 from tests.support.browser import Browser
+from tests.support.serve_server import ServeProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.spark]
 
 SEED_ROPS = DEMO_ANSWER_ROPS  # cross=0,1,2,M,A,list
 SEED_OPS = DEMO_ANSWER_OPS  # gather=kJ;sort
-SLOW_OPS = "sleep=600000"
-"""Ops that hold the first row back for ten minutes: the query is running until cancelled."""
+STORE = "demo"
+SLOW_PATH = "+/+/+/+"
+SLOW_ROPS = "sleep=600000"
+"""A Spark job whose tasks hold each row for ten minutes: running until cancelled."""
 
 ROWS_JS = """
 return [...document.querySelectorAll('#results tbody tr')].map(
@@ -35,23 +38,19 @@ return [...document.querySelectorAll('#results thead th[data-column]')].map(th =
 """
 
 
-@pytest.fixture(scope="module")
-def page_url(demo_store: Path) -> Iterator[str]:
-    """A ``treestore serve`` of the demo store (named ``store``) for this module: its page."""
-    from tests.support.serve_server import start_serve
-
-    server = start_serve([demo_store], [])
-    try:
-        yield server.url.rstrip("/") + "/"
-    finally:
-        server.stop()
+@pytest.fixture
+def server(serve_server: object) -> ServeProcess:
+    """The run's ``treestore serve`` (the demo store is ``demo``)."""
+    assert isinstance(serve_server, ServeProcess)
+    return serve_server
 
 
 @pytest.fixture
-def page(browser: Browser, page_url: str) -> Iterator[Browser]:
-    """The browser on a freshly opened page (1280x800); no script error may happen on it."""
+def page(browser: Browser, server: ServeProcess) -> Iterator[Browser]:
+    """The browser on a freshly opened page of the demo store (1280x800); no script error
+    may happen on it."""
     browser.resize(1280, 800)
-    browser.open(page_url)
+    browser.open(f"{server.url}/#store={STORE}")
     browser.console_errors()  # what earlier tests left
     yield browser
     errors = [e for e in browser.console_errors() if "Failed to load resource" not in e]
@@ -87,11 +86,14 @@ def shown_rows(browser: Browser) -> list[list[str]]:
     return rows
 
 
-def cli_rows(store: Path, path: str, rops: str, ops: str) -> tuple[list[str], list[list[str]]]:
+def cli_rows(
+    spark: object, store: Path, path: str, rops: str, ops: str
+) -> tuple[list[str], list[list[str]]]:
     """What ``treestore query`` gives on ``store``: its columns and its rows as text."""
     import treestore
 
-    rows = treestore.open(store).query(path, rops=rops or None, ops=ops or None)
+    opened = treestore.open(store, spark)  # type: ignore[arg-type]
+    rows = opened.query(path, rops=rops or None, ops=ops or None)
     text = [["null" if v is None else str(v) for v in row] for row in rows]
     return list(rows.column_names()), text
 
@@ -106,14 +108,14 @@ def test_browse_two_levels_by_clicking(page: Browser, demo_store: Path) -> None:
     query box holding the clicked node's path."""
     page.find('#children tr.child[data-name="root"]')
     page.shot("opened")
-    assert page.find("#store").get_attribute("value") == "store"
+    assert page.find("#store").get_attribute("value") == STORE
     click_node(page, "root")
-    page.wait(lambda _: page.texts("#crumbs .crumb") == ["store", "root"])
+    page.wait(lambda _: page.texts("#crumbs .crumb") == [STORE, "root"])
     names = page.texts("#children tr.child td.name")
     assert names == ["11111", "12345", "22222", "67890"]
     page.shot("browsed-root")
     click_node(page, "12345")
-    page.wait(lambda _: page.texts("#crumbs .crumb") == ["store", "root", "12345"])
+    page.wait(lambda _: page.texts("#crumbs .crumb") == [STORE, "root", "12345"])
     page.find('#children tr.child[data-name="M"]')
     cells = [row.split() for row in page.texts("#children tbody tr")]
     assert [c[0] for c in cells] == ["A", "M"]
@@ -122,19 +124,19 @@ def test_browse_two_levels_by_clicking(page: Browser, demo_store: Path) -> None:
     page.shot("browsed-uid")
     page.driver.execute_script("state.childrenPage = 3")  # pages of 3: a "more" to click
     page.find('#crumbs .crumb[data-depth="1"]').click()
-    page.wait(lambda _: page.texts("#crumbs .crumb") == ["store", "root"])
+    page.wait(lambda _: page.texts("#crumbs .crumb") == [STORE, "root"])
     page.wait(lambda _: page.texts("#children tr.child td.name") == names[:3])
     page.find("#tree-more").click()
     page.wait(lambda _: page.texts("#children tr.child td.name") == names)
     assert not page.driver.find_element("css selector", "#tree-more").is_displayed()
 
 
-def test_seed_query_streams_its_three_rows(page: Browser, demo_store: Path) -> None:
+def test_seed_query_streams_its_three_rows(page: Browser, demo_store: Path, spark: object) -> None:
     """The seed's query: its three rows, as ``treestore query`` gives them, with the row
     count and the version; the downloads point at the same query."""
     run(page, DEMO_PATH, SEED_ROPS, SEED_OPS)
     assert wait_state(page, "done", "failed") == "done", page.find("#status").text
-    columns, rows = cli_rows(demo_store, DEMO_PATH, SEED_ROPS, SEED_OPS)
+    columns, rows = cli_rows(spark, demo_store, DEMO_PATH, SEED_ROPS, SEED_OPS)
     assert page.driver.execute_script(COLUMNS_JS) == columns
     assert shown_rows(page) == rows
     assert len(rows) == 3
@@ -165,20 +167,34 @@ def test_a_bad_path_shows_its_caret(page: Browser) -> None:
     page.wait(lambda d: not d.find_element("css selector", "#path-error").is_displayed())
 
 
-def test_cancel_a_slow_query(page: Browser) -> None:
-    """A query that would run for minutes: Cancel stops it; the page says so and can run
-    the next one."""
-    run(page, "root/+", ops=SLOW_OPS)
+def test_cancel_a_slow_query(page: Browser, server: ServeProcess) -> None:
+    """A Spark job that would run for minutes: Cancel stops it (the service cancels the job
+    when the page goes away); the page says so and runs the next query."""
+    server.wait_for_spark()
+    run(page, SLOW_PATH, SLOW_ROPS)
     wait_state(page, "running")
+    page.wait(lambda _: spark_jobs(server) >= 1)
+    page.shot("slow-query-running")
     page.find("#cancel").click()
     assert wait_state(page, "cancelled", "done", "failed") == "cancelled"
     assert not page.find("#cancel").is_enabled()
     page.shot("cancelled")
+    page.wait(lambda _: spark_jobs(server) == 0)
     run(page, "root/+")
     assert wait_state(page, "done", "failed") == "done"
 
 
-def test_a_link_reproduces_the_query(page: Browser, demo_store: Path) -> None:
+def spark_jobs(server: ServeProcess) -> float:
+    """The Spark jobs running in the service (its /metrics)."""
+    import urllib.request
+
+    with urllib.request.urlopen(server.url + "/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    line = next(x for x in text.splitlines() if x.startswith("treestore_spark_jobs_running"))
+    return float(line.split()[-1])
+
+
+def test_a_link_reproduces_the_query(page: Browser, demo_store: Path, spark: object) -> None:
     """The address after a run says the query: opening it again restores the boxes and
     runs it, with the same rows."""
     run(page, DEMO_PATH, SEED_ROPS, SEED_OPS)
@@ -186,16 +202,18 @@ def test_a_link_reproduces_the_query(page: Browser, demo_store: Path) -> None:
     link = page.driver.current_url
     hash_fields = parse_qs(urlsplit(link).fragment)
     assert hash_fields["path"] == [DEMO_PATH]
-    assert hash_fields["store"] == ["store"]
+    assert hash_fields["store"] == [STORE]
     page.open(link)
     assert wait_state(page, "done", "failed") == "done"
     values = [page.find(f"#{box}").get_attribute("value") for box in ("path", "rops", "ops")]
     assert values == [DEMO_PATH, SEED_ROPS, SEED_OPS]
-    assert shown_rows(page) == cli_rows(demo_store, DEMO_PATH, SEED_ROPS, SEED_OPS)[1]
+    assert shown_rows(page) == cli_rows(spark, demo_store, DEMO_PATH, SEED_ROPS, SEED_OPS)[1]
     page.shot("from-link")
 
 
-def test_bar_chart_for_a_text_and_a_number_column(page: Browser, demo_store: Path) -> None:
+def test_bar_chart_for_a_text_and_a_number_column(
+    page: Browser, demo_store: Path, spark: object
+) -> None:
     """Each UID with its count of children: one text and one number column, so a bar
     chart with a bar per row."""
     run(page, "root/+:+nodes")
@@ -203,7 +221,7 @@ def test_bar_chart_for_a_text_and_a_number_column(page: Browser, demo_store: Pat
     bars: list[Any] = page.wait(
         lambda d: d.find_elements("css selector", "#chart svg rect.bar") or None
     )
-    columns, rows = cli_rows(demo_store, "root/+:+nodes", "", "")
+    columns, rows = cli_rows(spark, demo_store, "root/+:+nodes", "", "")
     assert len(bars) == len(rows) == 4
     assert page.texts("#chart svg text.label") == [row[0] for row in rows]
     assert page.find("#results thead th.num").text == columns[1]
