@@ -170,7 +170,8 @@ def test_a_bad_path_shows_its_caret(page: Browser) -> None:
 
 def test_cancel_a_slow_query(page: Browser, server: ServeProcess) -> None:
     """A Spark job that would run for minutes: Cancel stops it (the service cancels the job
-    when the page goes away); the page says so and runs the next query."""
+    when the page goes away: at the latest when its first row is ready to send); the page
+    says so and runs the next query."""
     server.wait_for_spark()
     run(page, SLOW_PATH, SLOW_ROPS)
     wait_state(page, "running")
@@ -241,3 +242,46 @@ def test_completion_and_op_help(page: Browser) -> None:
     page.fill("#ops", "gather=kJ")
     page.wait(lambda _: "gather=" in page.find("#op-help pre").text)
     page.shot("op-help")
+
+
+@pytest.fixture(scope="module")
+def token_server(demo_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``treestore serve`` of the demo store with ``--token-file``: its address."""
+    from tests.support.serve_server import start_serve
+
+    folder = tmp_path_factory.mktemp("serve-token")
+    (folder / "token.txt").write_text(TOKEN + "\n")
+    try:
+        served = start_serve({STORE: demo_store}, ["--token-file", "token.txt"], folder=folder)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield served.url
+    finally:
+        served.stop()
+
+
+TOKEN = "page-test-token-0123456789"
+
+
+def test_the_page_asks_for_the_token(browser: Browser, token_server: str) -> None:
+    """A service with a token: the page asks for it (a wrong one is refused and asked
+    again), keeps it for the tab and sends it with each call."""
+    browser.resize(1280, 800)
+    browser.driver.get("about:blank")
+    browser.driver.get(token_server + "/")
+    browser.driver.execute_script("sessionStorage.clear()")
+    browser.driver.get(token_server + "/#store=demo")
+    browser.find("#token-input").send_keys("wrong")
+    browser.shot("token-asked")
+    browser.find("#token-submit").click()
+    browser.find("#token-error")  # refused: asked again, saying so
+    browser.find("#token-input").send_keys(TOKEN)
+    browser.find("#token-submit").click()
+    browser.find('#children tr.child[data-name="root"]')
+    kept = browser.driver.execute_script("return sessionStorage.getItem('treestore.token')")
+    assert kept == TOKEN
+    run(browser, "root/+:+nodes")
+    assert wait_state(browser, "done", "failed") == "done"
+    browser.shot("token-given")
+    browser.driver.execute_script("sessionStorage.clear()")
