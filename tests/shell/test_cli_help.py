@@ -20,7 +20,7 @@ COMMANDS = sorted(_subcommands())
 
 
 def test_every_command_is_covered() -> None:
-    assert COMMANDS == ["check", "demo", "gc", "info", "load", "query", "shell", "sweep"]
+    assert COMMANDS == ["check", "demo", "gc", "info", "load", "query", "serve", "shell", "sweep"]
 
 
 @pytest.mark.parametrize("name", COMMANDS)

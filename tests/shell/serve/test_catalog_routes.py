@@ -8,9 +8,9 @@ import httpx
 from tests.support.serve_server import ServeProcess
 
 
-def _get(serve_server: object, path: str, **params: str) -> httpx.Response:
+def _get(serve_server: object, route: str, **params: str) -> httpx.Response:
     assert isinstance(serve_server, ServeProcess)
-    return httpx.get(serve_server.url + path, params=params, timeout=60)
+    return httpx.get(serve_server.url + route, params=params, timeout=60)
 
 
 def test_the_stores_and_one_stores_info(serve_server: object) -> None:
