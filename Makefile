@@ -5,12 +5,12 @@ BIN      = $(VENV)/bin
 STAMP    = $(VENV)/.installed
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: demo test test-fast fuzz reliability bench lint check-env clean
+.PHONY: demo test test-fast fuzz reliability bench lint check-env check-browser clean
 
 demo: check-env $(STAMP)
 	$(BIN)/treestore demo
 
-test: check-env $(STAMP)
+test: check-env check-browser $(STAMP)
 	$(BIN)/python -m pytest
 
 # The cheap tests: no Spark (no JVM starts), no cluster, no S3 server, no browser, nothing
@@ -36,6 +36,10 @@ lint: $(STAMP)
 
 check-env:
 	@sh scripts/check-java.sh
+
+# The page's browser tests (marker browser) need Debian's chromium and its driver.
+check-browser:
+	@sh scripts/check-chromium.sh
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

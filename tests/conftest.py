@@ -1,13 +1,14 @@
-"""Shared fixtures: one local SparkSession for the whole run, the standalone cluster and
-the S3 server (each started once, on first use), demo inputs; the run's Hypothesis profile.
+"""Shared fixtures: one local SparkSession for the whole run, the standalone cluster, the
+S3 server and the headless browser (each started once, on first use), demo inputs; the
+run's Hypothesis profile.
 
 Markers say what a test costs (pyproject.toml lists them): a test that uses the
 ``spark`` fixture (directly or through another fixture) is marked ``spark`` here, one
-that uses the cluster ``cluster`` and ``spark``, one that uses the S3 server ``s3``; a
-test that starts a JVM another way (a command in a subprocess) says ``spark`` itself,
-and a long one ``slow``. ``make test-fast`` leaves all of them out. A test without the
-``spark`` mark that starts a SparkSession anyway fails at once, saying so: the fast run
-never starts a JVM by accident.
+that uses the cluster ``cluster`` and ``spark``, one that uses the S3 server ``s3``, one
+that uses the browser ``browser``; a test that starts a JVM another way (a command in a
+subprocess) says ``spark`` itself, and a long one ``slow``. ``make test-fast`` leaves all
+of them out. A test without the ``spark`` mark that starts a SparkSession anyway fails at
+once, saying so: the fast run never starts a JVM by accident.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ FIXTURE_MARKS = {
     "spark": ("spark",),
     "spark_cluster": ("cluster", "spark"),
     "s3_server": ("s3",),
+    "browser": ("browser",),
     "serve_server": ("spark",),
 }
 """The markers a test gets for the fixtures it uses (directly or through others)."""
@@ -133,6 +135,22 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One headless Chromium (Selenium) for the run, 1280x800, quit at the end; its
+    screenshots go to a ``page-shots`` folder of the run's temp folder."""
+    from tests.support.browser import BrowserMissing, start_browser
+
+    try:
+        chromium = start_browser(tmp_path_factory.mktemp("page-shots"))
+    except BrowserMissing as exc:
+        pytest.fail(str(exc))
+    try:
+        yield chromium
+    finally:
+        chromium.quit()
 
 
 @pytest.fixture(scope="session")
