@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 from query.driver.plan import QueryRequest
 from shell.serve.answers import RequestError, error_response, status_of
 from shell.serve.encoders import FORMATS, MEDIA_TYPES, Encoding, encode_rows
-from shell.serve.running import QueryRun
+from shell.serve.running import Kind, QueryRun
 from treestore.errors import PositionedError
 
 if TYPE_CHECKING:
@@ -210,7 +210,9 @@ async def _answer(
         service.runs.add(run)
         run.start()
         try:
-            kind, item = await run.next(started + fields.timeout - time.monotonic())
+            kind, item = await _first_item(
+                request, run, started + fields.timeout - time.monotonic()
+            )
         except TimeoutError:
             run.stop("timeout")
             service.runs.discard(run)
@@ -244,6 +246,24 @@ async def _answer(
     finally:
         if not handed_over:
             service.slots.release()
+
+
+async def _first_item(
+    request: Request, run: QueryRun, wait: float
+) -> tuple[Kind, bytes | BaseException | None]:
+    """The query's first item, or its stop if the client goes away first (a query whose
+    first row takes long, a slow Spark job, is cancelled as soon as its client leaves)."""
+
+    async def watch() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        run.stop("disconnect")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        first = await run.next(wait)
+        group.cancel_scope.cancel()
+    return first
 
 
 class QueryStream(Response):

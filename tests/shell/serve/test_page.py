@@ -26,9 +26,9 @@ SEED_ROPS = DEMO_ANSWER_ROPS  # cross=0,1,2,M,A,list
 SEED_OPS = DEMO_ANSWER_OPS  # gather=kJ;sort
 STORE = "demo"
 SLOW_PATH = "+/+/+/+"
-SLOW_ROPS = "sleep=30000"
-"""A Spark job whose tasks hold each row for 30 s: running until cancelled (its ~13 rows
-would take minutes on 2 cores; the test waits for the job to go at most 60 s)."""
+SLOW_ROPS = "sleep=600000"
+"""A Spark job whose tasks hold each row for ten minutes: it ends only when cancelled (the
+test waits for the job to go at most 60 s, before its first row could come)."""
 
 ROWS_JS = """
 return [...document.querySelectorAll('#results tbody tr')].map(
@@ -169,9 +169,9 @@ def test_a_bad_path_shows_its_caret(page: Browser) -> None:
 
 
 def test_cancel_a_slow_query(page: Browser, server: ServeProcess) -> None:
-    """A Spark job that would run for minutes: Cancel stops it (the service cancels the job
-    when the page goes away: at the latest when its first row is ready to send); the page
-    says so and runs the next query."""
+    """A Spark job that would run for hours: Cancel stops it (the service cancels the job
+    as soon as the page goes away, before any row is ready); the page says so and runs the
+    next query."""
     server.wait_for_spark()
     run(page, SLOW_PATH, SLOW_ROPS)
     wait_state(page, "running")

@@ -163,6 +163,15 @@ def test_a_client_gone_mid_stream_cancels_the_spark_job(serve_server: object) ->
     assert _until(lambda: _spark_jobs(server) == 0)
 
 
+def test_a_client_gone_before_the_first_row_cancels_the_spark_job(serve_server: object) -> None:
+    server = _server(serve_server)
+    server.wait_for_spark()
+    params = {"store": "demo", "path": "+/+/+/+", "rops": "sleep=600000"}  # ten minutes a row
+    with pytest.raises(httpx.ReadTimeout):  # the client gives up before any row
+        httpx.get(server.url + "/query", params=params, timeout=httpx.Timeout(30, read=3))
+    assert _until(lambda: _spark_jobs(server) == 0)  # long before the sleep could end
+
+
 def test_the_next_query_reads_a_new_version(serve_server: object, spark: object) -> None:
     from loaders import load_job, run_load
 
