@@ -62,8 +62,11 @@ def read_token(path: str) -> str:
 
 def _bind(options: ServeOptions) -> socket.socket:
     family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say TCP, and without
+    # it an answer's headers and body, sent apart, wait ~40 ms for the client's delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((options.host, options.port))
     except OSError as exc:

@@ -4,6 +4,7 @@ one line with exit status 2, before anything starts."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import warnings
@@ -103,3 +104,16 @@ def test_the_command_refuses_in_one_line(tmp_path: Path, args: list[str], said: 
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("treestore serve:"), done.stderr
     assert said.lower() in lines[0].lower()
+
+
+def test_the_listening_socket_sends_without_delay() -> None:
+    """TCP_NODELAY on the service's sockets (accepted ones inherit it, and asyncio sets it
+    on sockets that say TCP): without it a kept-alive client waits ~40 ms an answer."""
+    from shell.serve.command import _bind
+
+    sock = _bind(ServeOptions(port=0))
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    finally:
+        sock.close()
