@@ -8,6 +8,7 @@ last byte; a bounded number wait for one, past them a 503 with ``Retry-After``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -259,10 +260,14 @@ async def _first_item(
             pass
         run.stop("disconnect")
 
-    async with anyio.create_task_group() as group:
+    first: tuple[Kind, bytes | BaseException | None] | None = None
+    async with anyio.create_task_group() as group:  # raised in here: an ExceptionGroup
         group.start_soon(watch)
-        first = await run.next(wait)
+        with contextlib.suppress(TimeoutError):
+            first = await run.next(wait)
         group.cancel_scope.cancel()
+    if first is None:
+        raise TimeoutError
     return first
 
 
