@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +30,13 @@ from tests.support.reliability.scenario import (
     Location,
     Scenario,
     check_problems,
+    failpoint_env,
+    marker_written,
     start_cli_load,
     store_files,
     store_version,
     tree_dump,
+    wait_then_delay,
 )
 from treestore.storage.pagestore import page_store_for
 from treestore.store.layout import CURRENT, TREES, manifest_name
@@ -165,10 +167,7 @@ def kill_trial(
     """
     store = scenario.fresh_store(folder / "store") if store is None else store
     first_files = store_files(store)
-    env = dict(env or {})
-    if point.failpoint:
-        env["TREESTORE_FAILPOINT"] = point.failpoint
-        env["TREESTORE_FAILPOINT_MARKER"] = str(folder / "marker")
+    env = {**(env or {}), **failpoint_env(point.failpoint, folder / "marker")}
     load = start_cli_load(scenario.job, store, env)
     try:
         finished = _wait_for_kill_point(load, point, store, first_files, folder / "marker", rng)
@@ -203,26 +202,13 @@ def _wait_for_kill_point(
 ) -> bool:
     """Return when it is time to kill; True if the load ended on its own first."""
     checks: dict[str, Callable[[], bool]] = {
-        "failpoint": lambda: marker.exists() and bool(marker.read_text().strip()),
+        "failpoint": lambda: marker_written(marker),
         "run file": lambda: _new_run_files(store, first_files),
         "found": lambda: load.saw("source "),
         "start": lambda: True,
     }
-    reached = checks[point.anchor]
     delay = rng.uniform(0.0, point.max_delay)
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not reached():
-        if load.process.poll() is not None:
-            return True
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the load never reached {point.name}: {load.err[-5:]}")
-        time.sleep(0.02)
-    end = time.monotonic() + delay
-    while time.monotonic() < end:
-        if load.process.poll() is not None:
-            return True
-        time.sleep(0.01)
-    return load.process.poll() is not None
+    return wait_then_delay(load, checks[point.anchor], delay, point.name, WAIT_SECONDS)
 
 
 def _new_run_files(store: Location, first_files: set[str]) -> bool:

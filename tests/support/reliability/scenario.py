@@ -5,10 +5,13 @@ second, seeded batch of input files; ``reference`` is the tree of a store that l
 everything without any fault. A trial copies the version-1 store (the inputs stay in
 the scenario's folder, so the copied manifest's input paths stay true), runs a second
 load that something goes wrong in, and compares the store with ``before`` and
-``reference``. :func:`start_cli_load` runs ``treestore load`` as a user would: its own
-process group (its JVM and Python workers included), so a trial can kill all of it. The
-tools that read or load a store take its location: a local folder or a URI
-(``s3://bucket/store``, reached with the AWS settings of this process).
+``reference``. :func:`start_cli` runs a ``treestore`` command as a user would (a load:
+:func:`start_cli_load`): its own process group (its JVM and Python workers included), so
+a trial can kill all of it; :func:`wait_then_delay` waits for a trial's kill point and
+:func:`failpoint_env` stops the command at a named failpoint
+(:mod:`treestore.failpoints`). The tools that read or load a store take its location: a
+local folder or a URI (``s3://bucket/store``, reached with the AWS settings of this
+process).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,7 +121,8 @@ def prepare_scenario(spark: object, folder: Path, rows: int, seed: int) -> Scena
 
 @dataclass
 class CliLoad:
-    """A running ``treestore load``: its process and what it printed so far (with times)."""
+    """A running ``treestore`` command (a load, a follower, a sweep, a gc): its process and
+    what it printed so far (with times)."""
 
     process: subprocess.Popen[str]
     started: float
@@ -148,10 +153,15 @@ class CliLoad:
 
 
 def start_cli_load(job: Path, store: Location, env: dict[str, str] | None = None) -> CliLoad:
-    """Start ``treestore load JOB --store STORE`` in its own session, unbuffered."""
-    command = [sys.executable, "-m", "treestore", "load", str(job), "--store", str(store)]
+    """Start ``treestore load JOB --store STORE`` on ``local[2]`` (see :func:`start_cli`)."""
+    return start_cli(["load", str(job), "--store", str(store), "--master", "local[2]"], env)
+
+
+def start_cli(arguments: Sequence[str], env: dict[str, str] | None = None) -> CliLoad:
+    """Start ``treestore ARGUMENTS...`` in its own session (so its process group holds its
+    JVM and Python workers too), unbuffered, with ``env`` added to this process's."""
     process = subprocess.Popen(
-        [*command, "--master", "local[2]"],
+        [sys.executable, "-m", "treestore", *arguments],
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -175,3 +185,36 @@ def start_cli_load(job: Path, store: Location, env: dict[str, str] | None = None
         reader.start()
         load._readers.append(reader)
     return load
+
+
+def failpoint_env(failpoint: str | None, marker: Path) -> dict[str, str]:
+    """The variables that stop a command at ``failpoint`` (None: none), which then writes
+    its pid to ``marker`` (:mod:`treestore.failpoints`)."""
+    if not failpoint:
+        return {}
+    return {"TREESTORE_FAILPOINT": failpoint, "TREESTORE_FAILPOINT_MARKER": str(marker)}
+
+
+def marker_written(marker: Path) -> bool:
+    """Whether a failpoint wrote its pid to ``marker`` (the command stands there)."""
+    return marker.exists() and bool(marker.read_text().strip())
+
+
+def wait_then_delay(
+    command: CliLoad, reached: Callable[[], bool], delay: float, what: str, seconds: float
+) -> bool:
+    """Wait until ``reached()`` (at most ``seconds``: a hang guard, failing with ``what``),
+    then ``delay`` seconds more; True if the command ended on its own first."""
+    deadline = time.monotonic() + seconds
+    while not reached():
+        if command.process.poll() is not None:
+            return True
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the command never reached {what}: {command.err[-5:]}")
+        time.sleep(0.02)
+    end = time.monotonic() + delay
+    while time.monotonic() < end:
+        if command.process.poll() is not None:
+            return True
+        time.sleep(0.01)
+    return command.process.poll() is not None
