@@ -1,4 +1,5 @@
-"""Named points where a test can stop a running load, to kill it there.
+"""Named points where a test can stop a running load (or follower, sweep, gc), to kill
+it there.
 
 When ``TREESTORE_FAILPOINT`` names the point reached, the process writes its
 pid to the file ``TREESTORE_FAILPOINT_MARKER`` and sleeps, waiting to be

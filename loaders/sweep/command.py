@@ -43,6 +43,7 @@ from loaders.sweep.inputs import list_table, read_table
 from loaders.sweep.options import SweepOptions
 from treestore.errors import LoadError, StoreError
 from treestore.events import EventSink, Message, ignore_events
+from treestore.failpoints import failpoint
 from treestore.filesystems import is_uri
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import FilePageStore, PageStore, page_store_for
@@ -387,6 +388,7 @@ def _sweep_locked(
     spark.catalog.clearCache()  # the swept rows were cached for the writes above
     for line in said:
         on_event(Message(line))
+    failpoint("sweep-after-results")  # the results under sweeps/NAME, their load not begun
     job = _results_job(name, f"{pages.location}/{folder}", names["id"], names["time"], shards)
     phases = Timer()  # the results' load, as run_load would, under the lock this sweep holds
     with phases.phase("list files"):

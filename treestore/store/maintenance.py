@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from treestore.errors import CorruptPageError, StoreError
+from treestore.failpoints import failpoint
 from treestore.storage.pagestore import PageStore, page_store_for
 from treestore.storage.runs import RunReader, RunSum
 from treestore.storage.state import FileSum
@@ -75,7 +76,8 @@ def collect_garbage(
             pages.delete(manifest_name(version))
             removed["versions"] += 1
     pages.sync(VERSIONS)  # a power cut must not bring back a manifest whose files are gone
-    removed["files"] = _remove_unused(pages, manifests)
+    failpoint("gc-after-manifests")  # old manifests gone, not one of their files yet
+    removed["files"] = _remove_unused(pages, manifests, failpoint=failpoint)
     return removed
 
 
@@ -111,9 +113,11 @@ def _remove_unused(
     manifests: Iterable[Manifest],
     keep: Callable[[str], bool] = lambda name: False,
     still_held: Callable[[], None] = lambda: None,
+    failpoint: Callable[[str], None] | None = None,
 ) -> int:
     """Delete the files under ``trees/``, ``dedup/``, ``rejected/`` and ``expired/`` that
-    none of ``manifests`` uses; return how many."""
+    none of ``manifests`` uses; return how many. ``failpoint`` (gc's, for the kill tests)
+    is called after the first tree file removed and after the last."""
     referenced: set[str] = set()
     set_aside: set[str] = set()  # files of rejected and expired records kept versions name
     for manifest in manifests:
@@ -126,8 +130,12 @@ def _remove_unused(
         if name.rsplit(".", 1)[0] not in referenced or name.rsplit("/", 1)[-1].startswith(".")
     ]
     still_held()
-    for name in unused:
+    for number, name in enumerate(unused):
         pages.delete(name)
+        if failpoint and number == 0:
+            failpoint("gc-in-runs")  # one unused tree file removed, the others not yet
+    if failpoint:
+        failpoint("gc-after-runs")  # unused tree files gone; dedup runs, record files not yet
     still_held()
     dedup = unused_dedup_runs(pages)
     for name in dedup:
