@@ -21,6 +21,7 @@ an existing one is refused unless ``replace`` (``--replace``) is given.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import posixpath
@@ -48,7 +49,7 @@ from treestore.filesystems import is_uri
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import FilePageStore, PageStore, page_store_for
 from treestore.store.layout import CONFIG, sweep_folder
-from treestore.store.lock import Lease, store_lock
+from treestore.store.lock import Lease, check_unlocked, store_lock
 from treestore.store.versions import StoreWriter, open_version, read_config
 
 if TYPE_CHECKING:
@@ -241,6 +242,11 @@ def _merge_parts(
         writer.close()
 
 
+def _results_source(name: str) -> str:
+    """The source a sweep's results load as: the manifest's inputs name it."""
+    return f"sweep-{name}"
+
+
 def _results_job(name: str, folder: str, id_col: str, time_col: str, shards: int) -> JobSpec:
     where = f"sweep {name}"
     tree = (
@@ -249,21 +255,52 @@ def _results_job(name: str, folder: str, id_col: str, time_col: str, shards: int
         ElementSpec("value", f"{where}: time", key=time_col),
         ElementSpec("value", f"{where}: value", key="value"),
     )
-    source = SourceSpec(name=f"sweep-{name}", path=folder, format="parquet", shard_by=id_col)
+    source = SourceSpec(name=_results_source(name), path=folder, format="parquet", shard_by=id_col)
     return JobSpec(where, shards, (source,), MapSpec(), tree)
 
 
+def _loaded(pages: PageStore, name: str) -> bool:
+    """Whether the store's published version loaded the results of a sweep called ``name``."""
+    if not pages.exists(CONFIG):
+        return False
+    source = _results_source(name)
+    return any(
+        entry.get("source") == source for entry in open_version(pages).manifest.inputs.values()
+    )
+
+
 def _refuse_taken(pages: PageStore, name: str) -> None:
-    if pages.list(sweep_folder(name)):
+    """Refuse ``name`` when the published version holds a sweep of that name. Results under
+    ``sweeps/NAME`` that no version loaded do not take the name: a sweep that was killed or
+    failed before its load published them wrote them (see :func:`_remove_unloaded`)."""
+    if pages.list(sweep_folder(name)) and _loaded(pages, name):
         raise StoreError(f"The store already holds a sweep called {name!r}: choose another --name.")
+
+
+def _remove_unloaded(pages: PageStore, name: str, on_event: EventSink) -> None:
+    """Remove the files under ``sweeps/NAME`` if no published version loaded them (what a
+    sweep that was killed or failed before publishing left), saying so. Call it only while
+    holding the store's lock."""
+    left = pages.list(sweep_folder(name))
+    if not left or _loaded(pages, name):
+        return
+    for file in left:
+        pages.delete(file)
+    on_event(
+        Message(
+            f"removed {len(left)} file(s) under {pages.location}/{sweep_folder(name)} that a "
+            f"sweep called {name!r} wrote but never loaded (it was stopped or failed)"
+        )
+    )
 
 
 def check_sweep(
     events_path: str, intervals_path: str, store: str, name: str, options: SweepOptions
 ) -> None:
     """Refuse what :func:`run_sweep` would refuse, without Spark and creating nothing: a
-    bad or taken name, a store that is a file or of no use, inputs that are missing or of
-    no telling format, an ``out`` in the way (unless ``options.replace``).
+    bad or taken name, a store that is a file or of no use, a store a live process has
+    locked, inputs that are missing or of no telling format, an ``out`` in the way
+    (unless ``options.replace``).
 
     :func:`run_sweep` makes these checks first (and the name's again under the store's
     lock); the command line makes them before Spark starts."""
@@ -275,6 +312,7 @@ def check_sweep(
     else:
         StoreWriter(pages, options.shards, create=False)  # a file in the way, a foreign folder
     _refuse_taken(pages, name)
+    check_unlocked(pages)  # a live sweep or load holds the store
     for path in (events_path, intervals_path):
         list_table(path, options.input_format)  # missing, no telling format, no files
     if options.out:
@@ -310,7 +348,9 @@ def run_sweep(
 
     The store's lock is held from the check that no sweep called ``name`` is there to
     the load of its results, so of two sweeps of one name only one writes (the other is
-    refused, as a second load is).
+    refused, as a second load is). Results under ``sweeps/NAME`` that no published
+    version loaded (a sweep of that name killed, or failed, before its load published)
+    are removed under the lock first; a sweep that fails removes its own.
     """
     options = (options or SweepOptions()).updated(
         agg=agg, closed=closed, plan=plan, columns=columns, time_format=time_format,
@@ -320,9 +360,16 @@ def run_sweep(
     pages = page_store_for(store)
     with store_lock(pages, f"a sweep called {name!r}", on_event) as lease:
         _refuse_taken(pages, name)  # again, under the lock: another sweep may have just won
-        return _sweep_locked(
-            spark, events_path, intervals_path, store, name, options, lease, on_event
-        )
+        _remove_unloaded(pages, name, on_event)  # a dead sweep's results, never loaded
+        try:
+            return _sweep_locked(
+                spark, events_path, intervals_path, store, name, options, lease, on_event
+            )
+        except Exception:  # its results go with the rest of what it wrote (store_lock)
+            with contextlib.suppress(StoreError, OSError):
+                lease.verify()
+                _remove_unloaded(pages, name, ignore_events)
+            raise
 
 
 def _sweep_locked(
