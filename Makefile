@@ -24,11 +24,13 @@ fuzz: $(STAMP)
 	$(BIN)/python -m tests.reliability.fuzz --examples 34000
 
 # The fault matrix of docs/reliability.md: 100 kills, 5 races, 20 kills of a load into a store on
-# S3, power cuts, disk full, the named damage and bad-input cases, ~100k fuzz inputs; prints the
-# table (about 25 minutes, and 7 to 10 more for the kills on S3).
+# S3, 20 kills each of a follower, a sweep and a gc, power cuts, disk full, the named damage and
+# bad-input cases, ~100k fuzz inputs; prints the table (about 25 minutes, 7 to 10 more for the
+# kills on S3; a run of 8, 6 and 10 kills of a follower, a sweep and a gc took 5).
 reliability: check-env $(STAMP)
 	TREESTORE_KILL_ROUNDS=100 TREESTORE_RACE_ROUNDS=5 TREESTORE_S3_KILL_ROUNDS=20 \
 	  TREESTORE_FUZZ_EXAMPLES=34000 \
+	  TREESTORE_KILL_FOLLOW_ROUNDS=20 TREESTORE_KILL_SWEEP_ROUNDS=20 TREESTORE_KILL_GC_ROUNDS=20 \
 	  $(BIN)/python -m tests.reliability.table
 
 lint: $(STAMP)

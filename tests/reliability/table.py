@@ -1,14 +1,15 @@
 """The fault matrix, from one run: ``python -m tests.reliability.table`` (``make reliability``).
 
 Runs the randomized kill rounds and the racing loads (:mod:`tests.support.reliability.kills`),
-the kill rounds of a load into a store on S3 (:mod:`tests.support.reliability.kill_s3`, on
-moto's server, which it starts and stops), the power-cut rounds
-(:mod:`tests.support.reliability.powercut_rounds`), the disk-full trials on each filesystem
-this machine offers (:mod:`tests.support.reliability.diskfull`), the named corruption and
-bad-input cases (their pytest files, counted from pytest's JUnit XML), and the long fuzz
-round of the parsers (``python -m tests.reliability.fuzz``), then prints the matrix as
-markdown on standard output (progress goes to standard error). Every number comes from
-this run. Exits 1 if any trial or case failed.
+the kill rounds of ``load --follow``, ``sweep`` and ``gc``
+(:mod:`tests.support.reliability.kill_commands`), the kill rounds of a load into a store on
+S3 (:mod:`tests.support.reliability.kill_s3`, on moto's server, which it starts and stops),
+the power-cut rounds (:mod:`tests.support.reliability.powercut_rounds`), the disk-full
+trials on each filesystem this machine offers (:mod:`tests.support.reliability.diskfull`),
+the named corruption and bad-input cases (their pytest files, counted from pytest's JUnit
+XML), and the long fuzz round of the parsers (``python -m tests.reliability.fuzz``), then
+prints the matrix as markdown on standard output (progress goes to standard error).
+Every number comes from this run. Exits 1 if any trial or case failed.
 ``docs/reliability.md`` shows one run's output.
 """
 
@@ -27,12 +28,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.profiles import PROFILE_ENV
-from tests.support.reliability import diskfull, kill_s3, kills, powercut_rounds
+from tests.support.reliability import diskfull, kill_commands, kill_s3, kills, powercut_rounds
+from tests.support.reliability.command_scenario import CommandScenario, prepare_command_scenario
 from tests.support.reliability.scenario import Scenario, prepare_scenario
 from tests.support.s3_server import start_s3_server
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTIONS = ("kills", "races", "kills-s3", "powercut", "disk", "cases", "fuzz")
+COMMAND_KILLS = {f"kills-{kind}": kind for kind in kill_commands.KINDS}
+"""The sections of the kill rounds of other commands than a load, by the kind they run."""
+SECTIONS = ("kills", *COMMAND_KILLS, "races", "kills-s3", "powercut", "disk", "cases", "fuzz")
+COMMAND_ROUNDS = 20
+"""Kill trials of each other command when neither its option nor its variable says."""
+NEXT_COMMANDS = {
+    "follow": "the follower restarted (`--available-now`)",
+    "sweep": "the same sweep again",
+    "gc": "gc again, then the next load",
+}
 
 CASE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -226,6 +237,60 @@ def _why(outcome: kills.KillOutcome) -> str:
     if outcome.check_after_reload:
         parts.append(f"check after the re-load: {outcome.check_after_reload}")
     return "; ".join(p for p in parts if p)
+
+
+def command_kill_section(
+    spark: object,
+    scenario: CommandScenario | None,
+    kind: str,
+    workdir: Path,
+    rounds: int,
+    seed: int,
+) -> Section:
+    """Kill rounds of ``kind`` (``follow``, ``sweep``, ``gc``): the matrix row, and a table
+    of trials by phase."""
+    assert scenario is not None
+
+    def progress(i: int, outcome: kill_commands.CommandKillOutcome) -> None:
+        result = "clean" if outcome.clean else f"FAILED: {outcome.reason()}"
+        say(f"kill {kind} {i + 1}/{rounds}: {outcome.point} -> {outcome.phase}: {result}")
+
+    folder = workdir / f"kills-{kind}"
+    outcomes = kill_commands.run_command_kill_rounds(
+        spark, scenario, kind, folder, rounds, seed, progress
+    )
+    points = kill_commands.POINTS[kind]
+    held = sum(o.clean for o in outcomes)
+    section = Section(clean=held == rounds)
+    title = kill_commands.TITLES[kind]
+    section.matrix_rows.append(
+        f"| {title} | {len(points)} kill points, random delays (seed {seed}) "
+        f"| {_count(rounds, 'trial')} | {_yes(held, rounds)} |"
+    )
+    section.lines += [
+        f"### Kills of `{kind}` by phase ({rounds} trials, seed {seed})",
+        "",
+        "| phase at the kill | trials | store exact after the kill | check clean after the kill "
+        f"| {NEXT_COMMANDS[kind]}: exact | check clean after it |",
+        "|---|---|---|---|---|---|",
+    ]
+    for phase in kill_commands.PHASES[kind]:
+        got = [o for o in outcomes if o.phase == phase]
+        if not got:
+            continue
+        counts = (
+            sum(o.exact_after_kill for o in got),
+            sum(not o.check_after_kill for o in got),
+            sum(o.next_exact for o in got),
+            sum(not o.check_after_next for o in got),
+        )
+        cells = " | ".join(_yes(c, len(got)) for c in counts)
+        section.lines.append(f"| {phase} | {len(got)} | {cells} |")
+    section.lines += ["", "Kill points: " + "; ".join(p.name for p in points) + "."]
+    section.lines += [
+        f"- FAILED: {o.point} ({o.phase}): {o.reason()}" for o in outcomes if not o.clean
+    ]
+    return section
 
 
 def race_section(scenario: Scenario | None, workdir: Path, rounds: int) -> Section:
@@ -447,6 +512,13 @@ def main(argv: list[str] | None = None) -> int:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     env = os.environ.get
     options.add_argument("--kills", type=int, default=int(env(kills.ROUNDS_VARIABLE, "100")))
+    for kind, variable in kill_commands.ROUNDS_VARIABLES.items():
+        options.add_argument(
+            f"--kills-{kind}",
+            type=int,
+            default=int(env(variable, str(COMMAND_ROUNDS))),
+            help=f"kill trials of {kind} ({variable}; default {COMMAND_ROUNDS})",
+        )
     options.add_argument("--races", type=int, default=int(env("TREESTORE_RACE_ROUNDS", "5")))
     options.add_argument(
         "--kills-s3",
@@ -496,15 +568,24 @@ def main(argv: list[str] | None = None) -> int:
 def _run_sections(args: argparse.Namespace, seed: int, workdir: Path) -> list[Section]:
     sections: list[Section] = []
     spark: object = None
-    if {"kills", "races", "kills-s3", "powercut", "disk"} & set(args.only):
+    if {"kills", "races", "kills-s3", "powercut", "disk", *COMMAND_KILLS} & set(args.only):
         from treestore.spark import get_session
 
         spark = get_session("local[2]", app_name="treestore-reliability")
     scenario = None
     if {"kills", "races"} & set(args.only):
         scenario = prepare_scenario(spark, workdir / "scenario", kills.SECOND_BATCH_ROWS, 1)
+    commands = None
+    if set(COMMAND_KILLS) & set(args.only):
+        commands = prepare_command_scenario(spark, workdir / "commands-scenario")
+
+    def command_kills(kind: str) -> Callable[[], Section]:
+        rounds = getattr(args, f"kills_{kind}")
+        return lambda: command_kill_section(spark, commands, kind, workdir, rounds, seed)
+
     steps: dict[str, Callable[[], Section]] = {
         "kills": lambda: kill_section(spark, scenario, workdir, args.kills, seed),
+        **{name: command_kills(kind) for name, kind in COMMAND_KILLS.items()},
         "races": lambda: race_section(scenario, workdir, args.races),
         "kills-s3": lambda: kill_s3_section(spark, workdir, args.kills_s3, seed),
         "powercut": lambda: power_cut_section(spark, workdir, args.powercut_next, seed),

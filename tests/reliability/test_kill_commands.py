@@ -18,20 +18,14 @@ from tests.support.reliability.kill_commands import (
     run_command_kill_rounds,
 )
 from tests.support.reliability.kills import seed_from_env
-from tests.support.reliability.scenario import prepare_scenario
 
 pytestmark = pytest.mark.spark
-
-SECOND_BATCH_ROWS = 300
-"""Records of the scenario's second batch: small, the trials are about the commands."""
 
 
 @pytest.fixture(scope="module")
 def scenario(spark: object, tmp_path_factory: pytest.TempPathFactory) -> CommandScenario:
     """The demo at version 1 plus a second batch, and the three commands' stores."""
-    folder = tmp_path_factory.mktemp("kill-commands")
-    base = prepare_scenario(spark, folder / "base", SECOND_BATCH_ROWS, seed=5)
-    return prepare_command_scenario(spark, base, folder / "commands")
+    return prepare_command_scenario(spark, tmp_path_factory.mktemp("kill-commands"))
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -31,8 +31,17 @@ from pathlib import Path
 from loaders import load_job, run_load
 from loaders.sweep.command import run_sweep
 from shell.commands import command_gc
-from tests.support.reliability.scenario import Dump, Scenario, store_files, tree_dump
+from tests.support.reliability.scenario import (
+    Dump,
+    Scenario,
+    prepare_scenario,
+    store_files,
+    tree_dump,
+)
 
+SECOND_BATCH_ROWS = 300
+"""Records of the base scenario's second batch ``A``: small, the trials are about the
+commands, not the load's size."""
 SWEEP_NAME = "spans"
 """The sweep's name (its top node, and ``sweeps/spans`` in the store)."""
 GC_KEEP = 1
@@ -142,9 +151,11 @@ def _left_by_a_killed_load(loaded: Path, store: Path) -> None:
             shutil.copyfile(path, store / name)
 
 
-def prepare_command_scenario(spark: object, base: Scenario, folder: Path) -> CommandScenario:
-    """Build the three commands' stores and answers in ``folder`` from ``base`` (whose
-    source folders get the gc scenario's batches ``C`` and ``D``)."""
+def prepare_command_scenario(spark: object, folder: Path) -> CommandScenario:
+    """Build the base scenario (:data:`SECOND_BATCH_ROWS` records in ``A``), then the
+    three commands' stores and answers, in ``folder`` (the base's source folders also
+    get the gc scenario's batches)."""
+    base = prepare_scenario(spark, folder / "base", SECOND_BATCH_ROWS, seed=5)
     follow_files = tuple(
         sorted(
             str(p.relative_to(base.folder))

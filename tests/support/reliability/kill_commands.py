@@ -151,9 +151,9 @@ POINTS = {
     ),
     "gc": (
         _at("gc-in-runs", GC_PHASES[2]),
-        KillPoint("start + 0-1.5 s", "start", 1.5),
+        KillPoint("start + 0-0.45 s", "start", 0.45),
         _at("gc-after-manifests", GC_PHASES[1]),
-        KillPoint("lock taken + 0-0.1 s", "lease", 0.1),
+        KillPoint("lock taken + 0-10 ms", "lease", 0.01),
         _at("gc-after-runs", GC_PHASES[3]),
     ),
 }
@@ -236,8 +236,11 @@ def _kill_when(
     group; True if it ended on its own first."""
     reached = {"failpoint": lambda: marker_written(marker), "start": lambda: True, **anchors}
     delay = rng.uniform(0.0, point.max_delay)
+    poll = min(0.02, point.max_delay / 10) or 0.02  # a short window is watched closely
     try:
-        return wait_then_delay(command, reached[point.anchor], delay, point.name, WAIT_SECONDS)
+        return wait_then_delay(
+            command, reached[point.anchor], delay, point.name, WAIT_SECONDS, poll
+        )
     finally:
         command.kill()
 

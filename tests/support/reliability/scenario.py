@@ -201,20 +201,26 @@ def marker_written(marker: Path) -> bool:
 
 
 def wait_then_delay(
-    command: CliLoad, reached: Callable[[], bool], delay: float, what: str, seconds: float
+    command: CliLoad,
+    reached: Callable[[], bool],
+    delay: float,
+    what: str,
+    seconds: float,
+    poll: float = 0.02,
 ) -> bool:
-    """Wait until ``reached()`` (at most ``seconds``: a hang guard, failing with ``what``),
-    then ``delay`` seconds more; True if the command ended on its own first."""
+    """Wait until ``reached()`` (asked every ``poll`` seconds; at most ``seconds``: a hang
+    guard, failing with ``what``), then ``delay`` seconds more; True if the command ended
+    on its own first."""
     deadline = time.monotonic() + seconds
     while not reached():
         if command.process.poll() is not None:
             return True
         if time.monotonic() > deadline:
             raise AssertionError(f"the command never reached {what}: {command.err[-5:]}")
-        time.sleep(0.02)
+        time.sleep(poll)
     end = time.monotonic() + delay
     while time.monotonic() < end:
         if command.process.poll() is not None:
             return True
-        time.sleep(0.01)
+        time.sleep(min(poll, 0.01))
     return command.process.poll() is not None
