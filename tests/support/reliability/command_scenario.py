@@ -11,12 +11,14 @@ comes from a store that loaded both at once, as its version 1):
 - **sweep**: a small seeded events and intervals table beside the inputs (outside the
   job's sources), swept into a copy of the version-1 store as sweep ``NAME``;
   ``sweep_reference`` is the answer of an uninterrupted sweep.
-- **gc**: version 1 (the demo and ``A`` in one load, as ``reference``), version 2 (a
-  batch ``C``), version 3 (a batch ``E``), plus what a load of a batch ``D`` killed
-  between its manifest and ``CURRENT`` leaves (its runs, side files and
-  dedup runs, its manifest unpublished). ``gc_before`` is version 3's answer,
-  ``gc_files`` the files an uninterrupted ``gc --keep 1`` leaves, ``gc_next`` the answer
-  of the next load (it loads ``D``: version 4).
+- **gc**: version 1 (the demo and ``A`` in one load, as ``reference``), then a small
+  batch a load up to version :data:`GC_VERSION` (the last load has more runs per shard
+  than :data:`~treestore.storage.compaction.MAX_RUNS` and compacts them, so some runs are
+  used by old versions only), plus what a load of a batch ``D`` killed between its
+  manifest and ``CURRENT`` leaves (its runs and dedup runs, its manifest unpublished).
+  ``gc_before`` is the answer of version :data:`GC_VERSION`, ``gc_files`` the files an
+  uninterrupted ``gc --keep 1`` leaves (old manifests, the runs only they used and the
+  killed load's files gone), ``gc_next`` the answer of the next load (it loads ``D``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from tests.support.reliability.scenario import (
     store_files,
     tree_dump,
 )
+from treestore.storage.compaction import MAX_RUNS
+from treestore.storage.pagestore import page_store_for
+from treestore.store.versions import open_version, published_versions
 
 SECOND_BATCH_ROWS = 300
 """Records of the base scenario's second batch ``A``: small, the trials are about the
@@ -46,6 +51,10 @@ SWEEP_NAME = "spans"
 """The sweep's name (its top node, and ``sweeps/spans`` in the store)."""
 GC_KEEP = 1
 """``gc --keep``: every version but the newest goes."""
+GC_VERSION = 2 + MAX_RUNS
+"""The gc scenario's published version: one load more than a shard keeps runs, so the
+last load compacts."""
+GC_BATCH_ROWS = 30
 FOLLOW_INPUTS = ("job.json", "attributes", "mapping")
 """What a follower trial copies of the scenario's folder (its job and sources)."""
 
@@ -174,20 +183,21 @@ def prepare_command_scenario(spark: object, folder: Path) -> CommandScenario:
     events, intervals = _write_sweep_inputs(folder / "sweep-inputs", seed=7)
     swept = base.fresh_store(folder / "sweep" / "reference")
     run_sweep(spark, str(events), str(intervals), str(swept), SWEEP_NAME)  # type: ignore[arg-type]
-    # gc: versions 1-3 and what a killed load of D left
+    # gc: versions 1 to GC_VERSION, and what a killed load of D left
     gc_store = folder / "gc" / "store"
     shutil.copytree(base.folder / "stores" / "reference", gc_store)  # one version: 1 and A
-    for number, seed in ((4, 44), (5, 45)):  # batches C and E: versions 2 and 3
-        write_batch(base.folder, number, 100, seed)
+    for number in range(10, 10 + GC_VERSION - 1):  # a small batch a version
+        write_batch(base.folder, number, GC_BATCH_ROWS, seed=number)
         _load(spark, base.job, gc_store)
     loaded = folder / "gc" / "loaded-d"
     shutil.copytree(gc_store, loaded)
-    write_batch(base.folder, 6, 100, seed=46)  # D
+    write_batch(base.folder, 9, GC_BATCH_ROWS, seed=9)  # D
     _load(spark, base.job, loaded)
     _left_by_a_killed_load(loaded, gc_store)
     collected = folder / "gc" / "collected"
     shutil.copytree(gc_store, collected)
     command_gc(str(collected), GC_KEEP, io.StringIO())
+    _require_old_runs_collected(gc_store, collected)
     return CommandScenario(
         base=base,
         follow_files=follow_files,
@@ -200,6 +210,17 @@ def prepare_command_scenario(spark: object, folder: Path) -> CommandScenario:
         gc_files=frozenset(gc_files(collected)),
         gc_next=tree_dump(loaded),
     )
+
+
+def _require_old_runs_collected(store: Path, collected: Path) -> None:
+    """Fail unless gc removed a run a published version used (the compaction happened):
+    else the gc trials would not try the removal of an old version's files."""
+    newest = open_version(store).manifest.runs()
+    kept = published_versions(page_store_for(store))[:-1]  # the loads' own gc kept these
+    old = set().union(*(open_version(store, v).manifest.runs() for v in kept))
+    removed = {name.rsplit(".", 1)[0] for name in gc_files(store) - gc_files(collected)}
+    if not (old - newest) & removed:
+        raise AssertionError("the gc scenario's gc removes no run of an old version")
 
 
 def gc_files(store: Path) -> set[str]:

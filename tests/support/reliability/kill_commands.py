@@ -19,16 +19,16 @@ modulo their number; the delays are random, seeded), and records:
     that no version loaded may be left: nothing reads them, the next sweep of that name
     removes them), or version 2 with the answer of an uninterrupted sweep and
     ``sweeps/NAME`` holding exactly the files that version loaded;
-  - gc: version 3 with the answer of before (gc publishes nothing);
+  - gc: the version of before with its answer (gc publishes nothing);
 - **check clean after the kill**: ``treestore check`` finds no problem;
 - **next command exact** (run in this process, taking the dead command's lock over):
   the follower restarted with ``--available-now`` ends at the answer of loading every
   file (``A`` then ``B``); the same sweep again succeeds with the uninterrupted sweep's
   answer and files (or, when the killed one had published, is refused in one line as a
   name already taken, the store unchanged); gc again leaves exactly the files an
-  uninterrupted gc leaves, version 3 exact, and the next load (the killed load's batch
-  ``D``) publishes version 4 with the answer of a load that never met a gc; the lock is
-  free after each;
+  uninterrupted gc leaves, the version exact, and the next load (the killed load's batch
+  ``D``) publishes the next version with the answer of a load that never met a gc; the
+  lock is free after each;
 - **check clean after the next command** (after each of its steps).
 
 Trial counts: ``TREESTORE_KILL_FOLLOW_ROUNDS``, ``TREESTORE_KILL_SWEEP_ROUNDS``,
@@ -52,6 +52,7 @@ from loaders.sweep.command import run_sweep
 from shell.commands import command_gc
 from tests.support.reliability.command_scenario import (
     GC_KEEP,
+    GC_VERSION,
     SWEEP_NAME,
     CommandScenario,
     gc_files,
@@ -193,7 +194,10 @@ class CommandKillOutcome:
             parts.append(f"check after the kill: {self.check_after_kill[0]}")
         if self.check_after_next:
             parts.append(f"check after the next command: {self.check_after_next[0]}")
-        return "; ".join(p for p in parts if p) if not self.clean else ""
+        if self.clean:
+            return ""
+        lines = (" ".join(p.split()) for p in parts if p)  # an error over lines, in one
+        return "; ".join(line if len(line) <= 400 else f"{line[:400]}..." for line in lines)
 
 
 def rounds_from_env(kind: str, default: int = DEFAULT_ROUNDS) -> int:
@@ -486,12 +490,12 @@ def gc_trial(
     anchors = {"lease": lambda: any(p.name not in leases for p in (store / LOCKS).iterdir())}
     finished = _kill_when(gc, point, anchors, marker, rng)
     phase = point.phase or _gc_phase(scenario, store, finished)
-    exact, seen = _reads_as(store, {3: scenario.gc_before})
+    exact, seen = _reads_as(store, {GC_VERSION: scenario.gc_before})
     after_kill = (exact, seen, check_problems(store))
     checks: list[str] = []
     try:
         command_gc(str(store), GC_KEEP, io.StringIO())
-        said = _ends_at(store, 3, scenario.gc_before, "the gc again")
+        said = _ends_at(store, GC_VERSION, scenario.gc_before, "the gc again")
         left = gc_files(store)
         if not said and left != scenario.gc_files:
             said = (
@@ -500,7 +504,7 @@ def gc_trial(
             )
         checks += check_problems(store)
         run_load(spark, load_job(scenario.base.job), store)  # type: ignore[arg-type]
-        said = said or _ends_at(store, 4, scenario.gc_next, "the next load")
+        said = said or _ends_at(store, GC_VERSION + 1, scenario.gc_next, "the next load")
     except Exception as exc:  # recorded: the trial fails, the round goes on
         said = f"the next command failed: {type(exc).__name__}: {exc}"
     after_next = (said, checks + check_problems(store))
