@@ -268,7 +268,7 @@ def command_kill_section(
         f"| {_count(rounds, 'trial')} | {_yes(held, rounds)} |"
     )
     section.lines += [
-        f"### Kills of `{kind}` by phase ({rounds} trials, seed {seed})",
+        f"### Kills of `{kill_commands.COMMANDS[kind]}` by phase ({rounds} trials, seed {seed})",
         "",
         "| phase at the kill | trials | store exact after the kill | check clean after the kill "
         f"| {NEXT_COMMANDS[kind]}: exact | check clean after it |",

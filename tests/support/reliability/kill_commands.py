@@ -77,6 +77,8 @@ from treestore.store.lock import check_unlocked, lock_holder
 from treestore.store.versions import open_version, published_versions
 
 KINDS = ("follow", "sweep", "gc")
+COMMANDS = {"follow": "load --follow", "sweep": "sweep", "gc": "gc"}
+"""Each kind's command, as a user types it after ``treestore``."""
 TITLES = {
     "follow": "SIGKILL of `load --follow` (driver, JVM and workers)",
     "sweep": "SIGKILL of `sweep` (driver, JVM and workers)",
