@@ -1,7 +1,8 @@
 """The stores and inputs of the kill rounds of ``load --follow``, ``sweep`` and ``gc``
 (:mod:`tests.support.reliability.kill_commands`), and the answers they must end at.
 
-Built once from a :class:`~tests.support.reliability.scenario.Scenario` (the demo at
+Built once (:func:`prepare_command_scenario`) on a
+:class:`~tests.support.reliability.scenario.Scenario` (the demo at
 version 1, a seeded second batch ``A``; ``reference``, the answer of the demo and ``A``,
 comes from a store that loaded both at once, as its version 1):
 
@@ -11,8 +12,8 @@ comes from a store that loaded both at once, as its version 1):
 - **sweep**: a small seeded events and intervals table beside the inputs (outside the
   job's sources), swept into a copy of the version-1 store as sweep ``NAME``;
   ``sweep_reference`` is the answer of an uninterrupted sweep.
-- **gc**: version 1 (the demo and ``A`` in one load, as ``reference``), then a small
-  batch a load up to version :data:`GC_VERSION` (the last load has more runs per shard
+- **gc**: version 1 (the demo and ``A`` in one load, as ``reference``), then one small
+  batch per load up to version :data:`GC_VERSION` (the last load has more runs per shard
   than :data:`~treestore.storage.compaction.MAX_RUNS` and compacts them, so some runs are
   used by old versions only), plus what a load of a batch ``D`` killed between its
   manifest and ``CURRENT`` leaves (its runs and dedup runs, its manifest unpublished).
@@ -55,6 +56,7 @@ GC_VERSION = 2 + MAX_RUNS
 """The gc scenario's published version: one load more than a shard keeps runs, so the
 last load compacts."""
 GC_BATCH_ROWS = 30
+"""Attribute records of each of the gc scenario's loads (and half as many mappings)."""
 FOLLOW_INPUTS = ("job.json", "attributes", "mapping")
 """What a follower trial copies of the scenario's folder (its job and sources)."""
 

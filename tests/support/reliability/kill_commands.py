@@ -125,7 +125,14 @@ GC_PHASES = (
     "run files removed, dedup runs and record files not",
     "gc finished before the kill",
 )
-PHASES = {"follow": FOLLOW_PHASES, "sweep": SWEEP_PHASES, "gc": GC_PHASES}
+UNREADABLE = "unknown: the store could not be read after the kill"
+"""The phase of a timed kill whose store the phase's readout could not read (the trial
+fails on the store anyway)."""
+PHASES = {
+    "follow": (*FOLLOW_PHASES, UNREADABLE),
+    "sweep": (*SWEEP_PHASES, UNREADABLE),
+    "gc": (*GC_PHASES, UNREADABLE),
+}
 """Where each command can be when it is killed, in the order it passes them."""
 
 
@@ -251,6 +258,15 @@ def _kill_when(
         command.kill()
 
 
+def _phase_seen(read: Callable[[], str]) -> str:
+    """The phase a timed kill hit, as ``read`` reads it from the store after the kill, or
+    :data:`UNREADABLE`."""
+    try:
+        return read()
+    except Exception:  # a damaged store: the trial's checks say what is wrong with it
+        return UNREADABLE
+
+
 def _ended_badly(command: CliLoad, finished: bool) -> str:
     code = command.process.returncode
     return f"exit {code}: {command.error_lines()[-3:]}" if finished and code != 0 else ""
@@ -305,6 +321,9 @@ def _outcome(
 
 # -- load --follow ------------------------------------------------------------------------
 
+_PUBLISHED = re.compile(r"batch \d+: .*, version (\d+),")
+"""A follower's line for a micro-batch that published a version."""
+
 
 def follow_trial(
     spark: object, scenario: CommandScenario, folder: Path, point: KillPoint, rng: random.Random
@@ -330,7 +349,7 @@ def follow_trial(
 
     anchors = {"batch printed": first_printed, "new file": new_file}
     finished = _kill_when(follower, point, anchors, marker, rng)
-    phase = point.phase or _follow_phase(follower, store, finished)
+    phase = point.phase or _phase_seen(lambda: _follow_phase(follower, store, finished))
     if not arrived:  # B arrives while the follower is down
         write_follow_b(folder / "inputs")
     base = scenario.base
@@ -346,10 +365,6 @@ def follow_trial(
     return _outcome(
         "follow", point, phase, after_kill, after_next, _ended_badly(follower, finished)
     )
-
-
-_PUBLISHED = re.compile(r"batch \d+: .*, version (\d+),")
-"""A follower's line for a micro-batch that published a version."""
 
 
 def _numbers(folder: Path) -> list[int]:
@@ -427,7 +442,7 @@ def sweep_trial(
         "result file": lambda: folder_of_results.is_dir() and any(folder_of_results.iterdir())
     }
     finished = _kill_when(sweep, point, anchors, marker, rng)
-    phase = point.phase or _sweep_phase(store, finished)
+    phase = point.phase or _phase_seen(lambda: _sweep_phase(store, finished))
     exact, seen = _reads_as(store, {1: scenario.base.before, 2: scenario.sweep_reference})
     published = False
     if exact:  # what the published version loaded of the sweep is all that is there
@@ -492,7 +507,7 @@ def gc_trial(
     )
     anchors = {"lease": lambda: any(p.name not in leases for p in (store / LOCKS).iterdir())}
     finished = _kill_when(gc, point, anchors, marker, rng)
-    phase = point.phase or _gc_phase(scenario, store, finished)
+    phase = point.phase or _phase_seen(lambda: _gc_phase(scenario, store, finished))
     exact, seen = _reads_as(store, {GC_VERSION: scenario.gc_before})
     after_kill = (exact, seen, check_problems(store))
     checks: list[str] = []
