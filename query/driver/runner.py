@@ -18,7 +18,9 @@ costs more than the whole lookup).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -62,6 +64,9 @@ PIECE_ROWS = 8192
 :data:`_FIRST_CHUNK`, so the first rows leave early)."""
 _FIRST_CHUNK = 64
 _NO_OUTPUT = "done boolean"
+_RECANCEL_SECONDS = 0.2
+"""How often a cancelled query's job is cancelled again until it ends (see
+:meth:`_BackgroundSparkJob.cancel`)."""
 """The query tasks' Spark output: none (their rows go through the channel)."""
 LOCAL_LIMIT = 20_000
 """A query whose leading name lookups reach at most this many children runs on the driver
@@ -140,6 +145,9 @@ class _BackgroundSparkJob:
         from pyspark import InheritableThread
 
         self.error: BaseException | None = None
+        self._context = spark.sparkContext
+        self._group = group
+        self._cancelling = False
 
         def run() -> None:
             spark.sparkContext.setJobGroup(group, "treestore query", interruptOnCancel=True)
@@ -154,6 +162,23 @@ class _BackgroundSparkJob:
     def running(self) -> bool:
         """Whether the Spark job is still running."""
         return self.thread.is_alive()
+
+    def cancel(self) -> None:
+        """Cancel the job, also one Spark has not got yet: cancelling a job group before
+        its job is submitted does nothing, so the cancel is said again every
+        :data:`_RECANCEL_SECONDS` until the job's thread ends (from a thread of its own:
+        returns at once)."""
+        if self._cancelling:
+            return
+        self._cancelling = True
+
+        def cancel_until_ended() -> None:
+            while self.thread.is_alive():
+                with contextlib.suppress(Exception):  # a session stopping
+                    self._context.cancelJobGroup(self._group)
+                self.thread.join(_RECANCEL_SECONDS)
+
+        threading.Thread(target=cancel_until_ended, daemon=True, name="treestore-cancel").start()
 
     def finish(self) -> None:
         """Wait for the end; raise the Spark job's error, if any."""
@@ -344,7 +369,7 @@ class QueryStore:
         )  # fmt: skip
         spark_job = _BackgroundSparkJob(spark, frame, task, group)
         if rows is not None:
-            rows.on_cancel(lambda: context.cancelJobGroup(group))
+            rows.on_cancel(spark_job.cancel)
         finished = False
         try:
             with spark_errors(StoreError, "The query's Spark job"):
@@ -353,7 +378,7 @@ class QueryStore:
             finished = True
         finally:
             if not finished:
-                context.cancelJobGroup(group)
+                spark_job.cancel()
             channel.close()
             if not finished:
                 spark_job.thread.join()

@@ -105,6 +105,31 @@ def test_closing_the_rows_cancels_the_query(
     assert tracker.getJobInfo(job).status == "FAILED"  # cancelled, not run to its end
 
 
+def test_a_cancel_before_spark_has_the_job_still_ends_it(spark: Any, demo_store: Path) -> None:
+    """``rows.cancel()`` from another thread may come before the query's job reaches Spark
+    (a service whose client left at once): a job group cancelled then has no job yet, so
+    the cancel is said again until the job ends, and the reader sees the rows end."""
+    handle = _store(spark, demo_store)
+    rows = handle.query("root/+/+/+", rops="sleep=600000")  # ten minutes a row
+    rows.cancel()  # the job is started, and cancelled, when the rows are first asked for
+    ended: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            list(rows)
+        except Exception as exc:
+            ended.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=120)  # a guard against a hang, not a measure of speed
+    assert not reader.is_alive(), "the cancel missed the job: it runs its ten-minute rows"
+    assert ended, "a cancelled query's rows end with an error"
+    tracker = spark.sparkContext.statusTracker()
+    for job in tracker.getJobIdsForGroup(handle.last_job_group):
+        assert tracker.getJobInfo(job).status == "FAILED"
+
+
 def test_the_session_answers_after_a_cancelled_query(spark: Any, demo_store: Path) -> None:
     handle = _store(spark, demo_store)
     with handle.query("root/+/+/+") as rows:
