@@ -86,6 +86,7 @@ async def health(request: Request) -> JSONResponse:
             "spark": service.starter.state,
             "stores": list(service.stores),
             "queries_running": len(service.runs),
+            "queries_waiting": service.slots.waiting,
             "cache_bytes": service.cache.size,
         }
     )

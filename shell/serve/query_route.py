@@ -25,7 +25,7 @@ from starlette.types import Receive, Scope, Send
 from query.driver.plan import QueryRequest
 from shell.serve.answers import RequestError, error_response, status_of
 from shell.serve.encoders import FORMATS, MEDIA_TYPES, Encoding, encode_rows
-from shell.serve.running import Kind, QueryRun
+from shell.serve.running import Kind, QueryRun, stop_error
 from treestore.errors import PositionedError
 
 if TYPE_CHECKING:
@@ -35,7 +35,10 @@ __all__ = ["QueryFields", "query_endpoint", "read_fields"]
 
 STOP_GRACE_SECONDS = 5.0
 """How long a stopped query's thread may take to end its body before the answer is cut."""
-_OUTCOMES = {400: "bad_request", 404: "not_found", 413: "too_large", 503: "busy", 504: "timeout"}
+_OUTCOMES = {
+    400: "bad_request", 404: "not_found", 413: "too_large", 499: "cancelled", 503: "busy",
+    504: "timeout",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -195,9 +198,11 @@ async def _answer(
         service.metrics.rows_sent.inc(cached.rows)
         headers["X-Treestore-Where"] = cached.where
         return Response(cached.body, 200, headers, MEDIA_TYPES[fields.format])
-    await service.slots.acquire()
+    await _take_slot(request, service, started + fields.timeout, fields.timeout)
     handed_over = False
     try:
+        if service.stopping:  # it waited for its slot while the service began to stop
+            raise stop_error("shutdown")
         request_ = QueryRequest(fields.path, fields.rops, fields.ops)
         plan = await anyio.to_thread.run_sync(handle.plan_request, request_)
         rows = handle.run(plan)
@@ -247,6 +252,35 @@ async def _answer(
     finally:
         if not handed_over:
             service.slots.release()
+
+
+async def _take_slot(request: Request, service: Service, deadline: float, timeout: float) -> None:
+    """Take a query slot, waiting in the bounded queue when none is free: a full queue is
+    a 503, the query's timeout passing while it waits a 504, and a client that goes away
+    gives up its place (no query is started for it)."""
+    slots = service.slots
+    if not slots.must_wait():
+        await slots.acquire()  # at once
+        return
+    acquired = gone = False
+
+    async def watch() -> None:
+        nonlocal gone
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        gone = True
+        group.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        with anyio.move_on_after(max(deadline - time.monotonic(), 0.0)):
+            await slots.wait()
+            acquired = True
+        group.cancel_scope.cancel()
+    if acquired and gone:
+        slots.release()
+    if not acquired or gone:
+        raise stop_error("disconnect" if gone else "timeout", timeout)
 
 
 async def _first_item(

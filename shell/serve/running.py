@@ -119,10 +119,22 @@ class Slots:
         self._max_waiting = waiting
         self.waiting = 0
 
+    def must_wait(self) -> bool:
+        """Whether a new query must wait for a slot (``False``: :meth:`acquire` takes one
+        at once); a full queue is a 503."""
+        if not self._semaphore.locked():
+            return False
+        if self.waiting >= self._max_waiting:
+            raise RequestError(503, "Too many queries at once: try again shortly.")
+        return True
+
     async def acquire(self) -> None:
         """Take a slot (waiting in the queue); a full queue is a 503."""
-        if self._semaphore.locked() and self.waiting >= self._max_waiting:
-            raise RequestError(503, "Too many queries at once: try again shortly.")
+        self.must_wait()
+        await self.wait()
+
+    async def wait(self) -> None:
+        """Wait in the queue for a slot and take it (:meth:`must_wait` said there is room)."""
         self.waiting += 1
         try:
             await self._semaphore.acquire()

@@ -135,6 +135,8 @@ class Service:
     slots: Slots = field(init=False)
     runs: set[QueryRun] = field(default_factory=set)
     """The queries streaming now (stopped when the service stops)."""
+    stopping: bool = False
+    """Whether the service is stopping: a query that gets its slot now is refused."""
 
     def __post_init__(self) -> None:
         self.metrics = ServeMetrics(self.spark_jobs_running)
@@ -151,6 +153,8 @@ class Service:
         return 0
 
     def stop_queries(self) -> None:
-        """Stop every query streaming now (the service is stopping)."""
+        """Stop every query streaming now, and refuse those still waiting for a slot
+        (the service is stopping)."""
+        self.stopping = True
         for run in list(self.runs):
             run.stop("shutdown")
