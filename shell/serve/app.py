@@ -9,6 +9,7 @@ answered with a 500.
 from __future__ import annotations
 
 import hmac
+import mimetypes
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,9 @@ __all__ = ["PAGE_FOLDER", "PUBLIC_PATHS", "build_app"]
 
 PAGE_FOLDER = Path(__file__).with_name("page")
 """The page's files (``/`` is its ``index.html``, ``/static/NAME`` the others)."""
+# The page's scripts are ES modules: a browser runs one only when it comes as JavaScript, and
+# what ``.js`` maps to otherwise depends on the host (a Windows registry may say text/plain).
+mimetypes.add_type("text/javascript", ".js")
 PUBLIC_PATHS = ("/", "/health", "/favicon.ico")
 """Paths answered without a token (and everything under ``/static/``)."""
 

@@ -54,6 +54,10 @@ def test_a_token_is_needed_for_the_api_but_not_the_page() -> None:
     assert client.get("/health").status_code == 200
     assert client.get("/").status_code == 200
     assert client.get("/static/index.html").status_code == 200
+    for module in sorted((ROOT / "shell/serve/page").glob("*.js")):  # ES modules: as JavaScript
+        script = client.get(f"/static/{module.name}")
+        assert script.status_code == 200, module.name
+        assert script.headers["content-type"].startswith("text/javascript"), module.name
 
 
 def test_errors_are_json_never_a_500() -> None:

@@ -112,6 +112,7 @@ def test_browse_two_levels_by_clicking(page: Browser, demo_store: Path) -> None:
     assert page.find("#store").get_attribute("value") == STORE
     click_node(page, "root")
     page.wait(lambda _: page.texts("#crumbs .crumb") == [STORE, "root"])
+    page.find('#children tr.child[data-name="11111"]')  # the children come after the crumbs
     names = page.texts("#children tr.child td.name")
     assert names == ["11111", "12345", "22222", "67890"]
     page.shot("browsed-root")
