@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -101,13 +102,17 @@ def _number(fields: Mapping[str, Any], name: str, whole: bool) -> float | None:
     value = fields.get(name)
     if value is None or value == "":
         return None
+    kind = "a whole number" if whole else "a number"
     try:
+        if whole and isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)  # a JSON body's 1.5: not silently 1
         number = int(value) if whole else float(value)
-    except (TypeError, ValueError):
-        kind = "a whole number" if whole else "a number"
+    except (TypeError, ValueError, OverflowError):
         raise RequestError(400, f"{name} must be {kind}, not {value!r}.", name) from None
     if isinstance(value, bool) or not number >= 0 or number == float("inf"):
         raise RequestError(400, f"{name} must be a number at least 0, not {value!r}.", name)
+    if number > sys.maxsize:
+        raise RequestError(400, f"{name} must be at most {sys.maxsize}, not {value!r}.", name)
     return number
 
 

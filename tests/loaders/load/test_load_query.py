@@ -189,7 +189,7 @@ def test_shard_count_mismatch_is_refused(spark: object, demo_dir: Path) -> None:
     config = json.loads((store / "store.json").read_text())
     (store / "store.json").write_text(json.dumps({**config, "hash": "murmur3-utf8"}))
     # its manifests say which hash wrote them: store.json changed by hand is named as such
-    with pytest.raises(treestore.StoreError, match="store.json says the shard hash is 'murmur3"):
+    with pytest.raises(treestore.StoreError, match=r"store\.json says the shard hash is 'murmur3"):
         _load(spark, demo_dir, store)
 
 

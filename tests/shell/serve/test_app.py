@@ -121,3 +121,22 @@ def test_the_listening_socket_sends_without_delay() -> None:
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize(
+    ("limit", "said"),
+    [
+        ("99999999999999999999", "limit must be at most"),  # found by the HTTP fuzz: was a 500
+        (1.5, "limit must be a whole number"),
+        ("-1", "limit must be a number at least 0"),
+        ("ten", "limit must be a whole number"),
+    ],
+)
+def test_a_limit_out_of_range_is_a_400(limit: object, said: str) -> None:
+    from shell.serve.answers import RequestError
+    from shell.serve.query_route import parse_fields
+
+    service = Service(ServeOptions(), {"s": None}, SparkStarter(lambda: None))  # type: ignore[dict-item]
+    with pytest.raises(RequestError, match=said) as raised:
+        parse_fields({"store": "s", "path": "root", "limit": limit}, service)
+    assert raised.value.status == 400
