@@ -17,6 +17,12 @@ On a secured Spark session the channel speaks TLS with a key made for the query
 (:mod:`query.driver.channel_tls`): the tasks trust only that query's certificate, which
 they receive with the task.
 
+A reader that wants no more rows (a limit met, a client gone) calls
+:meth:`RowChannel.stop_senders`: the driver half-closes each connection (and each one
+that comes later), a task sees it before its next piece (:meth:`TaskSender.stopped`) and
+ends without an error, so Spark keeps its Python worker (a cancelled task's worker is
+killed, and the next query's tasks would pay a new worker's start and cold caches).
+
 Pieces of shards the reader has not reached yet wait in memory up to
 :data:`MEMORY_BUDGET` bytes, then in a temporary file on the driver, so a task is
 never blocked by a reader that is still on an earlier shard.
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import select
 import socket
 import ssl
 import struct
@@ -147,6 +154,8 @@ class RowChannel:
         self._done: dict[int, int] = {}  # shard -> its piece count
         self._connections: list[socket.socket] = []
         self._closed = False
+        self.stopping = False
+        """Whether :meth:`stop_senders` was called: the rows will not all come."""
         threading.Thread(target=self._accept, daemon=True, name="treestore-rows").start()
 
     def _accept(self) -> None:
@@ -178,6 +187,8 @@ class RowChannel:
         with contextlib.suppress(OSError), connection:
             if _read_exactly(connection, _TOKEN_BYTES) != self.token:
                 return
+            if self.stopping:
+                _half_close(connection)
             while header := _read_exactly(connection, _HEADER.size):
                 shard, number, kind, length = _HEADER.unpack(header)
                 payload = _read_exactly(connection, length) if length else b""
@@ -186,6 +197,8 @@ class RowChannel:
                 with self._changed:
                     if self._closed:
                         return
+                    if self.stopping:
+                        continue  # a task that has not seen the stop yet: dropped
                     if kind == DONE:
                         self._done.setdefault(shard, number)
                     else:
@@ -216,6 +229,8 @@ class RowChannel:
         the shard is done, or :data:`_FAILED` when the job failed first."""
         succeeded_at = None
         while True:
+            if self.stopping:
+                return _FAILED
             found = self._waiting.take(shard, number)
             if found is not None:
                 return found
@@ -232,6 +247,20 @@ class RowChannel:
                     )
             self._changed.wait(_WAIT_SECONDS)
 
+    def stop_senders(self) -> None:
+        """Tell the tasks to send nothing more (each ends without an error at its next
+        piece; one that connects later is told at once); the reader's :meth:`pieces`
+        returns. The channel keeps listening until :meth:`close`."""
+        with self._changed:
+            if self.stopping or self._closed:
+                return
+            self.stopping = True
+            connections = list(self._connections)
+            self._waiting.discard()
+            self._changed.notify_all()
+        for connection in connections:
+            _half_close(connection)
+
     def close(self) -> None:
         """Stop listening and drop every connection (tasks still sending then fail)."""
         with self._changed:
@@ -245,6 +274,13 @@ class RowChannel:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
             connection.close()
+
+
+def _half_close(connection: socket.socket) -> None:
+    """Close the driver's way of ``connection`` (TCP only, under TLS too: the task sees
+    its end of the stream, and the driver still reads what the task sends meanwhile)."""
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(connection, socket.SHUT_WR)
 
 
 class TaskSender:
@@ -270,6 +306,15 @@ class TaskSender:
             ) from exc
         self._socket.sendall(token)
         self._numbers: dict[int, int] = {}
+
+    def stopped(self) -> bool:
+        """Whether the driver wants no more rows: it closed its way of the connection
+        (it never sends anything else)."""
+        try:
+            readable, _, _ = select.select([self._socket], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
 
     def send(self, shard: int, kind: int, payload: bytes) -> None:
         """Send ``shard``'s next piece."""

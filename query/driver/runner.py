@@ -114,18 +114,23 @@ def _shard_task(
     The task sends each shard's rows to the driver's :class:`RowChannel` at ``address``,
     in pieces that start small so the first rows reach the driver early (see
     :func:`shard_output`), then says the shard is done. A treestore error is sent as a
-    piece too, and raised on the driver.
+    piece too, and raised on the driver. Once the driver wants no more rows, the task
+    sends nothing more and ends without an error (see :meth:`RowChannel.stop_senders`).
     """
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         failpoint("in-query-task")
         sender = TaskSender(address, token, certificate)
         try:
-            for batch in batches:
+            for batch in batches:  # read to the end even when stopped: Spark keeps the worker
                 for shard in batch.column(0).to_pylist():
+                    if sender.stopped():
+                        continue  # the driver wants no more rows: end without an error
                     try:
                         tree = ShardTree(pages, states[shard], shard=shard, owner=owner)
                         for output in shard_output(tree, plan):
+                            if sender.stopped():
+                                break
                             sender.send(shard, *encode_piece(output, compress=compress))
                     except TreestoreError as exc:
                         sender.send(shard, ERROR, encode_error(exc))
@@ -369,19 +374,45 @@ class QueryStore:
         )  # fmt: skip
         spark_job = _BackgroundSparkJob(spark, frame, task, group)
         if rows is not None:
-            rows.on_cancel(spark_job.cancel)
+            rows.on_cancel(lambda: _stop_soon(channel, spark_job))
         finished = False
         try:
             with spark_errors(StoreError, "The query's Spark job"):
                 yield from channel.pieces(shards, spark_job)
+                if channel.stopping:
+                    raise StoreError("The query was stopped before all its rows came.")
                 spark_job.finish()
             finished = True
         finally:
             if not finished:
-                spark_job.cancel()
+                _stop(channel, spark_job)
             channel.close()
-            if not finished:
-                spark_job.thread.join()
+
+
+STOP_GRACE_SECONDS = 1.0
+"""How long a stopped query's tasks have to end by themselves before its Spark job is
+cancelled (a cancelled task's Python worker is killed: the next query would start new
+ones)."""
+
+
+def _stop(channel: RowChannel, spark_job: _BackgroundSparkJob) -> None:
+    """End a query's Spark job early, waiting for its end: its tasks are told to stop
+    (they end without an error at their next piece), and the job is cancelled if it still
+    runs :data:`STOP_GRACE_SECONDS` later (a task busy in a rop, say)."""
+    channel.stop_senders()
+    spark_job.thread.join(STOP_GRACE_SECONDS)
+    if spark_job.running():
+        spark_job.cancel()
+        spark_job.thread.join()
+
+
+def _stop_soon(channel: RowChannel, spark_job: _BackgroundSparkJob) -> None:
+    """:func:`_stop` without waiting (``Rows.cancel`` from another thread: the reading
+    thread's rows end at once, the job within :data:`STOP_GRACE_SECONDS`)."""
+    channel.stop_senders()
+    timer = threading.Timer(STOP_GRACE_SECONDS, spark_job.cancel)
+    timer.daemon = True
+    timer.start()
 
 
 def _cached_tree(version: StoreVersion, trees: dict[int, ShardTree], shard: int) -> ShardTree:

@@ -114,29 +114,35 @@ def _text_format(encoding: Encoding, fmt: str) -> Iterator[bytes]:
 
 
 def _text_pieces(encoding: Encoding, fmt: str) -> Iterator[bytes]:
+    """The body's pieces; the first holds the head and the first row (the first chunk
+    leaves with it, see :func:`_flushing`)."""
     rows = _limited(encoding)
     first = list(itertools.islice(rows, 1))  # errors before any row: raised, a status
     names = column_names(encoding.rows.column_names(), len(first[0]) if first else 0)
-    rest = itertools.chain(first, rows)
     if fmt in ("csv", "tsv"):
-        yield _delimited(fmt, [names]) if names else b""
-        for row in rest:
-            yield _delimited(fmt, [row])
+        head = _delimited(fmt, [names]) if names else b""
+        for row in itertools.chain(first, rows):
+            yield head + _delimited(fmt, [row])
+            head = b""
             encoding.sent_rows += 1
+        if head:  # no row
+            yield head
         encoding.complete = True
         return
-    head = {"columns": names, "version": encoding.version}
-    if fmt == "json":
-        yield json_bytes(head)[:-1] + b',"rows":['
-    else:
-        yield json_bytes(head) + b"\n"
+    described = {"columns": names, "version": encoding.version}
+    head = (
+        json_bytes(described)[:-1] + b',"rows":['
+        if fmt == "json"
+        else json_bytes(described) + b"\n"
+    )
     ending: dict[str, object] = {}
     try:
-        for row in rest:
+        for row in itertools.chain(first, rows):
             if fmt == "json":
-                yield (b"," if encoding.sent_rows else b"") + json_bytes(list(row))
+                yield head + (b"," if encoding.sent_rows else b"") + json_bytes(list(row))
             else:
-                yield json_bytes(list(row)) + b"\n"
+                yield head + json_bytes(list(row)) + b"\n"
+            head = b""
             encoding.sent_rows += 1
         encoding.complete = True
         ending = {"complete": True, "rows": encoding.sent_rows}
@@ -148,9 +154,9 @@ def _text_pieces(encoding: Encoding, fmt: str) -> Iterator[bytes]:
         ending["rows"] = encoding.sent_rows
     if fmt == "json":  # the rows' count is the list's length
         ending.pop("rows", None)
-        yield b"]," + json_bytes(ending)[1:]
+        yield head + b"]," + json_bytes(ending)[1:]
     else:
-        yield json_bytes(ending) + b"\n"
+        yield head + json_bytes(ending) + b"\n"
 
 
 def _arrow_batches(encoding: Encoding) -> Iterator[pa.RecordBatch]:

@@ -23,10 +23,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from query.driver.plan import QueryRequest
+from query.driver.plan import QueryPlan, QueryRequest
 from shell.serve.answers import RequestError, error_response, status_of
 from shell.serve.encoders import FORMATS, MEDIA_TYPES, Encoding, encode_rows
-from shell.serve.running import Kind, QueryRun, stop_error
+from shell.serve.running import Kind, QueryRun, Started, stop_error
 from treestore.errors import PositionedError
 
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ __all__ = ["QueryFields", "query_endpoint", "read_fields"]
 
 STOP_GRACE_SECONDS = 5.0
 """How long a stopped query's thread may take to end its body before the answer is cut."""
+_UNWATCHED_SECONDS = 0.05
+"""How long a query's first item is awaited before a client gone is watched for too."""
 _OUTCOMES = {
     400: "bad_request", 404: "not_found", 413: "too_large", 499: "cancelled", 503: "busy",
     504: "timeout",
@@ -209,15 +211,16 @@ async def _answer(
         if service.stopping:  # it waited for its slot while the service began to stop
             raise stop_error("shutdown")
         request_ = QueryRequest(fields.path, fields.rops, fields.ops)
-        plan = await anyio.to_thread.run_sync(handle.plan_request, request_)
-        rows = handle.run(plan)
-        headers["X-Treestore-Where"] = plan.where
-        encoding = Encoding(rows, version, fields.limit)
-        run = QueryRun(
-            rows, lambda: encode_rows(encoding, fields.format), service.options.buffer_chunks,
-            fields.timeout,
-        )  # fmt: skip
-        encoding.stopped, encoding.reported = run.stopped, run.reported
+        made: list[tuple[QueryPlan, Encoding]] = []
+
+        def prepare(run: QueryRun) -> Started:  # in the query's thread
+            plan = handle.plan_request(request_)
+            encoding = Encoding(handle.run(plan), version, fields.limit, run.stopped, run.reported)
+            made.append((plan, encoding))
+            chunks = encode_rows(encoding, fields.format)
+            return Started(encoding.rows, chunks, gather=plan.where == "driver")
+
+        run = QueryRun(prepare, service.options.buffer_chunks, fields.timeout)
         service.runs.add(run)
         run.start()
         try:
@@ -230,12 +233,14 @@ async def _answer(
             raise RequestError(
                 504, f"The query ran past its timeout of {fields.timeout:g} s: cancelled."
             ) from None
-        if kind != "chunk":
+        if kind not in ("chunk", "whole"):
             service.runs.discard(run)
             if isinstance(item, BaseException):
                 raise item
             raise RequestError(500, "The query ended without an answer.")
         assert isinstance(item, bytes)
+        plan, encoding = made[0]
+        headers["X-Treestore-Where"] = plan.where
 
         def done(outcome: str, sent: int) -> None:
             service.slots.release()
@@ -250,6 +255,11 @@ async def _answer(
             service.cache.put(key, body, encoding.sent_rows, plan.where)
 
         handed_over = True
+        if kind == "whole":  # a small answer, all here: no stream
+            done("ok" if encoding.complete else "failed", len(item))
+            if encoding.complete and service.cache.enabled:
+                keep(item)
+            return Response(item, 200, headers, MEDIA_TYPES[fields.format])
         return QueryStream(
             item, run, encoding, started + fields.timeout, headers, MEDIA_TYPES[fields.format],
             done, keep if service.cache.enabled else None, service.cache.max_entry_bytes,
@@ -299,6 +309,9 @@ async def _first_item(
             pass
         run.stop("disconnect")
 
+    with contextlib.suppress(TimeoutError):  # most answers come at once: no watch needed
+        return await run.next(min(wait, _UNWATCHED_SECONDS))
+    wait -= _UNWATCHED_SECONDS
     first: tuple[Kind, bytes | BaseException | None] | None = None
     async with anyio.create_task_group() as group:  # raised in here: an ExceptionGroup
         group.start_soon(watch)

@@ -8,23 +8,82 @@ except through an ``asyncio.Queue``: a slow client holds only its own
 Stopping sets the reason and cancels the query's Spark job at once
 (:meth:`~query.driver.result.Rows.cancel`); the thread sees the rows end, writes the
 body's ending if the format has one, and closes the rows.
+
+The thread also plans the query (:class:`Started` is what its ``prepare`` gives), so a
+query costs the event loop one hand-over; threads are kept for the next query
+(:class:`_Threads`). A query walked on the driver whose whole answer is ready within
+:data:`WHOLE_SECONDS` comes back as one ``("whole", body)`` item: the event loop answers
+it as a plain response, without a stream.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Literal
 
 from query.driver.result import Rows
 from shell.serve.answers import RequestError
 
-__all__ = ["QueryRun", "Slots", "stop_error"]
+__all__ = ["QueryRun", "Slots", "Started", "stop_error"]
 
-Kind = Literal["chunk", "end", "error"]
+Kind = Literal["chunk", "end", "error", "whole"]
 _SLOT_WAIT_SECONDS = 0.1
+WHOLE_SECONDS = 0.02
+"""How long a driver-walked query's chunks are gathered, hoping for the whole answer."""
+_IDLE_THREAD_SECONDS = 60.0
+"""How long a query thread waits for the next query before it ends."""
+
+
+@dataclass
+class Started:
+    """What a query's ``prepare`` gives, in its thread: the rows (to cancel them), the
+    chunks of the body, and whether to gather a small answer whole (a driver walk)."""
+
+    rows: Rows
+    chunks: Iterator[bytes]
+    gather: bool = False
+
+
+class _Threads:
+    """Daemon threads that run queries, each kept for the next one (a thread start costs a
+    busy event loop's GIL a hand-over), ended after :data:`_IDLE_THREAD_SECONDS` idle."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for a job that no submit has claimed yet
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
+        with self._lock:
+            if self._idle:
+                self._idle -= 1  # an idle thread takes it
+                return
+        threading.Thread(target=self._work, daemon=True, name="treestore-serve-query").start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=_IDLE_THREAD_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle:  # nobody claimed this thread: end it
+                        self._idle -= 1
+                        return
+                continue  # a job was put for this thread just now
+            with contextlib.suppress(BaseException):
+                job()
+            with self._lock:
+                self._idle += 1
+
+
+_THREADS = _Threads()
 
 
 def stop_error(reason: str, timeout: float | None = None) -> RequestError:
@@ -37,28 +96,29 @@ def stop_error(reason: str, timeout: float | None = None) -> RequestError:
 
 
 class QueryRun:
-    """A query's encoder run in a daemon thread, its chunks read with :meth:`next`."""
+    """A query run in a daemon thread: ``prepare`` (plan and rows) then its chunks, read
+    with :meth:`next`."""
 
     def __init__(
         self,
-        rows: Rows,
-        chunks: Callable[[], Iterator[bytes]],
+        prepare: Callable[[QueryRun], Started],
         buffer_chunks: int,
         timeout: float,
     ) -> None:
-        self.rows = rows
+        self.rows: Rows | None = None
+        """The query's rows, once ``prepare`` made them."""
         self.timeout = timeout
         self.stop_reason: str | None = None
         self.finished = False
         """Whether the thread is done (its last item is in the queue)."""
-        self._chunks = chunks
+        self._prepare = prepare
         self._slots = threading.Semaphore(buffer_chunks)
         self._queue: asyncio.Queue[tuple[Kind, bytes | BaseException | None]] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
 
     def start(self) -> None:
-        """Start the thread (the rows are first asked for there)."""
-        threading.Thread(target=self._produce, daemon=True, name="treestore-serve-query").start()
+        """Start the thread (the query is planned and its rows first asked for there)."""
+        _THREADS.submit(self._produce)
 
     def stopped(self) -> BaseException | None:
         """The error to stop with, once :meth:`stop` was called (else ``None``)."""
@@ -74,16 +134,24 @@ class QueryRun:
         if self.stop_reason is not None or self.finished:
             return
         self.stop_reason = reason
-        with contextlib.suppress(Exception):  # a session already stopped
-            self.rows.cancel()
+        if self.rows is not None:
+            with contextlib.suppress(Exception):  # a session already stopped
+                self.rows.cancel()
 
     def _put(self, kind: Kind, item: bytes | BaseException | None) -> None:
         with contextlib.suppress(RuntimeError):  # the event loop is gone (shutdown)
             self._loop.call_soon_threadsafe(self._queue.put_nowait, (kind, item))
 
     def _produce(self) -> None:
-        chunks = self._chunks()
+        chunks: Iterator[bytes] | None = None
         try:
+            started = self._prepare(self)
+            self.rows, chunks = started.rows, started.chunks
+            if self.stop_reason is not None:  # stopped while it was being planned
+                with contextlib.suppress(Exception):
+                    started.rows.cancel()
+            if started.gather and self._gathered(chunks):
+                return
             for chunk in chunks:
                 while self.stop_reason is None and not self._slots.acquire(
                     timeout=_SLOT_WAIT_SECONDS
@@ -99,12 +167,40 @@ class QueryRun:
                 if close is not None:
                     close()
             with contextlib.suppress(Exception):
-                self.rows.close()
+                if self.rows is not None:
+                    self.rows.close()
             self.finished = True
 
+    def _gathered(self, chunks: Iterator[bytes]) -> bool:
+        """Gather ``chunks`` for up to :data:`WHOLE_SECONDS` from the first: if they end,
+        put the whole body as one item (True); else put what came as the first chunk and
+        let the rest stream (False). An error raised before any chunk propagates."""
+        taken: list[bytes] = []
+        deadline: float | None = None
+        try:
+            for chunk in chunks:
+                taken.append(chunk)
+                deadline = deadline or time.monotonic() + WHOLE_SECONDS
+                if time.monotonic() > deadline:
+                    break
+            else:
+                self._put("whole", b"".join(taken))
+                return True
+        except BaseException as exc:
+            if not taken:
+                raise
+            self._slots.acquire()  # the buffer is empty: one slot is free
+            self._put("chunk", b"".join(taken))
+            self._put("error", self.reported(exc))
+            return True
+        self._slots.acquire()  # the buffer is empty: one slot is free
+        self._put("chunk", b"".join(taken))
+        return False
+
     async def next(self, wait: float) -> tuple[Kind, bytes | BaseException | None]:
-        """The next item: ``("chunk", bytes)``, ``("end", None)`` or ``("error", exc)``;
-        raises ``TimeoutError`` after ``wait`` seconds without one."""
+        """The next item: ``("chunk", bytes)``, ``("end", None)``, ``("error", exc)`` or (a
+        small answer, first and last) ``("whole", bytes)``; raises ``TimeoutError`` after
+        ``wait`` seconds without one."""
         kind, item = await asyncio.wait_for(self._queue.get(), max(wait, 0.0))
         if kind == "chunk":
             self._slots.release()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +249,48 @@ def test_a_query_needs_no_scratch_folder_on_the_driver(
 def test_repr_says_which_store_version_and_shards(spark: Any, demo_store: Path) -> None:
     handle = treestore.open(demo_store)
     assert repr(handle) == f"<QueryStore {str(demo_store)!r} version 1 of 1, 8 shards>"
+
+
+def test_rows_closed_early_let_the_tasks_end_by_themselves(spark: Any, demo_store: Path) -> None:
+    """Rows closed after the first: the tasks are told to stop and end without an error
+    (the Spark job succeeds, so Spark keeps their Python workers), and the next query
+    reads every row."""
+    handle = _store(spark, demo_store)
+    tracker = spark.sparkContext.statusTracker()
+    with handle.query("root/+/+/+") as rows:
+        first = next(rows)
+    (job,) = tracker.getJobIdsForGroup(handle.last_job_group)
+    assert tracker.getJobInfo(job).status == "SUCCEEDED"  # ended, not cancelled
+    assert handle.query("root/+/+/+").to_list()[0] == first
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_a_stopped_channel_tells_its_senders_and_its_reader(tls: bool) -> None:
+    """stop_senders: a connected task sees it before its next piece, a task that connects
+    later at once, and the reader's pieces end (the caller raises: rows are missing)."""
+    from query.driver.channel import RowChannel, TaskSender
+    from query.driver.transport import encode_piece
+
+    class Running:
+        error: BaseException | None = None
+
+        def running(self) -> bool:
+            return True
+
+    channel = RowChannel("127.0.0.1", tls=tls)
+    early = TaskSender(channel.address, channel.token, channel.certificate)
+    early.send(0, *encode_piece([("a",)]))
+    pieces = channel.pieces([0, 1], Running())
+    assert next(pieces) == [("a",)]
+    assert not early.stopped()
+    channel.stop_senders()
+    assert list(pieces) == []
+    late = TaskSender(channel.address, channel.token, channel.certificate)
+    for sender in (early, late):
+        deadline = time.monotonic() + 30  # a guard, not a measure
+        while not sender.stopped() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sender.stopped()
+        sender.send(1, *encode_piece([("dropped",)]))  # the driver still reads, and drops
+        sender.close()
+    channel.close()

@@ -163,6 +163,19 @@ def test_a_client_gone_mid_stream_cancels_the_spark_job(serve_server: object) ->
     assert _until(lambda: _spark_jobs(server) == 0)
 
 
+def test_the_first_chunk_holds_the_head_and_the_first_row(serve_server: object) -> None:
+    """Rows a shard at a time, half a second a row: the answer's first chunk leaves with
+    the first rows in it (not only the head), and the rest come later."""
+    server = _server(serve_server)
+    server.wait_for_spark()
+    params = {"store": "demo", "path": "+/+/+/+", "rops": "sleep=500", "format": "jsonl"}
+    with httpx.stream("GET", server.url + "/query", params=params, timeout=120) as answer:
+        first = next(answer.iter_raw())
+    lines = [json.loads(line) for line in first.decode().splitlines()]
+    assert lines[0]["columns"] and len(lines) >= 2  # the head, then rows
+    assert all(isinstance(line, list) for line in lines[1:])  # not yet the ending
+
+
 def test_a_client_gone_before_the_first_row_cancels_the_spark_job(serve_server: object) -> None:
     server = _server(serve_server)
     server.wait_for_spark()
