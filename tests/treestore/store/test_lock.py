@@ -34,16 +34,19 @@ def _race(store: PageStore, contenders: int = 4) -> list[str]:
     outcomes: list[str] = []
     held = threading.Event()
 
+    def note(outcome: str) -> None:
+        outcomes.append(outcome)
+        if len(outcomes) == contenders:  # every racer has tried: the winner may let go
+            held.set()
+
     def contend() -> None:
         start.wait()
         try:
             with store_lock(page_store_for(store.location), "a racer"):
-                outcomes.append("won")
+                note("won")  # the others may all have been refused already
                 held.wait(120)  # hold it until every other racer has tried (no timing)
         except StoreError as exc:
-            outcomes.append(f"refused: {exc}")
-            if len(outcomes) == contenders:
-                held.set()
+            note(f"refused: {exc}")
 
     threads = [threading.Thread(target=contend) for _ in range(contenders)]
     for thread in threads:
