@@ -194,30 +194,36 @@ def kill_s3_section(spark: object, workdir: Path, rounds: int, seed: int) -> Sec
 
 def _kill_progress(label: str, rounds: int) -> Callable[[int, kills.KillOutcome], None]:
     def progress(i: int, outcome: kills.KillOutcome) -> None:
-        result = "clean" if outcome.clean else f"FAILED: {_why(outcome)}"
+        result = "clean" if outcome.clean else f"FAILED: {outcome.reason()}"
         say(f"{label} {i + 1}/{rounds}: {outcome.point} -> {outcome.phase}: {result}")
 
     return progress
 
 
-def _phase_table(section: Section, title: str, outcomes: list[kills.KillOutcome]) -> None:
-    """Kill trials counted by the phase the load was in."""
+def _phase_table(
+    section: Section,
+    title: str,
+    outcomes: list[kills.KillOutcome],
+    phases: Sequence[str] = kills.PHASES,
+    next_command: str = "re-load",
+) -> None:
+    """Kill trials counted by the phase the command was in."""
     section.lines += [
         f"### {title}",
         "",
         "| phase at the kill | trials | store exact after the kill | check clean after the kill "
-        "| re-load exact | check clean after the re-load |",
+        f"| {next_command}: exact | check clean after it |",
         "|---|---|---|---|---|---|",
     ]
-    for phase in kills.PHASES:
+    for phase in phases:
         got = [o for o in outcomes if o.phase == phase]
         if not got:
             continue
         counts = (
             sum(o.exact_after_kill for o in got),
             sum(not o.check_after_kill for o in got),
-            sum(o.reload_exact for o in got),
-            sum(not o.check_after_reload for o in got),
+            sum(o.next_exact for o in got),
+            sum(not o.check_after_next for o in got),
         )
         cells = " | ".join(_yes(c, len(got)) for c in counts)
         section.lines.append(f"| {phase} | {len(got)} | {cells} |")
@@ -225,18 +231,8 @@ def _phase_table(section: Section, title: str, outcomes: list[kills.KillOutcome]
 
 def _failures(section: Section, outcomes: list[kills.KillOutcome]) -> None:
     failed = [o for o in outcomes if not o.clean]
-    section.lines += [f"- FAILED: {o.point} ({o.phase}): {_why(o)}" for o in failed]
+    section.lines += [f"- FAILED: {o.point} ({o.phase}): {o.reason()}" for o in failed]
     section.clean = not failed
-
-
-def _why(outcome: kills.KillOutcome) -> str:
-    """What went wrong in a kill trial, in one line."""
-    parts = [outcome.ended_badly, outcome.detail]
-    if outcome.check_after_kill:
-        parts.append(f"check after the kill: {outcome.check_after_kill}")
-    if outcome.check_after_reload:
-        parts.append(f"check after the re-load: {outcome.check_after_reload}")
-    return "; ".join(p for p in parts if p)
 
 
 def command_kill_section(
@@ -251,7 +247,7 @@ def command_kill_section(
     of trials by phase."""
     assert scenario is not None
 
-    def progress(i: int, outcome: kill_commands.CommandKillOutcome) -> None:
+    def progress(i: int, outcome: kills.KillOutcome) -> None:
         result = "clean" if outcome.clean else f"FAILED: {outcome.reason()}"
         say(f"kill {kind} {i + 1}/{rounds}: {outcome.point} -> {outcome.phase}: {result}")
 
@@ -267,29 +263,10 @@ def command_kill_section(
         f"| {title} | {len(points)} kill points, random delays (seed {seed}) "
         f"| {_count(rounds, 'trial')} | {_yes(held, rounds)} |"
     )
-    section.lines += [
-        f"### Kills of `{kill_commands.COMMANDS[kind]}` by phase ({rounds} trials, seed {seed})",
-        "",
-        "| phase at the kill | trials | store exact after the kill | check clean after the kill "
-        f"| {NEXT_COMMANDS[kind]}: exact | check clean after it |",
-        "|---|---|---|---|---|---|",
-    ]
-    for phase in kill_commands.PHASES[kind]:
-        got = [o for o in outcomes if o.phase == phase]
-        if not got:
-            continue
-        counts = (
-            sum(o.exact_after_kill for o in got),
-            sum(not o.check_after_kill for o in got),
-            sum(o.next_exact for o in got),
-            sum(not o.check_after_next for o in got),
-        )
-        cells = " | ".join(_yes(c, len(got)) for c in counts)
-        section.lines.append(f"| {phase} | {len(got)} | {cells} |")
+    title = f"Kills of `{kill_commands.COMMANDS[kind]}` by phase ({rounds} trials, seed {seed})"
+    _phase_table(section, title, outcomes, kill_commands.PHASES[kind], NEXT_COMMANDS[kind])
     section.lines += ["", "Kill points: " + "; ".join(p.name for p in points) + "."]
-    section.lines += [
-        f"- FAILED: {o.point} ({o.phase}): {o.reason()}" for o in outcomes if not o.clean
-    ]
+    _failures(section, outcomes)
     return section
 
 

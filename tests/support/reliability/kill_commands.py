@@ -43,7 +43,6 @@ import os
 import random
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from pathlib import Path
 
 from loaders import load_job, run_load
@@ -58,7 +57,7 @@ from tests.support.reliability.command_scenario import (
     gc_files,
     write_follow_b,
 )
-from tests.support.reliability.kills import KillPoint
+from tests.support.reliability.kills import KillOutcome, KillPoint
 from tests.support.reliability.scenario import (
     CliLoad,
     Dump,
@@ -170,45 +169,6 @@ POINTS = {
 """The kill points trial ``i`` of each kind takes in turn (``i`` modulo their number)."""
 
 
-@dataclass(frozen=True)
-class CommandKillOutcome:
-    """One trial's findings."""
-
-    kind: str
-    point: str
-    phase: str
-    exact_after_kill: bool
-    check_after_kill: list[str]
-    next_exact: bool
-    check_after_next: list[str]
-    detail: str = ""
-    ended_badly: str = ""
-    """What the command said if it ended on its own with an error before the kill."""
-
-    @property
-    def clean(self) -> bool:
-        """Whether every check of the trial held."""
-        return (
-            not self.ended_badly
-            and self.exact_after_kill
-            and not self.check_after_kill
-            and self.next_exact
-            and not self.check_after_next
-        )
-
-    def reason(self) -> str:
-        """What did not hold, in one line ('' when the trial is clean)."""
-        parts = [self.ended_badly, self.detail]
-        if self.check_after_kill:
-            parts.append(f"check after the kill: {self.check_after_kill[0]}")
-        if self.check_after_next:
-            parts.append(f"check after the next command: {self.check_after_next[0]}")
-        if self.clean:
-            return ""
-        lines = (" ".join(p.split()) for p in parts if p)  # an error over lines, in one
-        return "; ".join(line if len(line) <= 400 else f"{line[:400]}..." for line in lines)
-
-
 def rounds_from_env(kind: str, default: int = DEFAULT_ROUNDS) -> int:
     """How many trials of ``kind`` to run: its variable (:data:`ROUNDS_VARIABLES`), else
     ``default``."""
@@ -222,8 +182,8 @@ def run_command_kill_rounds(
     folder: Path,
     rounds: int,
     seed: int,
-    on_trial: Callable[[int, CommandKillOutcome], None] | None = None,
-) -> list[CommandKillOutcome]:
+    on_trial: Callable[[int, KillOutcome], None] | None = None,
+) -> list[KillOutcome]:
     """Run ``rounds`` kill trials of ``kind`` (``follow``, ``sweep``, ``gc``), each on its
     own copy of the store; ``on_trial`` hears of each trial as it ends."""
     rng = random.Random(f"{kind}:{seed}")
@@ -307,15 +267,15 @@ def _outcome(
     after_kill: tuple[bool, str, list[str]],
     after_next: tuple[str, list[str]],
     ended_badly: str,
-) -> CommandKillOutcome:
+) -> KillOutcome:
     exact, seen, check_after_kill = after_kill
     said, check_after_next = after_next
     detail = "; ".join(
         p for p in (f"after the kill: {seen}" if seen else "", said) if p
     )  # fmt: skip
-    return CommandKillOutcome(
-        kind, point.name, phase, exact, check_after_kill, not said, check_after_next, detail,
-        ended_badly,
+    return KillOutcome(
+        point.name, phase, exact, check_after_kill, not said, check_after_next, detail,
+        ended_badly, kind,
     )  # fmt: skip
 
 
@@ -327,7 +287,7 @@ _PUBLISHED = re.compile(r"batch \d+: .*, version (\d+),")
 
 def follow_trial(
     spark: object, scenario: CommandScenario, folder: Path, point: KillPoint, rng: random.Random
-) -> CommandKillOutcome:
+) -> KillOutcome:
     """Kill a follower of the version-1 store at ``point``; check, restart it, check."""
     job = scenario.follow_inputs(folder / "inputs")
     store = scenario.base.fresh_store(folder / "store")
@@ -430,7 +390,7 @@ def _results_differ(store: Path, when: str) -> str:
 
 def sweep_trial(
     spark: object, scenario: CommandScenario, folder: Path, point: KillPoint, rng: random.Random
-) -> CommandKillOutcome:
+) -> KillOutcome:
     """Kill a sweep into the version-1 store at ``point``; check, sweep again, check."""
     store = scenario.base.fresh_store(folder / "store")
     marker = folder / "marker"
@@ -497,7 +457,7 @@ def _sweep_phase(store: Path, finished: bool) -> str:
 
 def gc_trial(
     spark: object, scenario: CommandScenario, folder: Path, point: KillPoint, rng: random.Random
-) -> CommandKillOutcome:
+) -> KillOutcome:
     """Kill ``treestore gc --keep 1`` at ``point``; check, gc again, check, load, check."""
     store = scenario.gc_copy(folder / "store")
     marker = folder / "marker"

@@ -96,17 +96,20 @@ KILL_POINTS = (
 
 @dataclass(frozen=True)
 class KillOutcome:
-    """One trial's findings."""
+    """One kill trial's findings (of a load, or of another command: ``kind``)."""
 
     point: str
     phase: str
     exact_after_kill: bool
     check_after_kill: list[str]
-    reload_exact: bool
-    check_after_reload: list[str]
+    next_exact: bool
+    """Whether the next command (a re-load, a restarted follower, the sweep or gc again)
+    ended exact."""
+    check_after_next: list[str]
     detail: str = ""
     ended_badly: str = ""
-    """What the load said if it ended on its own with an error before the kill."""
+    """What the command said if it ended on its own with an error before the kill."""
+    kind: str = "load"
 
     @property
     def clean(self) -> bool:
@@ -115,9 +118,21 @@ class KillOutcome:
             not self.ended_badly
             and self.exact_after_kill
             and not self.check_after_kill
-            and self.reload_exact
-            and not self.check_after_reload
+            and self.next_exact
+            and not self.check_after_next
         )
+
+    def reason(self) -> str:
+        """What did not hold, in one line ('' when the trial is clean)."""
+        parts = [self.ended_badly, self.detail]
+        if self.check_after_kill:
+            parts.append(f"check after the kill: {self.check_after_kill[0]}")
+        if self.check_after_next:
+            parts.append(f"check after the next command: {self.check_after_next[0]}")
+        if self.clean:
+            return ""
+        lines = (" ".join(p.split()) for p in parts if p)  # an error over lines, in one
+        return "; ".join(line if len(line) <= 400 else f"{line[:400]}..." for line in lines)
 
 
 def rounds_from_env(default: int = DEFAULT_ROUNDS) -> int:
