@@ -64,10 +64,10 @@ PIECE_ROWS = 8192
 :data:`_FIRST_CHUNK`, so the first rows leave early)."""
 _FIRST_CHUNK = 64
 _NO_OUTPUT = "done boolean"
+"""The query tasks' Spark output: none (their rows go through the channel)."""
 _RECANCEL_SECONDS = 0.2
 """How often a cancelled query's job is cancelled again until it ends (see
 :meth:`_BackgroundSparkJob.cancel`)."""
-"""The query tasks' Spark output: none (their rows go through the channel)."""
 LOCAL_LIMIT = 20_000
 """A query whose leading name lookups reach at most this many children runs on the driver
 (``TREESTORE_LOCAL_QUERY_LIMIT`` overrides it; -1 sends every query to Spark)."""
@@ -279,7 +279,7 @@ class QueryStore:
         return plan_query(
             request,
             shards=tuple(self.store_version.manifest.trees),
-            tree_of=self._tree,
+            tree_of=self.tree,
             local_limit=self.local_limit,
             version=self.store_version.version,
             location=self.store_version.location,
@@ -313,9 +313,6 @@ class QueryStore:
 
         rows = Rows(produce, plan)
         return rows
-
-    def _tree(self, shard: int) -> ShardTree:
-        return _cached_tree(self.store_version, self._trees, shard)
 
     def tree(self, shard: int, version: StoreVersion | None = None) -> ShardTree:
         """Shard ``shard``'s tree at ``version`` (default: the version this handle reads),

@@ -76,7 +76,7 @@ def test_a_shards_task_runs_as_its_plan_says(demo_store: Path, monkeypatch: Any)
     on_rows = QueryPlan(**{**vars(plan), "path_on_columns": False})
     assert "the path on rows" in str(on_rows)
     shard = plan.shards[-1]
-    expected = [row for piece in shard_output(store._tree(shard), plan) for row in _rows(piece)]
+    expected = [row for piece in shard_output(store.tree(shard), plan) for row in _rows(piece)]
 
     def refuse(self: object, chunks: object) -> Any:
         raise AssertionError("ran on columns")
@@ -84,8 +84,8 @@ def test_a_shards_task_runs_as_its_plan_says(demo_store: Path, monkeypatch: Any)
     monkeypatch.setattr(MergeOp, "run_columns", refuse)
     monkeypatch.setattr(SortOp, "run_columns", refuse)
     with pytest.raises(AssertionError, match="ran on columns"):
-        list(shard_output(store._tree(shard), plan))
-    pieces = list(shard_output(store._tree(shard), on_rows))
+        list(shard_output(store.tree(shard), plan))
+    pieces = list(shard_output(store.tree(shard), on_rows))
     assert all(isinstance(piece, list) for piece in pieces)
     assert [row for piece in pieces for row in piece] == expected
 
