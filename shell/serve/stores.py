@@ -93,7 +93,8 @@ class ServedStore:
         thread."""
         number = current_version(self.pages)
         if number != self.handle.version:
-            self.handle = QueryStore(open_version(self.pages), session_factory=starter.session)
+            version = open_version(self.pages, number)  # CURRENT read once, above
+            self.handle = QueryStore(version, session_factory=starter.session)
         return self.handle
 
 
