@@ -39,6 +39,7 @@ FIXTURE_MARKS = {
     "s3_server": ("s3",),
     "browser": ("browser",),
     "serve_server": ("spark",),
+    "connect_server": ("spark", "connect"),
 }
 """The markers a test gets for the fixtures it uses (directly or through others)."""
 
@@ -135,6 +136,25 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A Spark Connect server on loopback (``local[2]``, the project's Python for its
+    workers) for the whole run, started from the pyspark install and stopped by pid at
+    the end. Clients talk to it from processes of their own (see
+    :mod:`tests.support.connect_server`)."""
+    from tests.support.connect_server import start_connect_server
+
+    ensure_archive(JVM_ARCHIVE)
+    try:
+        server = start_connect_server(tmp_path_factory.mktemp("connect-server"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,7 @@ __all__ = [
     "check_master",
     "failure_line",
     "get_session",
+    "is_connect",
     "note_interrupts",
     "spark_errors",
     "verbose",
@@ -45,6 +46,13 @@ DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "TREESTORE_SPARK_MASTER"
 VERBOSE_ENV = "TREESTORE_VERBOSE"
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def is_connect(spark: object) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``SparkSession.builder.remote(...)``):
+    it has no ``sparkContext``, no RDDs and no JVM gateway in this process, and its
+    executors may not reach this process."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def check_java() -> int:
