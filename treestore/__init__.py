@@ -6,6 +6,8 @@ The public entry points::
     store = treestore.open("DIR")            # read-only, one consistent version
     rows = store.query("root/+:nodes>1/+/+", rops="...", ops="...")
     rows.to_arrow(); rows.to_pandas()
+    rows.to_spark(spark)                    # the same rows as a Spark DataFrame
+    treestore.register(spark)               # spark.read.format("treestore")...load("DIR")
     remote = treestore.connect("http://127.0.0.1:8040")   # a running `treestore serve`
 
 Lives here: the facade (``open``), the exception tree (``errors``), settings, the
@@ -14,7 +16,8 @@ Spark session, sharding, data attachments and failpoints; the paged engine is in
 
 May import: nothing. Named exceptions: the fixed API hangs a query-layer method
 on ``treestore.open``, so :func:`open` imports ``query.driver.runner`` when it is
-called, and :func:`connect` imports ``query.remote.client``. Nothing in ``query``
+called, :func:`connect` imports ``query.remote.client`` and :func:`register`
+``query.driver.spark_source``. Nothing in ``query``
 imports this facade, so that makes no cycle (``tests/test_architecture.py``).
 """
 
@@ -55,6 +58,7 @@ __all__ = [
     "TreestoreError",
     "connect",
     "open",
+    "register",
 ]
 
 __version__ = "0.1.0"
@@ -86,3 +90,17 @@ def connect(url: str, store: str | None = None, token: str | None = None) -> Rem
     from query.remote.client import connect as connect_remote
 
     return connect_remote(url, store, token)
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``spark.read.format("treestore")`` known to ``spark`` (a classic or a Spark
+    Connect session): a query's rows as a DataFrame, read in Spark's tasks::
+
+        spark.read.format("treestore").option("query", "root/+/+:+hits").load("DIR")
+
+    Options: ``query`` (the path), ``rops``, ``version``, ``partitions``; see
+    :mod:`query.driver.spark_source`. ``rows.to_spark(spark)`` registers it itself.
+    """
+    from query.driver.spark_source import register as register_source
+
+    register_source(spark)

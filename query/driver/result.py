@@ -25,10 +25,11 @@ from query.ops.columns import (
     run_on_columns,
 )
 from query.ops.compiler import OpsPipeline
-from treestore.errors import OpError
+from treestore.errors import OpError, StoreError
 
 if TYPE_CHECKING:
     import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["Piece", "Rows"]
 
@@ -116,8 +117,14 @@ class Rows:
     before the end cancels the Spark job still running.
     """
 
-    def __init__(self, produce: Callable[[], Iterator[Piece]], plan: QueryPlan) -> None:
+    def __init__(
+        self,
+        produce: Callable[[], Iterator[Piece]],
+        plan: QueryPlan,
+        to_frame: Callable[[SparkSession, QueryPlan], DataFrame] | None = None,
+    ) -> None:
         self._produce = produce
+        self._to_frame = to_frame
         self.plan = plan
         """The query's plan (see :mod:`query.driver.plan`); ``print(rows.plan)`` says it."""
         self._driver = plan.ops.pipeline
@@ -290,6 +297,17 @@ class Rows:
         names = self.column_names()
         types = [pa.type_for_alias(self.types.get(name, "string")) for name in names]
         return pa.table([pa.array([], t) for t in types], names=names)
+
+    def to_spark(self, spark: SparkSession) -> DataFrame:
+        """The same rows as a Spark DataFrame on ``spark`` (a classic or a Spark Connect
+        session), read by the ``treestore`` DataFrame source in Spark's tasks at this
+        query's version: the path and rops run there, so a query with driver-side ops is
+        refused (the DataFrame's own operations take their place). Columns are named as
+        :meth:`column_names` says and typed as the source's schema says (see
+        :mod:`query.driver.frame_schema`). Nothing is read here."""
+        if self._to_frame is None:
+            raise StoreError("these rows come from no store: there is no DataFrame to read")
+        return self._to_frame(spark, self.plan)
 
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a pandas DataFrame (see :meth:`to_arrow` for the column types)."""

@@ -29,25 +29,21 @@ import pyarrow as pa
 
 from query.driver.channel import RowChannel, TaskSender
 from query.driver.channel_tls import SECURITY_SETTINGS, tls_reason
+from query.driver.connect_pieces import connect_pieces
 from query.driver.plan import LOCAL_LIMIT_SETTING, QueryPlan, QueryRequest, plan_query
 from query.driver.result import Piece, Rows
+from query.driver.shard_output import PIECE_ROWS, cached_tree, shard_output, shard_rows
 from query.driver.transport import ERROR, encode_error, encode_piece
-from query.ops import Value
-from query.ops.columns import Chunk, rows_of, run_on_columns
-from query.ops.compiler import OpsPipeline
-from query.syntax.ast import Path
-from query.walk.column_engine import run_path_columns
-from query.walk.row_walker import run_path
 from treestore.errors import StoreError, TreestoreError
 from treestore.failpoints import failpoint
 from treestore.settings import env_number
-from treestore.spark import check_executors_python, spark_errors
+from treestore.spark import check_executors_python, is_connect, spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState, ShardTree
 from treestore.store.versions import StoreVersion, current_version, open_version
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "QueryPlan",
@@ -59,10 +55,6 @@ __all__ = [
     "shard_rows",
 ]
 
-PIECE_ROWS = 8192
-"""The most rows a shard sends in one piece (a task's pieces grow to it from
-:data:`_FIRST_CHUNK`, so the first rows leave early)."""
-_FIRST_CHUNK = 64
 _NO_OUTPUT = "done boolean"
 """The query tasks' Spark output: none (their rows go through the channel)."""
 _RECANCEL_SECONDS = 0.2
@@ -71,32 +63,6 @@ _RECANCEL_SECONDS = 0.2
 LOCAL_LIMIT = 20_000
 """A query whose leading name lookups reach at most this many children runs on the driver
 (``TREESTORE_LOCAL_QUERY_LIMIT`` overrides it; -1 sends every query to Spark)."""
-
-
-def shard_rows(tree: ShardTree, path: Path, rops: OpsPipeline) -> Iterator[tuple[Value, ...]]:
-    """The rows of one shard: ``path`` over its tree, then ``rops``."""
-    return rops.run(run_path(tree, path))
-
-
-def shard_output(tree: ShardTree, plan: QueryPlan) -> Iterator[Chunk | list[Any]]:
-    """One shard's rows for a scan, as ``plan`` says: column chunks while the path and the
-    leading rops run on columns (see :mod:`query.walk.column_engine`; they may be coded,
-    see :mod:`query.ops.columns`), else lists of rows that grow from :data:`_FIRST_CHUNK`
-    to :data:`PIECE_ROWS` (so the first rows leave early)."""
-    rows: Iterable[tuple[Value, ...]]
-    if plan.path_on_columns:
-        chunks = run_on_columns(plan.rops.on_columns, run_path_columns(tree, plan.path))
-        if not plan.rops.on_rows:
-            yield from chunks
-            return
-        rows = plan.rops.on_rows.run(rows_of(chunks))  # type: ignore[arg-type]
-    else:
-        rows = shard_rows(tree, plan.path, plan.rops.pipeline)
-    size = _FIRST_CHUNK
-    iterator = iter(rows)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
-        size = min(size * 4, PIECE_ROWS)
 
 
 def _shard_task(
@@ -309,9 +275,12 @@ class QueryStore:
                 self.last_run = "local"
                 return self._local_pieces(plan, version, trees)
             self.last_run = "spark"
+            spark = self._session()
+            if is_connect(spark):
+                return connect_pieces(spark, plan, version, rows)
             return self._shard_pieces(plan, version, rows)
 
-        rows = Rows(produce, plan)
+        rows = Rows(produce, plan, to_frame=_frame_of_plan)
         return rows
 
     def tree(self, shard: int, version: StoreVersion | None = None) -> ShardTree:
@@ -319,14 +288,14 @@ class QueryStore:
         opened once and kept while the handle reads that version. A caller that reads
         several shards as one version takes :attr:`store_version` once and passes it (a
         :meth:`refresh` in another thread may move the handle on meanwhile)."""
-        return _cached_tree(version or self.store_version, self._trees, shard)
+        return cached_tree(version or self.store_version, self._trees, shard)
 
     def _local_pieces(
         self, plan: QueryPlan, version: StoreVersion, trees: dict[int, ShardTree]
     ) -> Iterator[Piece]:
         """The shards' rows, computed on the driver, in shard order."""
         for shard in plan.shards:
-            tree = _cached_tree(version, trees, shard)
+            tree = cached_tree(version, trees, shard)
             rows = shard_rows(tree, plan.path, plan.rops.pipeline)
             while piece := list(itertools.islice(rows, PIECE_ROWS)):
                 yield piece
@@ -412,13 +381,11 @@ def _stop_soon(channel: RowChannel, spark_job: _BackgroundSparkJob) -> None:
     timer.start()
 
 
-def _cached_tree(version: StoreVersion, trees: dict[int, ShardTree], shard: int) -> ShardTree:
-    """Shard ``shard``'s tree at ``version``, kept in ``trees`` (that version's cache)."""
-    state = version.manifest.trees[shard]
-    tree = trees.get(shard)
-    if tree is None or tree.state is not state:  # another version's (a refresh raced)
-        tree = trees[shard] = ShardTree(version.pages, state, shard=shard, owner=version.owner)
-    return tree
+def _frame_of_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
+    """The DataFrame of a planned query (the source imports pyspark: loaded when used)."""
+    from query.driver.spark_source import frame_of_plan
+
+    return frame_of_plan(spark, plan)
 
 
 def open_store(

@@ -233,19 +233,36 @@ class Path:
         for an attachment's value (its type depends on the attachment)."""
         return tuple(kind for _, kind in self._columns())
 
+    def name_columns(self) -> dict[str, int]:
+        """The columns that show an element's node names, by column name (as
+        :meth:`labels` names them): the element's index in :attr:`elements`."""
+        owners = [owner for _, _, owner in self._owned_columns()]
+        return {
+            label: owner
+            for label, owner in zip(self.labels(), owners, strict=True)
+            if owner is not None
+        }
+
     def _columns(self) -> list[tuple[str, str | None]]:
-        columns: list[tuple[str, str | None]] = []
-        for element in self.elements:
+        return [(name, kind) for name, kind, _ in self._owned_columns()]
+
+    def _owned_columns(self) -> list[tuple[str, str | None, int | None]]:
+        """Each shown column: its name, its type, and the index of the element whose node
+        names it shows (``None`` for a property's or an attachment's column)."""
+        columns: list[tuple[str, str | None, int | None]] = []
+        for index, element in enumerate(self.elements):
             if element.show:
-                columns.append((element.label or _element_name(element), "string"))
+                columns.append((element.label or _element_name(element), "string", index))
             for prop in element.properties:
                 if prop.show:
-                    columns.append((prop.label or prop.name, "int64"))
+                    columns.append((prop.label or prop.name, "int64", None))
             for data_field in element.fields:
                 if data_field.show and data_field.keys:
-                    columns.extend((f"{data_field.name}.{key}", None) for key in data_field.keys)
+                    columns.extend(
+                        (f"{data_field.name}.{key}", None, None) for key in data_field.keys
+                    )
                 elif data_field.show:
-                    columns.append((data_field.name, None))
+                    columns.append((data_field.name, None, None))
         return columns
 
 
