@@ -37,7 +37,7 @@ def push_filters(path: Path, filters: Iterable[Filter]) -> tuple[Path | None, li
     left: list[Filter] = []
     for item in filters:
         names = _names_of(item, (EqualTo, EqualNullSafe), In)
-        attribute = getattr(item, "attribute", ())
+        attribute: tuple[str, ...] = getattr(item, "attribute", ())
         index = columns.get(attribute[0]) if len(attribute) == 1 else None
         if names is None or index is None or not _narrowable(path.elements[index]):
             left.append(item)

@@ -6,10 +6,14 @@ plan where it knows them: names ``string``, hits and node counts ``bigint``, and
 column's type when the path and all the rops run on columns. A column it cannot type
 ahead (an attachment's value, a rop that runs on rows) is typed from the query's first
 rows on the driver (at most :data:`PROBE_ROWS` rows of the first :data:`PROBE_SHARDS`
-shards): whole numbers ``bigint``, numbers ``double``, anything else ``string`` (also
-a column with no value in those rows). A reader given a schema by its caller
-(``spark.read.format("treestore").schema("...")``) uses that one instead, column by
-column in order.
+shards): numbers ``double`` (a ``sum`` of whole numbers in the first rows may hold
+fractions later; a count or a time is exact in a double up to 2**53), except a column
+the path types ``bigint`` whose values stay whole numbers through the rops; anything
+else ``string`` (also a column with no value in those rows). A later value that does
+not fit stops the read, naming the column and the way out: a schema. A reader given a
+schema by its caller (``spark.read.format("treestore").schema("...")``) uses that one
+instead, column by column in order (text cast as Arrow casts it: ``"12345"`` reads as
+a ``bigint``).
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ def frame_schema(plan: QueryPlan, trees: Iterable[ShardTree]) -> StructType:
     types = _planned_types(plan, names)
     unknown = [i for i, kind in enumerate(types) if kind is None]
     if unknown:
-        found = _probed_types(plan, trees, unknown)
+        whole = {i for i in unknown if plan.types.get(names[i]) == "int64"}
+        found = _probed_types(plan, trees, unknown, whole)
         types = [found.get(i, pa.string()) if t is None else t for i, t in enumerate(types)]
     return StructType(
         [
@@ -87,10 +92,11 @@ def _planned_types(plan: QueryPlan, names: list[str]) -> list[pa.DataType | None
 
 
 def _probed_types(
-    plan: QueryPlan, trees: Iterable[ShardTree], columns: list[int]
+    plan: QueryPlan, trees: Iterable[ShardTree], columns: list[int], whole: set[int]
 ) -> dict[int, pa.DataType]:
     """The types of ``columns`` as the query's first rows show them (a column without a
-    value in those rows is absent)."""
+    value in those rows is absent); numbers are ``double``, but ``bigint`` in the columns
+    of ``whole`` (typed so by the path) while they hold only whole numbers."""
     kinds: dict[int, set[type]] = {i: set() for i in columns}
     left = PROBE_ROWS
     for tree in itertools.islice(trees, PROBE_SHARDS):
@@ -105,7 +111,7 @@ def _probed_types(
     for i, seen in kinds.items():
         if not seen:
             continue
-        if seen <= {int}:
+        if seen <= {int} and i in whole:
             found[i] = pa.int64()
         elif seen <= {int, float}:
             found[i] = pa.float64()

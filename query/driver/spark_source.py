@@ -163,7 +163,7 @@ class TreestoreReader(DataSourceReader):
 
     def __init__(self, options: _Options, schema: StructType) -> None:
         version = options.open()
-        self.location = version.location
+        self.pages = version.pages  # carries the object store settings of where it opened
         self.version = version.version
         self.request = options.request
         self.wanted_partitions = options.partitions
@@ -177,7 +177,7 @@ class TreestoreReader(DataSourceReader):
         if self.path_text is None:
             return None
         if self._plan is None:
-            version = open_version(self.location, self.version)
+            version = open_version(self.pages, self.version)
             request = QueryRequest(self.path_text, self.request.rops)
             self._plan = _frame_plan(version, request)
         return self._plan
@@ -203,7 +203,7 @@ class TreestoreReader(DataSourceReader):
         plan = self.plan()
         if plan is None or partition.value is None:
             return
-        version = open_version(self.location, self.version)
+        version = open_version(self.pages, self.version)
         trees: dict[int, ShardTree] = {}
         for shard in partition.value:
             for piece in shard_output(cached_tree(version, trees, shard), plan):
