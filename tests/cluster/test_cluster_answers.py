@@ -17,7 +17,7 @@ import pytest
 
 import treestore
 from shell.demo import DEMO_OPS, DEMO_PATH
-from tests.support.cluster_scenario import run_scenario
+from tests.support.cluster_scenario import QUERIES, run_scenario
 from tests.support.spark_cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,8 @@ def test_every_feature_gives_the_local_answers_on_the_cluster_and_s3(
     spark: Any, spark_cluster: Cluster, s3_bucket: str, tmp_path: Path
 ) -> None:
     """Loads (incremental, dedup, pending), queries (rows, Arrow, pandas, one Spark job
-    each), both sweep plans, info, check and gc: the same answers, compared whole, from
+    each; DataFrames read by the store's source, and one joined with a table), both
+    sweep plans, info, check and gc: the same answers, compared whole, from
     local folders on local[*] and from inputs and stores on the S3 server on the cluster
     (whose workers have no AWS settings of their own: the tasks carry the driver's).
 
@@ -93,6 +94,9 @@ def test_every_feature_gives_the_local_answers_on_the_cluster_and_s3(
         assert not command_said["published"]
     assert [r["command"] for r in refused] == ["load", "sweep"]
     assert all(q["jobs"] == 1 for q in on_cluster["demo"]["queries"].values())
+    frames = on_cluster["demo"]["frames"]  # DataFrames read from the store on S3 by the tasks
+    assert all(frames[path]["equal"] and frames[path]["rows"] for path, _ in QUERIES)
+    assert frames["join"] and all(len(row) == 4 for row in frames["join"])
 
 
 def _cli(cluster: Cluster, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

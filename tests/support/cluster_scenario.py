@@ -1,8 +1,8 @@
 """Everything treestore does, run on one SparkSession, its answers as plain data.
 
-:func:`run_scenario` loads, queries, dedups, keeps pending records, sweeps with both
-plans, and reads the store's info, check and gc; the cluster tests run it once on the
-local session and once in a driver of the standalone cluster (``python -m
+:func:`run_scenario` loads, queries (also as DataFrames), dedups, keeps pending records,
+sweeps with both plans, and reads the store's info, check and gc; the cluster tests run
+it once on the local session and once in a driver of the standalone cluster (``python -m
 tests.support.cluster_scenario``, with a SparkSession built there the way a user builds one),
 and compare the two answers whole. Inputs and stores live under the locations given
 (a folder or an ``s3://`` URI); the job files are written to ``work``, which the
@@ -31,7 +31,7 @@ from treestore.storage.pagestore import page_store_for
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import check_store, collect_garbage
 
-__all__ = ["run_scenario"]
+__all__ = ["frame_answers", "run_scenario"]
 
 QUERIES = [
     (DEMO_PATH, DEMO_OPS),
@@ -113,7 +113,29 @@ def _demo(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
     _put(inputs, "demo/mapping/mapping-0002.tsv", "TIME\tUID\tPUID\n1\t67890\tnew\n")
     second = _report(run_load(spark, load_job(work / "demo.json"), store))
     after = _answers(spark, store, every_form=False)
-    return {"first": first, "queries": before, "second": second, "after": after}
+    frames = frame_answers(spark, store)
+    return {"first": first, "queries": before, "second": second, "after": after, "frames": frames}
+
+
+def frame_answers(spark: Any, store: str) -> dict[str, Any]:
+    """Every query of :data:`QUERIES` read as a DataFrame (``Rows.to_spark``, the source's
+    tasks), its rows sorted, and whether they equal the query's rows; and the first
+    query's DataFrame joined with a Spark table of some of its keys."""
+    handle = open_store(store, spark=spark)
+
+    def ordered(rows: Any) -> list[list[Any]]:
+        return sorted((list(row) for row in rows), key=repr)
+
+    found: dict[str, Any] = {}
+    for path, rops in QUERIES:
+        frame = handle.query(path, rops=rops).to_spark(spark)
+        rows = ordered(frame.collect())
+        expected = ordered(handle.query(path, rops=rops).to_list())
+        found[path] = {"columns": frame.columns, "rows": rows, "equal": rows == expected}
+    table = spark.createDataFrame([("12345", "x"), ("67890", "y")], "name string, tag string")
+    joined = handle.query("root/+/+:+hits").to_spark(spark).join(table, "name")
+    found["join"] = ordered(joined.collect())
+    return _plain(found)
 
 
 def _dedup(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
