@@ -107,6 +107,8 @@ def connect_pieces(
             finally:
                 spark.removeTag(tag)
             while row is not None:
+                if rows is not None and rows.cancelled:  # also one cancelled before its job
+                    raise StoreError("The query was stopped before all its rows came.")
                 yield decode_piece(row.kind, bytes(row.payload))  # type: ignore[attr-defined]
                 row = next(stream, None)
         finished = True
