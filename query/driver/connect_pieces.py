@@ -10,6 +10,11 @@ becomes one result row ``(shard, kind, payload)``. The client reads the rows wit
 shard order and each is decoded as the channel's are: the driver's ops, ``Rows`` and
 every output format see the same pieces either way.
 
+A task's rows reach the client only when the task ends, so the client walks the first
+shard itself while the job runs the others (it reads the store already, to plan the
+query): the first rows come as soon as on a classic session. The job's rows are pulled
+in a thread into a bounded queue meanwhile.
+
 The query's job carries a tag of its own (``spark.addTag``): closing the rows early or
 :meth:`Rows.cancel` interrupts it (``spark.interruptTag``).
 """
@@ -17,6 +22,8 @@ The query's job carries a tag of its own (``spark.addTag``): closing the rows ea
 from __future__ import annotations
 
 import contextlib
+import queue
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
@@ -25,8 +32,8 @@ import pyarrow as pa
 
 from query.driver.plan import QueryPlan
 from query.driver.result import Piece, Rows
-from query.driver.shard_output import shard_output
-from query.driver.transport import ERROR, decode_piece, encode_error, encode_piece
+from query.driver.shard_output import cached_tree, shard_output
+from query.driver.transport import ERROR, as_piece, decode_piece, encode_error, encode_piece
 from treestore.errors import StoreError, TreestoreError
 from treestore.failpoints import failpoint
 from treestore.spark import spark_errors
@@ -35,7 +42,7 @@ from treestore.storage.tree import ShardState, ShardTree
 from treestore.store.versions import StoreVersion
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["MAX_PARTITIONS", "RESULT_SCHEMA", "connect_pieces"]
 
@@ -44,6 +51,9 @@ RESULT_SCHEMA = "shard int, kind int, payload binary"
 MAX_PARTITIONS = 64
 """The most tasks a query starts: a task per shard up to this many (a task's result
 reaches the client once the task ends, so smaller tasks bring the first rows sooner)."""
+_QUEUED = 64
+"""Result rows (pieces) the pulling thread keeps ahead of the reader."""
+_END = object()
 _ARROW_SCHEMA = pa.schema([("shard", pa.int32()), ("kind", pa.int32()), ("payload", pa.binary())])
 
 
@@ -74,22 +84,85 @@ def _piece_row(shard: int, kind: int, payload: bytes) -> pa.RecordBatch:
     )
 
 
+class _ResultStream:
+    """The Spark job's result rows, pulled in a thread of their own into a bounded queue
+    (so the client can walk the first shard meanwhile); the job carries ``tag``."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        frame: DataFrame,
+        task: Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+        tag: str,
+    ) -> None:
+        from pyspark import InheritableThread
+
+        self.queue: queue.Queue[object] = queue.Queue(maxsize=_QUEUED)
+        self._stopping = threading.Event()
+
+        def pull() -> None:
+            stream: Iterator[object] = iter(())
+            try:
+                spark.addTag(tag)  # the tag of the operations this thread starts
+                try:
+                    stream = iter(frame.mapInArrow(task, RESULT_SCHEMA).toLocalIterator())  # type: ignore[arg-type]
+                    for row in stream:
+                        if not self._put(row):
+                            return
+                finally:
+                    spark.removeTag(tag)
+                self._put(_END)
+            except BaseException as exc:  # raised where the rows are read
+                self._put(exc)
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):  # a session already stopped
+                        close()
+
+        self.thread = InheritableThread(
+            target=pull, daemon=True, name="treestore-connect-rows", session=spark
+        )
+        self.thread.start()
+
+    def _put(self, item: object) -> bool:
+        """Queue ``item`` unless the reader stopped; whether it was queued."""
+        while not self._stopping.is_set():
+            with contextlib.suppress(queue.Full):
+                self.queue.put(item, timeout=0.2)
+                return True
+        return False
+
+    def rows(self) -> Iterator[object]:
+        """The result rows in order (an error of the job raised here)."""
+        while (item := self.queue.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def stop(self) -> None:
+        """Stop pulling (the caller interrupts the job)."""
+        self._stopping.set()
+
+
 def connect_pieces(
     spark: SparkSession, plan: QueryPlan, version: StoreVersion, rows: Rows | None = None
 ) -> Iterator[Piece]:
-    """The pieces of ``plan``'s shards, in shard order, from one Spark job on the Connect
-    session ``spark`` (a generator: closing it early interrupts the job)."""
+    """The pieces of ``plan``'s shards, in shard order, on the Connect session ``spark``: the
+    first shard walked here, as the job's tasks would (a task's rows reach the client only
+    once it ends: this brings the first rows as soon as a classic session does), the
+    others from one Spark job (a generator: closing it early interrupts the job)."""
     from pyspark.sql import functions as F
 
-    states = {s: version.manifest.trees[s] for s in plan.shards}
-    if not states:
-        return
     shards = list(plan.shards)
+    if not shards:
+        return
+    here, remote = (shards[:1], shards[1:]) if len(shards) > 1 else ([], shards)
+    states = {s: version.manifest.trees[s] for s in remote}
     shard_of_partition = F.element_at(
-        F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int")
+        F.array(*[F.lit(s) for s in remote]), (F.col("id") + 1).cast("int")
     )
-    partitions = min(len(shards), MAX_PARTITIONS)
-    frame = spark.range(0, len(shards), 1, partitions).select(
+    frame = spark.range(0, len(remote), 1, min(len(remote), MAX_PARTITIONS)).select(
         shard_of_partition.cast("int").alias("shard")
     )
     task = _result_task(version.pages, states, plan, version.owner)
@@ -97,28 +170,28 @@ def connect_pieces(
     if rows is not None:
         rows.on_cancel(lambda: _interrupt(spark, tag))
     finished = False
-    stream: Iterator[object] = iter(())
+    stream = _ResultStream(spark, frame, task, tag)
     try:
         with spark_errors(StoreError, "The query's Spark job"):
-            spark.addTag(tag)
-            try:
-                stream = iter(frame.mapInArrow(task, RESULT_SCHEMA).toLocalIterator())
-                row = next(stream, None)  # the job starts here, with the tag
-            finally:
-                spark.removeTag(tag)
-            while row is not None:
-                if rows is not None and rows.cancelled:  # also one cancelled before its job
-                    raise StoreError("The query was stopped before all its rows came.")
+            trees: dict[int, ShardTree] = {}
+            for shard in here:
+                for output in shard_output(cached_tree(version, trees, shard), plan):
+                    _check_cancel(rows)
+                    yield as_piece(output)
+            for row in stream.rows():
+                _check_cancel(rows)
                 yield decode_piece(row.kind, bytes(row.payload))  # type: ignore[attr-defined]
-                row = next(stream, None)
         finished = True
     finally:
+        stream.stop()
         if not finished:
             _interrupt(spark, tag)
-        close = getattr(stream, "close", None)
-        if close is not None:
-            with contextlib.suppress(Exception):  # a session already stopped
-                close()
+
+
+def _check_cancel(rows: Rows | None) -> None:
+    """Stop a query cancelled (also one cancelled before its job started)."""
+    if rows is not None and rows.cancelled:
+        raise StoreError("The query was stopped before all its rows came.")
 
 
 def _interrupt(spark: SparkSession, tag: str) -> None:

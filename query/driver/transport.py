@@ -20,6 +20,7 @@ __all__ = [
     "COLUMNS",
     "ERROR",
     "ROWS",
+    "as_piece",
     "decode_piece",
     "encode_error",
     "encode_piece",
@@ -71,6 +72,17 @@ def _raise_error(payload: bytes) -> None:
             hint=positioned["hint"],
         )
     raise kind(error.get("message") or (positioned and positioned["reason"]) or "")
+
+
+def as_piece(output: Chunk | list[Any]) -> Piece:
+    """A shard's output chunk as the piece :func:`decode_piece` would give for it, without
+    encoding it (a shard read where its rows are wanted)."""
+    if isinstance(output, list):
+        return list(map(tuple, output))
+    count, columns = output
+    if not columns:
+        return [()] * count
+    return pa.RecordBatch.from_arrays(columns, [f"c{i}" for i in range(len(columns))])
 
 
 def encode_piece(output: Chunk | list[Any], compress: bool = True) -> tuple[int, bytes]:
