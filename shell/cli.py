@@ -187,9 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
             "treestore query store 'root/+:+hits' --format table",
             "treestore query store 'root/+:nodes>1/+/+' --rops 'str=c1,v=,cat,c2,cat,v2,set;"
             "merge=kij'",
-            "treestore query store 'root/+/+' --ops 'merge=ki' --format json",
-            "treestore query store 'root/+/+/+:+hits' --out results.parquet",
-            "treestore query s3://bucket/store 'root/+/+' --out s3://bucket/results/ --replace",
+            "treestore query store 'root/+/+' --ops 'merge=ki' --out results.parquet",
         ],
     )
     query.add_argument("store", metavar="DIR", help="the store folder")
@@ -208,9 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument(
         "--out",
         metavar="FILE",
-        help="write the rows as Parquet instead of printing them: a .parquet file, or a "
-        "folder of part files (an existing local folder, a path ending in /, or a URI such "
-        "as s3://bucket/results/); an existing one needs --replace",
+        help="write the rows as Parquet instead of printing them: a .parquet file, else a "
+        "folder of part files (an existing folder, a path ending in /, or a URI such as "
+        "s3://bucket/results/); what is there needs --replace",
     )
     query.add_argument(
         "--replace", action="store_true", help="with --out: replace the file or part files there"

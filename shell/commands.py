@@ -136,7 +136,8 @@ def command_query(
     rows = handle.run(plan)
     if parquet is not None:
         written = rows.to_parquet(parquet, overwrite=replace)
-        parts = f", {len(written.files)} part file(s)" if written.folder else ""
+        count = len(written.files)
+        parts = f", {count} part file{'' if count == 1 else 's'}" if written.folder else ""
         print(
             f"wrote {written.rows:,} rows to {parquet} ({written.columns} columns{parts})",
             file=out,

@@ -277,6 +277,8 @@ class _Files:
         table = pa.Table.from_batches(self._held, self.schema)
         with self._writing():
             self._open.writer.write_table(table, row_group_size=table.num_rows)
+            if self.target.is_local:
+                self._open.sink.flush()  # the row group in the file, not in Python's buffer
         self._part_rows += self._held_rows
         self.rows += self._held_rows
         self._held, self._held_rows, self._held_bytes = [], 0, 0
