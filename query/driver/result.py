@@ -337,8 +337,8 @@ class Rows:
 
         Memory: when the batches' types are known before any row (the shards send typed
         columns and every driver op, if any, runs on columns: ``pieces typed columns`` in
-        the plan), the rows are written as they arrive, a row group at a time (about 1M
-        rows or 64 MiB held at most), cast to the types the plan gives (a whole-number
+        the plan), the rows are written as they arrive, a row group at a time (at most
+        262,144 rows or 32 MiB held), cast to the types the plan gives (a whole-number
         column is ``int64`` even when it holds only nulls, which :meth:`to_arrow` would
         make ``string``). When the types come from the values (rops or driver ops on
         rows, attachments), the result is first built whole by :meth:`to_arrow` (held in
