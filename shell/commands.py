@@ -132,7 +132,9 @@ def command_query(
     if parquet is not None:
         from query.driver.parquet_out import parquet_target
 
-        parquet_target(parquet, overwrite=replace, option="--replace")  # before Spark starts
+        target = parquet_target(parquet, overwrite=replace, option="--replace")
+        if plan.location is not None:
+            target.check_outside(plan.location)  # both before Spark starts
     rows = handle.run(plan)
     if parquet is not None:
         written = rows.to_parquet(parquet, overwrite=replace)

@@ -108,6 +108,15 @@ class ParquetTarget:
         """Whether files are written under temporary names and renamed into place."""
         return self.filesystem.type_name in _RENAMING
 
+    def check_outside(self, store: str) -> None:
+        """Refuse a target in the folder of ``store`` (a store's location): its files are
+        the store's to name and collect."""
+        here, there = self.prefix + self.path, store.rstrip("/")
+        if here == there or here.startswith(there + "/"):
+            raise OutputError(
+                f"{self.location} is inside the store {store}: write the results elsewhere."
+            )
+
 
 def parquet_target(
     location: str | os.PathLike[str], *, overwrite: bool = False, option: str = "overwrite=True"

@@ -328,23 +328,28 @@ class Rows:
         existing folder, **a folder of part files** (``s3://bucket/results/``: files
         ``part-00000.parquet``, ..., at most ``rows_per_part`` rows each). A file already
         there, or part files already in the folder, are replaced only with
-        ``overwrite=True``; otherwise an :class:`~treestore.errors.OutputError`, raised
-        before the query runs. Files are written under hidden temporary names and renamed
-        into place once the last row is written (on an object store each part appears
-        whole when its upload completes): a write that fails or is cancelled leaves
-        nothing under the final names and removes its temporary files (see
-        :mod:`query.driver.parquet_out`).
+        ``overwrite=True``. What is in the way (those without ``overwrite``, a place under
+        a file or inside the store's folder) raises
+        :class:`~treestore.errors.OutputError` before the query runs.
 
-        Memory: when the batches' types are known before any row (the shards send typed
-        columns and every driver op, if any, runs on columns: ``pieces typed columns`` in
-        the plan), the rows are written as they arrive, a row group at a time (at most
+        Files are written under hidden temporary names and renamed into place once the
+        last row is written (on an object store each part appears whole when its upload
+        completes): a write that fails or is cancelled leaves nothing under the final
+        names and removes its temporary files (see :mod:`query.driver.parquet_out`); the
+        query's Spark job is cancelled then.
+
+        Memory: when the batches' types are known before any row (``plan.piece_types`` is
+        set: the path and rops run on columns, and every driver op, if any, runs on
+        columns too), the rows are written as they arrive, a row group at a time (at most
         262,144 rows or 32 MiB held), cast to the types the plan gives (a whole-number
         column is ``int64`` even when it holds only nulls, which :meth:`to_arrow` would
         make ``string``). When the types come from the values (rops or driver ops on
         rows, attachments), the result is first built whole by :meth:`to_arrow` (held in
-        memory), then written. The query's Spark job is cancelled if the write fails.
+        memory), then written.
         """
         target = parquet_target(path, overwrite=overwrite)
+        if self.plan.location is not None:
+            target.check_outside(self.plan.location)
         types = self.plan.ops.output_types() if self.plan.piece_types is not None else None
         try:
             if types is None:

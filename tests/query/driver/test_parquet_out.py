@@ -181,6 +181,8 @@ def test_a_place_that_cannot_be_written_is_refused_before_the_query_runs(
         rows.to_parquet(tmp_path / "file" / "out.parquet")
     with pytest.raises(OutputError, match=r"file is a file, not a folder: name a folder"):
         rows.to_parquet(f"file://{tmp_path}/file")
+    with pytest.raises(OutputError, match=r"is inside the store .*: write the results elsewhere"):
+        rows.to_parquet(Path(demo.store_version.location) / "results.parquet")
     assert len(rows.to_list()) == 4
 
 
