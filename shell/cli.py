@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
             "treestore query store 'root/+:+hits' --format table",
             "treestore query store 'root/+:nodes>1/+/+' --rops 'str=c1,v=,cat,c2,cat,v2,set;"
             "merge=kij'",
-            "treestore query store 'root/+/+' --ops 'merge=ki' --format json",
+            "treestore query store 'root/+/+' --ops 'merge=ki' --out results.parquet",
         ],
     )
     query.add_argument("store", metavar="DIR", help="the store folder")
@@ -202,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
         dest="header",
         action="store_false",
         help="no row of column names first (tsv, csv, table); json rows as arrays",
+    )
+    query.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the rows as Parquet instead of printing them: a .parquet file, else a "
+        "folder of part files (an existing folder, a path ending in /, or a URI such as "
+        "s3://bucket/results/); what is there needs --replace",
+    )
+    query.add_argument(
+        "--replace", action="store_true", help="with --out: replace the file or part files there"
     )
     query.add_argument(
         "--explain",
@@ -459,7 +469,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         request = QueryRequest(args.path, args.rops, args.ops)
         commands.command_query(
             args.store, request, args.format, args.master, out,
-            header=args.header, explain=args.explain,
+            header=args.header, explain=args.explain, parquet=args.out, replace=args.replace,
         )  # fmt: skip
     elif args.command == "shell":
         return commands.command_shell(args.store, args.master, args.execute, header=args.header)

@@ -6,6 +6,7 @@ dispatches. Spark and the loaders are imported inside the commands that need the
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from query.driver.plan import QueryRequest
 
 __all__ = [
+    "check_parquet_out",
     "command_check",
     "command_follow",
     "command_gc",
@@ -106,26 +108,69 @@ def command_query(
     *,
     header: bool = True,
     explain: bool = False,
+    parquet: str | None = None,
+    replace: bool = False,
 ) -> int:
     """``treestore query``: print the rows (after a row of their column names unless not
     ``header``); returns how many were printed. ``explain``: print the query's plan
     instead (as one JSON object with ``fmt`` json or jsonl; nothing runs, no Spark
-    starts) and return 0."""
+    starts) and return 0. ``parquet`` (``--out``): write the rows there as Parquet
+    instead (see :func:`check_parquet_out`; ``replace``: over what is there) and print
+    one line saying how many went where."""
     from query.driver.runner import open_store
     from shell.output.formats import write_rows
     from treestore.spark import get_session
 
+    if parquet is not None:
+        check_parquet_out(parquet)
     handle = open_store(store, session_factory=lambda: get_session(master))
     plan = handle.plan_request(request)
     if explain:
         as_json = fmt in ("json", "jsonl")
         print(json.dumps(plan.to_dict()) if as_json else plan, file=out)
         return 0
+    if parquet is not None:
+        from query.driver.parquet_out import parquet_target
+
+        target = parquet_target(parquet, overwrite=replace, option="--replace")
+        if plan.location is not None:
+            target.check_outside(plan.location)  # both before Spark starts
     rows = handle.run(plan)
-    count = write_rows(rows, out, fmt, header=header, columns=rows.column_names())
+    if parquet is not None:
+        written = rows.to_parquet(parquet, overwrite=replace)
+        count = len(written.files)
+        parts = f", {count} part file{'' if count == 1 else 's'}" if written.folder else ""
+        print(
+            f"wrote {written.rows:,} rows to {parquet} ({written.columns} columns{parts})",
+            file=out,
+        )
+        count = written.rows
+    else:
+        count = write_rows(rows, out, fmt, header=header, columns=rows.column_names())
     for warning in rows.warnings():  # an op argument read leniently, a column past a row
         print(f"treestore query: warning: {warning}", file=sys.stderr)
     return count
+
+
+def check_parquet_out(location: str) -> None:
+    """Refuse an ``--out`` that names no Parquet target: it must be a ``.parquet`` file, a
+    local folder (one that exists, or a path ending in ``/``) or a URI (a folder of part
+    files). Looks at the name alone (and whether a local folder is there)."""
+    from treestore.errors import OutputError
+    from treestore.filesystems import is_uri
+
+    if (
+        is_uri(location)
+        or location.lower().endswith(".parquet")
+        or location.endswith(("/", os.sep))
+        or os.path.isdir(location)
+    ):
+        return
+    raise OutputError(
+        f"--out writes Parquet: name a .parquet file, a folder (ending in /) or a folder URI "
+        f"(s3://bucket/results/), not {location}. For tsv, csv or json, send the printed rows "
+        f"to a file: > {location}"
+    )
 
 
 def command_shell(

@@ -13,6 +13,7 @@ catch that one class to handle any of them, or a phase's class to be precise::
     │   ├── CorruptPageError      stored bytes that fail their check
     │   └── NodeNotFoundError     a path of names that leads to no node in any shard
     ├── LoadError                 a load that cannot run or finish
+    ├── OutputError               a result that cannot be written where it was asked to go
     ├── SparkSetupError           Java or Spark missing or unusable (RuntimeError)
     ├── ServiceError              a treestore service answered with an error, or not at all
     └── ShadowedPackageError      a user's file hides one of treestore's packages (ImportError)
@@ -29,6 +30,7 @@ __all__ = [
     "LoadError",
     "NodeNotFoundError",
     "OpError",
+    "OutputError",
     "PositionedError",
     "QuerySyntaxError",
     "RecordError",
@@ -171,6 +173,12 @@ class NodeNotFoundError(StoreError):
 
 class LoadError(TreestoreError):
     """A load that cannot run or cannot finish."""
+
+
+class OutputError(TreestoreError):
+    """A query's result that cannot be written where it was asked to go: a file already
+    there (and no leave to replace it), a folder that cannot be written, a write that
+    failed."""
 
 
 class SettingError(TreestoreError, ValueError):

@@ -9,11 +9,13 @@ value where the shards sent Arrow, which is the fast way to consume a big scan.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 import pyarrow as pa
 
+from query.driver.parquet_out import ROWS_PER_PART, ParquetWritten, parquet_target, write_parquet
 from query.driver.plan import QueryPlan
 from query.ops import Value
 from query.ops.columns import (
@@ -308,6 +310,67 @@ class Rows:
         if self._to_frame is None:
             raise StoreError("these rows come from no store: there is no DataFrame to read")
         return self._to_frame(spark, self.plan)
+
+    def to_parquet(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        overwrite: bool = False,
+        rows_per_part: int = ROWS_PER_PART,
+    ) -> ParquetWritten:
+        """Write the remaining rows as Parquet, with the schema :meth:`to_arrow` gives (the
+        column names of :meth:`column_names`; without a row, the path's columns and types);
+        returns what was written: rows, columns and the files.
+
+        ``path`` (a local path, or a location URI opened as a store's is, with the driver's
+        AWS settings: ``s3://``, ``hdfs://``, ``file://``) names **one file** when it ends
+        in ``.parquet`` (``out.parquet``); otherwise, or when it ends in ``/`` or is an
+        existing folder, **a folder of part files** (``s3://bucket/results/``: files
+        ``part-00000.parquet``, ..., at most ``rows_per_part`` rows each). A file already
+        there, or part files already in the folder, are replaced only with
+        ``overwrite=True``. What is in the way (those without ``overwrite``, a place under
+        a file or inside the store's folder) raises
+        :class:`~treestore.errors.OutputError` before the query runs.
+
+        Files are written under hidden temporary names and renamed into place once the
+        last row is written (on an object store each part appears whole when its upload
+        completes): a write that fails or is cancelled leaves nothing under the final
+        names and removes its temporary files (see :mod:`query.driver.parquet_out`); the
+        query's Spark job is cancelled then.
+
+        Memory: when the batches' types are known before any row (``plan.piece_types`` is
+        set: the path and rops run on columns, and every driver op, if any, runs on
+        columns too), the rows are written as they arrive, a row group at a time (at most
+        262,144 rows or 32 MiB held), cast to the types the plan gives (a whole-number
+        column is ``int64`` even when it holds only nulls, which :meth:`to_arrow` would
+        make ``string``). When the types come from the values (rops or driver ops on
+        rows, attachments), the result is first built whole by :meth:`to_arrow` (held in
+        memory), then written.
+        """
+        target = parquet_target(path, overwrite=overwrite)
+        if self.plan.location is not None:
+            target.check_outside(self.plan.location)
+        types = self.plan.ops.output_types() if self.plan.piece_types is not None else None
+        try:
+            if types is None:
+                table = self.to_arrow()
+                return write_parquet(
+                    target, table.to_batches(), table.schema, rows_per_part=rows_per_part
+                )
+            names = self.column_names(len(types))
+            schema = pa.schema(
+                (name, pa.int64() if kind == "int" else pa.string())
+                for name, kind in zip(names, types, strict=True)
+            )
+            return write_parquet(
+                target,
+                self.batches(),
+                schema,
+                empty=self._empty_table,
+                rows_per_part=rows_per_part,
+            )
+        finally:
+            self.close()
 
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a pandas DataFrame (see :meth:`to_arrow` for the column types)."""
