@@ -16,7 +16,7 @@ test: check-env check-browser $(STAMP)
 # The cheap tests: no Spark (no JVM starts), no cluster, no S3 server, no browser, nothing
 # slow (the markers in pyproject.toml): under a minute on 2 cores.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not (spark or cluster or s3 or browser or slow)"
+	$(BIN)/python -m pytest -q -m "not (spark or cluster or s3 or browser or connect or slow)"
 
 # A long fuzz round of the three parsers (paths, ops, job files; 34,000 inputs each,
 # about 100k in all): counts per parser, exit 1 on any crash.

@@ -176,7 +176,7 @@ def test_the_import_check_finds_borrowed_and_private_helpers(tmp_path: Path) -> 
     ]
 
 
-COSTS = {"spark", "cluster", "s3", "browser", "slow"}
+COSTS = {"spark", "cluster", "s3", "browser", "connect", "slow"}
 
 
 def test_every_cost_marker_is_registered_with_what_it_means() -> None:

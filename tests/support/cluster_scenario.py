@@ -31,7 +31,7 @@ from treestore.storage.pagestore import page_store_for
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import check_store, collect_garbage
 
-__all__ = ["frame_answers", "run_scenario"]
+__all__ = ["frame_answers", "plain", "run_scenario"]
 
 QUERIES = [
     (DEMO_PATH, DEMO_OPS),
@@ -62,7 +62,7 @@ def _job(work: Path, name: str, job: dict[str, Any], paths: dict[str, str]) -> P
     return file
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """Values as JSON keeps them (numpy and pandas scalars as Python ones)."""
     return json.loads(
         json.dumps(value, default=lambda v: v.item() if hasattr(v, "item") else str(v))
@@ -84,14 +84,14 @@ def _answers(spark: Any, store: str, every_form: bool = True) -> dict[str, Any]:
             found[path]["arrow"] = handle.query(path, rops=rops).to_arrow().to_pylist()
             frame = handle.query(path, rops=rops).to_pandas()
             found[path]["pandas"] = frame.to_dict("records")
-        found[path] = _plain(found[path])
+        found[path] = plain(found[path])
     return found
 
 
 def _report(result: Any) -> dict[str, Any]:
     """What a load's report says that does not depend on where or how fast it ran."""
     report = result.report
-    return _plain(
+    return plain(
         {
             "version": result.version,
             "sources": report.get("sources"),
@@ -135,7 +135,7 @@ def frame_answers(spark: Any, store: str) -> dict[str, Any]:
     table = spark.createDataFrame([("12345", "x"), ("67890", "y")], "name string, tag string")
     joined = handle.query("root/+/+:+hits").to_spark(spark).join(table, "name")
     found["join"] = ordered(joined.collect())
-    return _plain(found)
+    return plain(found)
 
 
 def _dedup(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
@@ -185,7 +185,7 @@ def _sweeps(spark: Any, inputs: str, stores: str) -> dict[str, Any]:
             "rows": sorted(open_store(store, spark=spark).query(f"{plan}/+/+/+").to_list()),
             "out": sorted(written, key=lambda row: sorted(row.items())),
         }
-    return _plain(found)
+    return plain(found)
 
 
 def _maintenance(stores: str) -> dict[str, Any]:
@@ -209,7 +209,7 @@ def _maintenance(stores: str) -> dict[str, Any]:
 def run_scenario(spark: Any, inputs: str, stores: str, work: Path) -> dict[str, Any]:
     """Run everything on ``spark``; the answers, as JSON-able data."""
     work.mkdir(parents=True, exist_ok=True)
-    return _plain(
+    return plain(
         {
             "demo": _demo(spark, inputs, stores, work),
             "dedup": _dedup(spark, inputs, stores, work),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import treestore
-from tests.support.cluster_scenario import QUERIES, _plain, frame_answers
+from tests.support.cluster_scenario import QUERIES, frame_answers, plain
 
 __all__ = ["connect_answers", "query_answers"]
 
@@ -33,7 +33,7 @@ def query_answers(handle: Any) -> dict[str, Any]:
             "arrow": handle.query(path, rops=rops).to_arrow().to_pylist(),
             "pandas": handle.query(path, rops=rops).to_pandas().to_dict("records"),
         }
-    return _plain(found)
+    return plain(found)
 
 
 def _stopped_early(handle: Any) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def _stopped_early(handle: Any) -> dict[str, Any]:
         said = f"read {len(cancelled.to_list())} rows"
     except treestore.TreestoreError as exc:
         said = type(exc).__name__
-    return _plain({"first": first, "after_close": after_close, "cancelled": said,
+    return plain({"first": first, "after_close": after_close, "cancelled": said,
                    "after_cancel": handle.query(path).to_list()})  # fmt: skip
 
 
