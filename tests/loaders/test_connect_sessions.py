@@ -5,9 +5,10 @@ fixture). A Connect client cannot share a process with the classic session, so t
 Connect side runs in one process of its own (:mod:`tests.support.connect_scenario`),
 every step in order, and the same steps run here on the classic session, on the same
 input files: the demo load and then an incremental one, the clicks job's dedup over two
-loads, a load whose task fails, ``treestore load --master sc://...``, and the interval
-sweep on DataFrames with each plan. ``treestore sweep --master sc://...`` runs as a
-command of its own. The stores the Connect side wrote are read here.
+loads, a load whose task fails, ``treestore load --master sc://...``, the interval sweep
+on DataFrames with each plan and ``treestore sweep --master sc://...`` with the range
+plan. ``treestore sweep --master sc://...`` with the broadcast plan runs as a command of
+its own. The stores the Connect side wrote are read here.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 
 import treestore
 from loaders import load_job, run_load
+from loaders.sweep.broadcast_plan import CONNECT_BROADCAST
 from loaders.sweep.driver import SweepReport, interval_sweep
 from shell.cli import main
 from shell.demo import write_demo_inputs
@@ -127,6 +129,12 @@ def both(
         )
     )
     (work / "bad" / "in" / "b.tsv").write_bytes(BAD_HEADER)
+    (work / "sweep").mkdir()
+    (work / "sweep" / "events.csv").write_text("id,time\n1,10:00\n1,10:15\n2,10:01\n")
+    (work / "sweep" / "intervals.csv").write_text(
+        "id,start,end,points\n1,9:30,10:30,10\n1,10:01,10:05,20\n1,10:08,10:20,30\n"
+        "1,10:30,10:45,40\n2,9:30,10:30,50\n3,10:00,9:00,5\n"
+    )
     events, intervals = _sweep_inputs()
 
     classic: dict[str, Any] = {
@@ -156,6 +164,9 @@ def both(
         *({**sweep_step, **sweep} for sweep in SWEEPS),
         {**sweep_step, "agg": "sum", "plan": "auto", "connect_index_bytes": 1},
         {"do": "parallelism"},
+        {"do": "cli", "args": [*_sweep_args(work / "sweep", work / "sweep" / "connect",
+                                            "ranged", "range"),
+                               "--master", connect_server.url]},
     ]  # fmt: skip
     connect = _scenario(connect_server, work, steps)
     classic["demo 2"] = _classic_load(spark, work / "demo" / "job.json", work / "demo" / "classic")
@@ -164,6 +175,13 @@ def both(
     )
     classic["sweeps"] = [_classic_sweep(spark, events, intervals, sweep) for sweep in SWEEPS]
     return {"classic": classic, "connect": connect, "work": work}
+
+
+def _sweep_args(folder: Path, store: Path, name: str, plan: str) -> list[str]:
+    """``treestore sweep`` of the seed's events and intervals in ``folder``."""
+    return ["sweep", "--events", str(folder / "events.csv"), "--intervals",
+            str(folder / "intervals.csv"), "--store", str(store), "--name", name,
+            "--time-format", "H:mm", "--plan", plan]  # fmt: skip
 
 
 def _clicks_text(rows: list[tuple[int, str, str]]) -> str:
@@ -244,10 +262,7 @@ def test_interval_sweep_on_connect_frames_equals_classic_with_each_plan(
     assert [s["plan"] for s in both["classic"]["sweeps"]] == [s["plan"] for s in swept]
     for connect, classic in zip(swept, both["classic"]["sweeps"], strict=True):
         assert connect["rows"] == classic["rows"]
-    assert swept[0]["notes"] == [
-        "broadcast plan: Spark Connect has no broadcast variables: the index goes with the "
-        "tasks' function, pickled with the plan (still faster than the range plan)"
-    ]
+    assert swept[0]["notes"] == ["broadcast plan: " + CONNECT_BROADCAST]
     # an index past what a Connect plan may carry: the range plan, saying why
     assert refused["plan"] == "range" and refused["rows"] == swept[0]["rows"]
     assert len(refused["notes"]) == 1
@@ -258,7 +273,7 @@ def test_interval_sweep_on_connect_frames_equals_classic_with_each_plan(
 
 
 def test_treestore_load_with_a_connect_master(spark: Any, both: dict[str, Any]) -> None:
-    (loaded,) = _steps(both, "cli")
+    (loaded,) = [step for step in _steps(both, "cli") if step["args"][0] == "load"]
     assert loaded["status"] == 0, loaded["err"]
     cli = both["work"] / "cli"
     capture = _capture_main(["load", str(cli / "job.json"), "--store", str(cli / "classic")])
@@ -280,46 +295,38 @@ def _capture_main(args: list[str]) -> str:
 
 
 def test_treestore_sweep_with_a_connect_master(
-    spark: Any, connect_server: Any, tmp_path: Path
+    spark: Any, connect_server: Any, both: dict[str, Any]
 ) -> None:
-    (tmp_path / "events.csv").write_text("id,time\n1,10:00\n1,10:15\n2,10:01\n")
-    (tmp_path / "intervals.csv").write_text(
-        "id,start,end,points\n1,9:30,10:30,10\n1,10:01,10:05,20\n1,10:08,10:20,30\n"
-        "1,10:30,10:45,40\n2,9:30,10:30,50\n3,10:00,9:00,5\n"
-    )
-
-    def sweep(store: Path, name: str, plan: str) -> list[str]:
-        return ["sweep", "--events", str(tmp_path / "events.csv"), "--intervals",
-                str(tmp_path / "intervals.csv"), "--store", str(store), "--name", name,
-                "--time-format", "H:mm", "--plan", plan]  # fmt: skip
-
-    remote = tmp_path / "connect"
-    command = [
-        f"{sys.executable} -m treestore {' '.join(sweep(remote, name, plan))} "
-        f"--master {connect_server.url}"
-        for name, plan in (("seed", "broadcast"), ("ranged", "range"))
-    ]
+    # the range plan ran as a step of the Connect process; the broadcast plan runs here,
+    # as a command of its own
+    folder = both["work"] / "sweep"
     done = subprocess.run(
-        " && ".join(command),
-        shell=True,
+        [sys.executable, "-m", "treestore",
+         *_sweep_args(folder, folder / "connect", "seed", "broadcast"),
+         "--master", connect_server.url],
         env=connect_server.client_env(),
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
-    )
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
-    printed = _capture_main(sweep(tmp_path / "classic", "seed", "broadcast"))
-    printed += _capture_main(sweep(tmp_path / "classic", "ranged", "range"))
-    connect_lines = _report_lines(done.stdout.replace(str(remote), "STORE"))
-    note = connect_lines.pop(3)  # the broadcast plan's note on Connect
-    assert note.startswith("broadcast plan: Spark Connect has no broadcast variables")
-    assert connect_lines == _report_lines(printed.replace(str(tmp_path / "classic"), "STORE"))
-    assert "results kept in STORE as version 2: query 'ranged/+/+/+'" in connect_lines
+    (ranged,) = [step for step in _steps(both, "cli") if step["args"][0] == "sweep"]
+    assert ranged["status"] == 0, ranged["err"]
+    printed = _capture_main(_sweep_args(folder, folder / "classic", "ranged", "range"))
+    printed += _capture_main(_sweep_args(folder, folder / "classic", "seed", "broadcast"))
+    connect_lines = _report_lines(
+        (ranged["out"] + done.stdout).replace(str(folder / "connect"), "STORE")
+    )
+    notes = [line for line in connect_lines if line.startswith("broadcast plan: ")]
+    assert notes == ["broadcast plan: " + CONNECT_BROADCAST]  # on Connect only
+    connect_lines.remove(notes[0])
+    assert connect_lines == _report_lines(printed.replace(str(folder / "classic"), "STORE"))
+    assert "results kept in STORE as version 2: query 'seed/+/+/+'" in connect_lines
     for name in ("seed", "ranged"):
-        rows = _rows(spark, remote, f"{name}/+/+/+")
-        assert rows == _rows(spark, tmp_path / "classic", f"{name}/+/+/+")
+        rows = _rows(spark, folder / "connect", f"{name}/+/+/+")
+        assert rows == _rows(spark, folder / "classic", f"{name}/+/+/+")
         assert [(r[0], r[1], r[2]) for r in rows] == [
             ("1", "10:00:00", "10"),
             ("1", "10:15:00", "40"),

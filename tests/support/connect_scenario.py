@@ -92,7 +92,7 @@ def _cli(spark: Any, work: Path, step: dict[str, Any]) -> dict[str, Any]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.chdir(work), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = treestore([str(a) for a in step["args"]])
-    return {"status": status, "out": out.getvalue(), "err": err.getvalue()}
+    return {"args": step["args"], "status": status, "out": out.getvalue(), "err": err.getvalue()}
 
 
 def _write(spark: Any, work: Path, step: dict[str, Any]) -> dict[str, Any]:
