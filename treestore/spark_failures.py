@@ -139,7 +139,9 @@ def spark_errors(error: type[TreestoreError], doing: str) -> Iterator[None]:
     """Turn a failed Spark job inside the block into ``error("<doing> failed: <why>")``.
 
     Spark reports failures as py4j or PySpark exceptions carrying a JVM stack
-    trace; users get one line instead.
+    trace (a Spark Connect session: ``pyspark.errors.exceptions.connect`` ones, with the
+    server's Python traceback or stack trace); users get one line instead, the same for
+    both kinds of session.
     """
     try:
         yield

@@ -5,10 +5,11 @@ fixture). A Connect client cannot share a process with the classic session, so t
 Connect side runs in one process of its own (:mod:`tests.support.connect_scenario`),
 every step in order, and the same steps run here on the classic session, on the same
 input files: the demo load and then an incremental one, the clicks job's dedup over two
-loads, a load whose task fails, ``treestore load --master sc://...``, the interval sweep
-on DataFrames with each plan and ``treestore sweep --master sc://...`` with the range
-plan. ``treestore sweep --master sc://...`` with the broadcast plan runs as a command of
-its own. The stores the Connect side wrote are read here.
+loads, loads whose task fails (a Python error, a Java one), ``treestore load --master
+sc://...``, the interval sweep on DataFrames with each plan and ``treestore sweep
+--master sc://...`` with the range plan. ``treestore sweep --master sc://...`` with the
+broadcast plan runs as a command of its own. The stores the Connect side wrote are read
+here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from loaders.sweep.driver import SweepReport, interval_sweep
 from shell.cli import main
 from shell.demo import write_demo_inputs
 from tests.support.connect_scenario import sweep_rows
+from tests.support.file_limits import file_size_limit
 from tests.support.jobs import CLICKS_FIRST, CLICKS_JOB, CLICKS_SECOND
 from treestore.errors import LoadError
 from treestore.events import as_lines
@@ -129,6 +131,11 @@ def both(
         )
     )
     (work / "bad" / "in" / "b.tsv").write_bytes(BAD_HEADER)
+    (work / "java" / "in").mkdir(parents=True)
+    (work / "java" / "job.json").write_text((work / "bad" / "job.json").read_text())
+    (work / "java" / "in" / "a.tsv").write_text(
+        "K\tV\n" + "".join(f"k{i}\tv{i}\n" for i in range(500))
+    )
     (work / "sweep").mkdir()
     (work / "sweep" / "events.csv").write_text("id,time\n1,10:00\n1,10:15\n2,10:01\n")
     (work / "sweep" / "intervals.csv").write_text(
@@ -144,6 +151,10 @@ def both(
     with pytest.raises(LoadError) as failed:
         run_load(spark, load_job(work / "bad" / "job.json"), work / "bad" / "store")
     classic["bad"] = str(failed.value)
+    spark.range(1).mapInArrow(lambda batches: batches, "id long").collect()  # workers up
+    with file_size_limit(spark.sparkContext._gateway.proc.pid, 1), pytest.raises(LoadError) as full:
+        run_load(spark, load_job(work / "java" / "job.json"), work / "java" / "classic")
+    classic["java"] = str(full.value)
     sweep_step = {
         "do": "sweep",
         "events": events,
@@ -161,6 +172,9 @@ def both(
         {"do": "write", "path": "clicks/clicks/c2.tsv", "text": _clicks_text(CLICKS_SECOND)},
         {"do": "load", "job": "clicks/job.json", "store": "clicks/connect"},
         {"do": "load", "job": "bad/job.json", "store": "bad/store"},
+        {"do": "load", "job": "java/job.json", "store": "java/connect",
+         "file_limit_pid": connect_server.process.pid},
+        {"do": "load", "job": "java/job.json", "store": "java/connect"},
         *({**sweep_step, **sweep} for sweep in SWEEPS),
         {**sweep_step, "agg": "sum", "plan": "auto", "connect_index_bytes": 1},
         {"do": "parallelism"},
@@ -215,7 +229,7 @@ def _steps(both: dict[str, Any], do: str) -> list[dict[str, Any]]:
 def test_demo_and_incremental_loads_on_connect_equal_the_classic_ones(
     spark: Any, both: dict[str, Any]
 ) -> None:
-    first, second, _, _, _ = _steps(both, "load")
+    first, second = _steps(both, "load")[:2]
     demo = both["work"] / "demo"
     assert first["version"] == 1 and second["version"] == 2
     assert first["sources"] == both["classic"]["demo 1"]["sources"]
@@ -235,7 +249,7 @@ def test_demo_and_incremental_loads_on_connect_equal_the_classic_ones(
 
 
 def test_dedup_on_connect_counts_a_repeated_click_once(spark: Any, both: dict[str, Any]) -> None:
-    _, _, first, second, _ = _steps(both, "load")
+    first, second = _steps(both, "load")[2:4]
     clicks = both["work"] / "clicks"
     assert first["sources"] == both["classic"]["clicks 1"]["sources"]
     assert second["sources"] == both["classic"]["clicks 2"]["sources"]
@@ -247,11 +261,16 @@ def test_dedup_on_connect_counts_a_repeated_click_once(spark: Any, both: dict[st
 
 
 def test_a_task_that_fails_on_connect_gives_the_classic_error_line(both: dict[str, Any]) -> None:
-    failed = _steps(both, "load")[-1]
+    failed, full, after = _steps(both, "load")[-3:]
     assert failed["error"] == "LoadError"
     assert failed["message"] == both["classic"]["bad"]
     assert failed["message"].startswith("The load's Spark job failed: input file ")
     assert not (both["work"] / "bad" / "store").exists()  # a failed first load leaves none
+    # a Java failure's root cause, from the server's stack trace
+    assert full["error"] == "LoadError"
+    assert full["message"] == both["classic"]["java"]
+    assert full["message"] == "The load's Spark job failed: java.io.IOException: File too large"
+    assert after["version"] == 1  # the limit is gone
 
 
 def test_interval_sweep_on_connect_frames_equals_classic_with_each_plan(

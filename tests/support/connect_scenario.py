@@ -13,7 +13,9 @@ The steps (``do``):
 - ``cli``: ``treestore ARGS`` (:func:`shell.cli.main`) in WORKDIR, its exit status and
   output.
 - ``load``: ``run_load`` of ``job`` into ``store``: the version, the sources' counts and
-  the load's event lines; or the error (its class and message).
+  the load's event lines; or the error (its class and message). With
+  ``file_limit_pid``, that process (the server's JVM) may not grow a file past a byte
+  during the load.
 - ``write``: write ``text`` to the file ``path`` (a new input between two loads).
 - ``sweep``: ``interval_sweep`` of the ``events`` and ``intervals`` rows (with their
   Spark schemas ``events_schema`` and ``intervals_schema``) with ``agg``, ``plan`` and
@@ -31,6 +33,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.support.file_limits import file_size_limit
 
 __all__ = ["main", "sweep_rows"]
 
@@ -50,10 +54,15 @@ def _load(spark: Any, work: Path, step: dict[str, Any]) -> dict[str, Any]:
     from treestore.events import as_lines
 
     lines: list[str] = []
+    limit: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if "file_limit_pid" in step:  # the server's JVM may not grow a file past a byte
+        spark.range(1).mapInArrow(lambda batches: batches, "id long").collect()  # workers up
+        limit = file_size_limit(int(step["file_limit_pid"]), 1)
     try:
-        result = run_load(
-            spark, load_job(work / step["job"]), work / step["store"], as_lines(lines.append)
-        )
+        with limit:
+            result = run_load(
+                spark, load_job(work / step["job"]), work / step["store"], as_lines(lines.append)
+            )
     except TreestoreError as exc:
         return {"error": type(exc).__name__, "message": str(exc), "events": lines}
     return {
