@@ -1,11 +1,23 @@
-"""Creating the SparkSession, for entry points only.
+"""Creating the SparkSession, for entry points only, and asking a session what it is.
 
 Library code takes a SparkSession as an argument; only the command line, the
 public ``treestore.open`` facade and test fixtures call :func:`get_session`.
+
+A master ``sc://HOST:PORT`` is a Spark Connect server: :func:`connect_session` checks
+that it answers (its port first, in a few seconds, as :func:`check_master` does for
+``spark://``: the Connect client itself retries for minutes) and opens a session on it;
+a Connect client needs no Java (the JVM is the server's). A Connect session has no
+``sparkContext``, RDDs, accumulators, broadcast variables or py4j gateway, and its
+executors run on the server and cannot reach this process: :func:`is_connect` tells
+the code that must go another way, and :func:`default_parallelism` and
+:func:`check_executors_python` ask such a session with a tiny job instead. A failed
+Spark job's cause in one line is :mod:`treestore.spark_failures` (``spark_errors``,
+``failure_line``, both also here).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -16,27 +28,34 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from treestore.errors import SparkSetupError, TreestoreError
+from treestore.errors import SparkSetupError
 from treestore.settings import worker_settings
+from treestore.spark_failures import failure_line, spark_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
     "DEFAULT_MASTER",
+    "check_connect_server",
     "check_executors_python",
     "check_java",
     "check_master",
+    "connect_session",
+    "default_parallelism",
     "failure_line",
     "get_session",
     "is_connect",
     "note_interrupts",
+    "session_key",
     "spark_errors",
     "verbose",
     "was_interrupted",
@@ -106,16 +125,108 @@ def check_master(master: str, seconds: float = 5.0) -> None:
     )
 
 
+CONNECT_SCHEME = "sc://"
+
+CONNECT_SETTINGS = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+}
+"""The settings of treestore's classic sessions that a Spark Connect session may set for
+itself (the server owns the rest: its memory, its shuffle partitions, its UI)."""
+
+
+def is_connect_url(master: str) -> bool:
+    """Whether ``master`` names a Spark Connect server (``sc://HOST:PORT``)."""
+    return master.startswith(CONNECT_SCHEME)
+
+
+def _address(url: str) -> tuple[str, int]:
+    """The host and port of ``sc://HOST:PORT[/;params]`` (the port defaults to 15002)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port or 15002
+    except ValueError:
+        host = None
+    if not host:
+        raise SparkSetupError(f"The Spark Connect URL {url!r} is not valid: write sc://HOST:PORT.")
+    return host, port
+
+
+def check_connect_server(url: str, seconds: float = 5.0) -> None:
+    """Raise :class:`SparkSetupError` at once if nothing listens at the server's port."""
+    host, port = _address(url)
+    try:
+        with socket.create_connection((host, port), timeout=seconds):
+            return
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+    raise SparkSetupError(
+        f"Cannot reach the Spark Connect server {url} ({host}:{port}: {reason}): check the "
+        "URL (--master or TREESTORE_SPARK_MASTER) and that the server runs."
+    )
+
+
+def connect_session(url: str) -> SparkSession:
+    """A Spark Connect session on the server at ``url``, with treestore's session settings;
+    one line (:class:`SparkSetupError`) when the server does not answer.
+
+    The first calls to the server (the settings) retry for a few seconds only: something
+    else listening at its port would keep the client's own retries going for ten minutes.
+    """
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    check_connect_server(url)
+    session = SparkSession.builder.remote(url).getOrCreate()  # no call to the server yet
+    client = session.client  # type: ignore[attr-defined]
+    patient = client.get_retry_policies()
+    client.set_retry_policies([DefaultPolicy(max_retries=4, max_backoff=2000)])
+    with warnings.catch_warnings():  # the client's own warning when it gives up
+        warnings.simplefilter("ignore")
+        try:
+            for name, value in CONNECT_SETTINGS.items():
+                session.conf.set(name, value)
+        except Exception as exc:  # gRPC and PySpark raise many kinds; say it in one sentence
+            with contextlib.suppress(Exception):
+                session.stop()  # not kept as the process's session
+            raise SparkSetupError(
+                f"The Spark Connect server {url} did not answer as one: {_rpc_said(exc)}"
+            ) from exc
+        finally:
+            client.set_retry_policies(patient)
+    return session
+
+
+def _rpc_said(exc: BaseException) -> str:
+    """A failed call to a Spark Connect server in one line (gRPC's own errors say it in
+    their details)."""
+    said = ""
+    for cause in (exc, exc.__cause__, exc.__context__):
+        details = getattr(cause, "details", None)
+        if callable(details) and not said:
+            with contextlib.suppress(Exception):
+                said = str(details() or "")
+    said = said or str(exc)
+    return next((line.strip() for line in said.splitlines() if line.strip()), type(exc).__name__)
+
+
 def get_session(master: str | None = None, *, app_name: str = "treestore") -> SparkSession:
     """Return the process's SparkSession, creating it with treestore's settings.
 
-    ``master`` defaults to ``$TREESTORE_SPARK_MASTER``, then ``local[*]``.
+    ``master`` defaults to ``$TREESTORE_SPARK_MASTER``, then ``local[*]``. A master
+    ``sc://HOST:PORT`` opens a Spark Connect session on that server (:func:`connect_session`:
+    no Java needed here).
     """
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    chosen = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+    if is_connect_url(chosen):
+        session = connect_session(chosen)
+        logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL)
+        return session
     interrupts = len(_INTERRUPTS)
     check_java()
     if _interrupted_since(interrupts):
@@ -123,7 +234,6 @@ def get_session(master: str | None = None, *, app_name: str = "treestore") -> Sp
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    chosen = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
     check_master(chosen)
     log_option = f"-Dlog4j2.configurationFile=file:{_LOG_CONFIG}"
     builder = (
@@ -330,6 +440,42 @@ def _kill(jvms: list[subprocess.Popen[bytes]]) -> None:
     SparkContext._gateway = SparkContext._jvm = None
 
 
+def session_key(spark: SparkSession) -> str:
+    """What tells ``spark`` from other sessions for answers kept per session: its Spark
+    application's id, or a Spark Connect session's id."""
+    if is_connect(spark):
+        return str(spark.session_id)  # type: ignore[attr-defined]
+    return str(spark.sparkContext.applicationId)
+
+
+_PARALLELISM: dict[str, int] = {}
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """How many tasks the session's executors run at once (``defaultParallelism``).
+
+    A Spark Connect session has no ``SparkContext`` to ask: its ``spark.default.parallelism``
+    when the server sets it, else what a tiny job finds once per session (about 0.3 s, no
+    shuffle): ``spark.range`` without a partition count makes that many partitions, and its
+    last row is in the last one.
+    """
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    key = session_key(spark)
+    if key not in _PARALLELISM:
+        setting = spark.conf.get("spark.default.parallelism", None)
+        if setting and setting.strip().isdigit() and int(setting) > 0:
+            _PARALLELISM[key] = int(setting)
+        else:
+            from pyspark.sql import functions as F
+
+            rows = 1 << 16
+            last = spark.range(0, rows).where(F.col("id") == rows - 1)
+            found = last.select(F.spark_partition_id().alias("partition")).collect()
+            _PARALLELISM[key] = int(found[0][0] if found else 0) + 1
+    return _PARALLELISM[key]
+
+
 _EXECUTORS_CHECKED: dict[str, str | None] = {}
 
 
@@ -341,10 +487,15 @@ def check_executors_python(spark: SparkSession | None) -> None:
     session (the answer is kept)."""
     if spark is None:
         return
-    try:
-        context = spark.sparkContext
-    except Exception:  # a Spark Connect session has no context to ask
+    if is_connect(spark):  # the server's workers: no context tells their Python
+        key = f"connect:{session_key(spark)}"
+        if key not in _EXECUTORS_CHECKED:
+            _EXECUTORS_CHECKED[key] = _probe_connect_executors(spark)
+        problem = _EXECUTORS_CHECKED[key]
+        if problem is not None:
+            raise SparkSetupError(problem)
         return
+    context = spark.sparkContext
     workers = str(context.pythonExec or "python3")
     found = shutil.which(workers)
     if found and _same_python(found, sys.executable):
@@ -402,117 +553,58 @@ def _probe_executors(spark: SparkSession, workers: str) -> str | None:
     )
 
 
+def _probe_connect_executors(spark: SparkSession) -> str | None:
+    """What a Spark Connect server's workers lack, as the message to show (None: nothing).
+
+    One single-row ``mapInArrow`` job: about 0.2 s on a server whose Python workers run,
+    1 s when it must start one (which the session's first task would start anyway).
+    """
+    from pyspark.errors import PySparkException
+
+    def probe(batches: Iterator[Any]) -> Iterator[Any]:  # pickled by value
+        import importlib
+        import sys as worker_sys
+
+        import pyarrow as worker_arrow
+
+        for _ in batches:
+            pass
+        missing = []
+        for name in ("numpy", "treestore", "query", "loaders"):
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                missing.append(name)
+        yield worker_arrow.RecordBatch.from_pydict(
+            {"python": [worker_sys.executable], "missing": [",".join(missing)]}
+        )
+
+    try:
+        rows = spark.range(0, 1, 1, 1).mapInArrow(probe, "python string, missing string").collect()
+    except PySparkException as exc:  # the workers could not even start
+        return (
+            f"The Spark Connect server's workers cannot run treestore's tasks "
+            f"({failure_line(exc)}): {_what_to_set_on_server()}"
+        )
+    lacking = sorted({name for row in rows for name in str(row["missing"]).split(",") if name})
+    if not lacking:
+        return None
+    return (
+        f"The Spark Connect server's workers run {rows[0]['python']}, which cannot import "
+        f"{', '.join(lacking)}: {_what_to_set_on_server()}"
+    )
+
+
+def _what_to_set_on_server() -> str:
+    return (
+        "start the server with PYSPARK_PYTHON set to a Python that has treestore installed "
+        "(or treestore's folder on its PYTHONPATH), on every node of its cluster."
+    )
+
+
 def _what_to_set() -> str:
     return (
         f"set PYSPARK_PYTHON={sys.executable} (the Python treestore runs in) before the "
         "SparkSession is created, install treestore on every node, or ship the project's "
         "environment to the executors (README: Running on a cluster)."
     )
-
-
-_PYTHON_EXCEPTION = "org.apache.spark.api.python.PythonException"
-_OURS = re.compile(r"^treestore\.errors\.\w+: ")
-_READING_FILE = re.compile(r"while reading file (\S+?)\.?(?:\s|$)")
-
-
-def _java_chain(exc: BaseException) -> list[tuple[str, str]]:
-    """The Java exceptions behind ``exc``, outermost first, as (class, message): a py4j
-    error's Java exception and its causes (``getCause``) to the root; empty when there is
-    none or the JVM cannot be asked."""
-    throwable = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
-    chain: list[tuple[str, str]] = []
-    try:
-        while throwable is not None and len(chain) < 50:
-            chain.append((str(throwable.getClass().getName()), str(throwable.getMessage() or "")))
-            cause = throwable.getCause()
-            throwable = None if cause is None or cause.equals(throwable) else cause
-    except Exception:  # the JVM is gone or the object is not a Throwable: use the text
-        return chain
-    return chain
-
-
-def _last_python_exception(text: str) -> str | None:
-    """The final exception line of the last Python traceback in ``text`` (a task's error
-    as the JVM passes it on): the first unindented line after the traceback's frames."""
-    lines = text.splitlines()
-    starts = [
-        i for i, line in enumerate(lines) if line.endswith("Traceback (most recent call last):")
-    ]
-    if not starts:
-        return None
-    for line in lines[starts[-1] + 1 :]:
-        if line.strip() and not line[:1].isspace():
-            return line.strip()
-    return None
-
-
-def _java_line(name: str, message: str) -> str:
-    """A Java exception in one line: Spark's own say what they are in their message; other
-    classes say it in their name (``java.io.IOException: File too large``)."""
-    said = _first_line(message)
-    if said and name.startswith("org.apache.spark."):
-        return said
-    return f"{name}: {said}" if said else name
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
-
-
-def _said(exc: BaseException) -> str:
-    try:
-        return str(exc)
-    except Exception:  # str() of a py4j error asks the JVM, which may be gone
-        return type(exc).__name__
-
-
-def failure_line(exc: BaseException) -> str:
-    """A failed Spark job's cause in one line.
-
-    A Python task's own exception (the final line of its traceback: ``UnicodeDecodeError:
-    ...``; treestore's errors without their class, as they name the input file), a Java
-    failure's root cause (``java.io.IOException: File too large``, from the chain of
-    ``getCause``, with the file Spark was reading when it says so), a dead Python worker,
-    or executors that cannot import treestore; else the first line of the error.
-    """
-    chain = _java_chain(exc)
-    text = "\n".join([_said(exc), *(message for _, message in chain)])
-    missing = re.search(r"No module named '([\w.]+)'", text)
-    if missing:
-        return (
-            f"the executors' Python cannot import {missing.group(1)!r}: install treestore "
-            "on every node, or ship the project's environment to the executors (README: "
-            "Running on a cluster)"
-        )
-    python_texts = [message for name, message in chain if name == _PYTHON_EXCEPTION]
-    raised = _last_python_exception(python_texts[-1] if python_texts else text)
-    if raised is None and "Python worker exited unexpectedly" in text:
-        return "a Python worker died (it crashed or was killed); nothing was published"
-    if raised is None and chain:
-        raised = _java_line(*chain[-1])
-        reading = [found.group(1) for _, m in chain if (found := _READING_FILE.search(m))]
-        if reading and reading[0] not in raised:
-            raised += f" (reading {reading[0]})"
-    if raised is None:
-        raised = _first_line(text) or type(exc).__name__
-    return _OURS.sub("", raised)[:500]
-
-
-@contextmanager
-def spark_errors(error: type[TreestoreError], doing: str) -> Iterator[None]:
-    """Turn a failed Spark job inside the block into ``error("<doing> failed: <why>")``.
-
-    Spark reports failures as py4j or PySpark exceptions carrying a JVM stack
-    trace; users get one line instead.
-    """
-    try:
-        yield
-    except TreestoreError:
-        raise
-    except Exception as exc:
-        from py4j.protocol import Py4JError
-        from pyspark.errors import PySparkException
-
-        if not isinstance(exc, PySparkException | Py4JError):
-            raise
-        raise error(f"{doing} failed: {failure_line(exc)}") from exc

@@ -40,12 +40,11 @@ from loaders.job.model import JobSpec, SourceSpec
 from loaders.listing.identity import loaded_entry, scan_inputs
 from loaders.load.dedup_step import DHASH, DKEY, dedup_columns, prepare_index, publish_index
 from loaders.load.inputs import (
+    Fingerprints,
     InputFile,
-    fingerprint_collector,
     list_fields,
     list_input_files,
     read_source,
-    take_fingerprints,
 )
 from loaders.load.options import DEFAULT_MAX_REJECTED, LoadOptions
 from loaders.load.progress import spark_progress
@@ -84,7 +83,6 @@ from treestore.store.versions import StoreWriter
 from treestore.store.written import confirm_written, written_files
 
 if TYPE_CHECKING:
-    from pyspark.accumulators import Accumulator
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["DEFAULT_MAX_REJECTED", "LoadOptions", "LoadResult", "load_listed", "run_load"]
@@ -111,7 +109,7 @@ def _source_frame(
     job: JobSpec,
     lists: frozenset[str],
     numbers: dict[str, int],
-    fingerprints: Accumulator[dict[str, str]],
+    fingerprints: Fingerprints,
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
@@ -297,7 +295,7 @@ def _load_locked(
         )
         ordered = [f.path for _, files in sorted(scan.fresh.items()) for f in files]
         numbers = {path: n for n, path in enumerate(ordered)}
-        fingerprints = fingerprint_collector(spark)  # each file's, as its task reads it
+        fingerprints = Fingerprints()  # each file's, as its task reads it
         frames = [
             _source_frame(
                 spark, index, job.sources[index], files, job, lists, numbers, fingerprints
@@ -345,7 +343,7 @@ def _load_locked(
         merged = expired_file(stamp)
         merge_expired(writer.pages, list(report.expired), merged)
         report = replace(report, expired=(merged,))
-    taken = take_fingerprints(fingerprints, (f for files in scan.fresh.values() for f in files))
+    taken = fingerprints.taken(numbers)
     inputs = {  # the files read; files found moved or with a new time: their new root
         **scan.refreshed,
         **{

@@ -35,7 +35,7 @@ The fields filters name are not checked and count as known, since a filter may s
 from __future__ import annotations
 
 import difflib
-import weakref
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,8 @@ from loaders.listing.files import InputFile, list_input_files
 from loaders.listing.identity import fingerprint
 from loaders.load.readers import (
     FILE_COLUMN,
+    LINE,
+    TEXT,
     ReadSpec,
     read_files,
     sample_field_names,
@@ -57,71 +59,76 @@ from loaders.load.readers import (
 from treestore.errors import TreestoreError
 from treestore.events import EventSink, Message
 from treestore.filesystems import FilesystemSettings
+from treestore.spark import default_parallelism
 
 if TYPE_CHECKING:
-    from pyspark.accumulators import Accumulator
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "FILE_COLUMN",
+    "FINGERPRINT_LINE",
+    "Fingerprints",
     "InputFile",
     "UnknownField",
     "check_job_fields",
-    "fingerprint_collector",
     "list_fields",
     "list_input_files",
     "read_source",
-    "take_fingerprints",
     "unknown_fields",
 ]
 
 
-class _Fingerprints:
-    """How a fingerprint accumulator adds up: path -> fingerprint mappings merged (a task
-    Spark runs twice adds the same pairs again, which changes nothing)."""
-
-    def zero(self, value: dict[str, str]) -> dict[str, str]:
-        """An empty mapping."""
-        return {}
-
-    def addInPlace(self, value: dict[str, str], other: dict[str, str]) -> dict[str, str]:
-        """``value`` with ``other``'s pairs."""
-        value.update(other)
-        return value
+FINGERPRINT_LINE = -1
+"""The ``__line`` of the row a reading task yields after a file's records, its content
+fingerprint in ``__text`` (no record has a line below 1)."""
 
 
-_COLLECTORS: weakref.WeakKeyDictionary[Any, Accumulator[dict[str, str]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def fingerprint_collector(spark: SparkSession) -> Accumulator[dict[str, str]]:
-    """The Spark accumulator the reading tasks of :func:`read_source` add each file's content
-    fingerprint to; :func:`take_fingerprints` takes a load's out once its Spark job ran.
-
-    One per Spark context, shared by its loads (each takes out only its own files'), since
-    PySpark keeps every accumulator for the driver's life: a follower's micro-batches would
-    otherwise leave one each behind.
+class Fingerprints:
+    """The content fingerprints the reading tasks of one load take, returned through their
+    output rows: after a file's records, its task yields one row more (``__line``
+    :data:`FINGERPRINT_LINE`, the file's number, its fingerprint in ``__text``).
+    :meth:`observed` collects those rows with ``DataFrame.observe`` (a list Spark sends to
+    the driver with the Spark job's result, in classic and Spark Connect sessions alike:
+    an accumulator would need a ``SparkContext``) and drops them; :meth:`taken` reads
+    them once the load's Spark job ran.
     """
-    context = spark.sparkContext
-    if context not in _COLLECTORS:
-        param: Any = _Fingerprints()  # what Spark's AccumulatorParam asks: zero, addInPlace
-        _COLLECTORS[context] = context.accumulator({}, param)
-    return _COLLECTORS[context]
+
+    def __init__(self) -> None:
+        self._observations: list[Any] = []
+
+    def observed(self, frame: DataFrame) -> DataFrame:
+        """``frame`` (read by :func:`read_source` with this) without its fingerprint rows,
+        which a new observation of it collects."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        observation = Observation(f"treestore-fingerprints-{uuid.uuid4().hex}")
+        self._observations.append(observation)
+        marker = F.col(LINE) == FINGERPRINT_LINE
+        pairs = F.collect_list(F.when(marker, F.struct(FILE_COLUMN, TEXT)))
+        return frame.observe(observation, pairs.alias("pairs")).where(~marker)
+
+    def taken(self, numbers: dict[str, int]) -> dict[str, str]:
+        """The fingerprints the tasks took of the files ``numbers`` numbers (path ->
+        fingerprint; a file whose fingerprint could not be taken is absent). Call it
+        only once the Spark job that read them succeeded."""
+        by_number = {}
+        for observation in self._observations:
+            for pair in observation.get["pairs"] or ():
+                by_number[int(pair[0])] = str(pair[1])
+        return {path: by_number[n] for path, n in numbers.items() if n in by_number}
 
 
-def _fingerprint_key(path: str, size: int) -> str:
-    return f"{size}:{path}"
-
-
-def take_fingerprints(
-    collector: Accumulator[dict[str, str]], files: Iterable[InputFile]
-) -> dict[str, str]:
-    """The content fingerprints the reading tasks added for ``files`` (path -> fingerprint;
-    a file whose fingerprint could not be taken is absent), taken out of ``collector``."""
-    added = collector.value  # the driver's own dict: taking out is one atomic pop each
-    taken = {f.path: added.pop(_fingerprint_key(f.path, f.size), None) for f in files}
-    return {path: found for path, found in taken.items() if found is not None}
+def _fingerprint_row(schema: pa.Schema, number: int, found: str) -> pa.RecordBatch:
+    """The row that carries file ``number``'s fingerprint (see :class:`Fingerprints`)."""
+    given = {FILE_COLUMN: number, LINE: FINGERPRINT_LINE, TEXT: found}
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([given[f.name]], f.type) if f.name in given else pa.nulls(1, f.type)
+            for f in schema
+        ],
+        schema=schema,
+    )
 
 
 def list_fields(
@@ -138,7 +145,7 @@ def read_source(
     fields: Iterable[str],
     lists: frozenset[str] | None = None,
     numbers: dict[str, int] | None = None,
-    fingerprints: Accumulator[dict[str, str]] | None = None,
+    fingerprints: Fingerprints | None = None,
 ) -> DataFrame:
     """Read ``files`` of ``source`` in Spark tasks, keeping ``fields`` (text) and line numbers.
 
@@ -146,8 +153,8 @@ def read_source(
     carry ``__file``, ``__line``, ``__reject`` and ``__text``. ``lists`` names
     the fields read as lists of text (default: those sampled as lists);
     ``numbers`` gives each file's number for ``__file`` (default: its place in ``files``).
-    With ``fingerprints`` (:func:`fingerprint_collector`), the task that reads a file
-    adds its content fingerprint (of its listed size) once it has read it.
+    With ``fingerprints``, the task that reads a file takes its content fingerprint (of
+    its listed size) once it has read it, for :meth:`Fingerprints.taken`.
     """
     wanted = tuple(sorted({f for f in fields if f and f != source.inject_source_name}))
     if lists is None:
@@ -157,9 +164,10 @@ def read_source(
     numbers = numbers or {f.path: i for i, f in enumerate(files)}
     settings = FilesystemSettings.capture()
     by_size = [(numbers[f.path], f.path) for f in sorted(files, key=lambda f: -f.size)]
-    tasks = max(1, min(len(by_size), spark.sparkContext.defaultParallelism * 2))
+    tasks = max(1, min(len(by_size), default_parallelism(spark) * 2))
     dealt = [by_size[i::tasks] for i in range(tasks)]
     sizes = {f.path: f.size for f in files}
+    schema, fingerprinted = spec.schema(), fingerprints is not None
 
     def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         settings.apply()
@@ -167,12 +175,12 @@ def read_source(
             for task in batch.column(0).to_pylist():
                 for number, path in dealt[task]:
                     yield from read_files(spec, [(number, path)])
-                    if fingerprints is not None:
-                        found = fingerprint(path, sizes[path])
-                        if found is not None:
-                            fingerprints.add({_fingerprint_key(path, sizes[path]): found})
+                    found = fingerprint(path, sizes[path]) if fingerprinted else None
+                    if found is not None:
+                        yield _fingerprint_row(schema, number, found)
 
-    return spark.range(0, tasks, 1, tasks).mapInArrow(read, spec.spark_schema())
+    frame = spark.range(0, tasks, 1, tasks).mapInArrow(read, spec.spark_schema())
+    return frame if fingerprints is None else fingerprints.observed(frame)
 
 
 @dataclass(frozen=True)

@@ -4,18 +4,27 @@ A background thread polls Spark's status tracker a few times a second and emits 
 :class:`~treestore.events.StageProgress` for each running stage and a
 :class:`~treestore.events.StageFinished` when one ends (the shell draws bars in a
 terminal, plain lines otherwise; see ``shell/progress_view.py``).
+
+A Spark Connect session has no status tracker: its client calls a progress handler
+(``spark.registerProgressHandler``) with the stages of the operation it runs each time
+the server reports progress, and once when the operation ends; the same events come
+from there. Its stages have no names (the events name them ``stage N``), and a stage
+the server skipped (its shuffle output was already there) is reported running with no
+task done and never ends: it gets no ``StageFinished``, as in a classic session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from treestore.events import EventSink, StageFinished, StageProgress
+from treestore.events import EventSink, Message, StageFinished, StageProgress
+from treestore.spark import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,9 +100,74 @@ class _StageWatcher:
         self.finish_unseen()
 
 
+class _ConnectStages:
+    """A Spark Connect session's progress handler: emits stage progress events for the
+    operations run by one thread (the load's; the client calls handlers in the thread
+    that runs the operation). It never raises: an error in a handler fails the query."""
+
+    def __init__(self, on_event: EventSink) -> None:
+        self.on_event = on_event
+        self.thread = threading.get_ident()
+        self.began: dict[int, float] = {}
+        self.reported: set[int] = set()
+
+    def __call__(
+        self, stages: Iterable[Any] | None, inflight_tasks: int, operation_id: Any, done: bool
+    ) -> None:
+        """What the client calls (keywords ``stages``, ``inflight_tasks``,
+        ``operation_id``, ``done``)."""
+        if threading.get_ident() != self.thread:
+            return
+        with contextlib.suppress(Exception):  # progress is only shown: the load goes on
+            self._update(list(stages or ()))
+
+    def _update(self, stages: list[Any]) -> None:
+        now = time.monotonic()
+        finished = []
+        for stage in sorted(stages, key=lambda s: int(s.stage_id)):
+            number = int(stage.stage_id)
+            if number in self.reported:
+                continue
+            name = f"stage {number}"
+            if stage.done:
+                self.reported.add(number)
+                began = self.began.pop(number, None)
+                took = None if began is None else now - began
+                finished.append(StageFinished(number, name, int(stage.num_tasks), took))
+            else:
+                self.began.setdefault(number, now)
+                done, total = int(stage.num_completed_tasks), int(stage.num_tasks)
+                self.on_event(StageProgress(number, name, done, total))
+        for event in finished:
+            self.on_event(event)
+
+
+_NO_PROGRESS = "Spark Connect: this client reports no stage progress (no progress handlers)"
+
+
+@contextmanager
+def _connect_progress(spark: SparkSession, on_event: EventSink) -> Iterator[None]:
+    """Emit progress events for the stages a Spark Connect session runs inside the block."""
+    register = getattr(spark, "registerProgressHandler", None)
+    if register is None:
+        on_event(Message(_NO_PROGRESS))
+        yield
+        return
+    handler = _ConnectStages(on_event)
+    register(handler)
+    try:
+        yield
+    finally:
+        spark.removeProgressHandler(handler)  # type: ignore[arg-type]
+
+
 @contextmanager
 def spark_progress(spark: SparkSession, on_event: EventSink) -> Iterator[None]:
     """Emit progress events for the Spark stages that run inside the block."""
+    if is_connect(spark):
+        with _connect_progress(spark, on_event):
+            yield
+        return
     context = spark.sparkContext
     group = f"treestore-load-{uuid.uuid4().hex}"
     context.setJobGroup(group, "treestore load")

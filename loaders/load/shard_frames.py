@@ -6,6 +6,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from loaders.job.model import SourceSpec
+from treestore.spark import default_parallelism
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -83,5 +84,5 @@ def load_partitions(spark: SparkSession, shards: int, input_bytes: int) -> int:
     """How many shard tasks a load of ``input_bytes`` runs: one per shard for a big load;
     for a small one (a follower's micro-batch) one per :data:`BYTES_PER_TASK`, but at least
     as many as Spark runs at once, since each task costs tens of milliseconds to start."""
-    wanted = max(spark.sparkContext.defaultParallelism, -(-input_bytes // BYTES_PER_TASK))
+    wanted = max(default_parallelism(spark), -(-input_bytes // BYTES_PER_TASK))
     return min(shards, wanted)

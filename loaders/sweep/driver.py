@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from loaders.sweep.broadcast_plan import broadcast_refusal, broadcast_sweep
+from loaders.sweep.broadcast_plan import CONNECT_BROADCAST, broadcast_refusal, broadcast_sweep
 from loaders.sweep.kernels import Aggregation, make_aggregation
 from loaders.sweep.options import (
     BROADCAST_LIMIT,
@@ -55,6 +55,7 @@ from loaders.sweep.options import (
 from loaders.sweep.range_plan import range_sweep
 from loaders.sweep.report import SweepReport
 from treestore.errors import LoadError
+from treestore.spark import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -229,7 +230,16 @@ def _broadcast(
     if result is not None:
         report.plan, report.index_bytes = "broadcast", counted.index_bytes
         report.count_events_when_read(counted.count_events)
+        if is_connect(spark):
+            report.notes.append(f"broadcast plan: {CONNECT_BROADCAST}")
         return result
+    if counted.refusal:
+        if spec.plan == "broadcast":
+            raise LoadError(
+                f"The broadcast plan cannot run this sweep: {counted.refusal}; use plan 'range'."
+            )
+        report.notes.append(f"range plan: {counted.refusal}")
+        return None
     valid = counted.intervals - counted.skipped_intervals
     report.notes.append(
         f"range plan: {valid:,} intervals are more than the broadcast limit "

@@ -7,11 +7,11 @@ that counts them and one that converts them to Arrow and sends them over (about 
 of a 1.9 s sweep of 2M intervals on 2 cores). The footers are read first: more rows
 than the plan's limit leave the reading to Spark.
 
-Only local files in a local session are read this way (object stores and clusters keep
-Spark's way), and only whole-number starts and ends (ids whole numbers or strings,
-values numbers), so that the interval's bounds and validity are the same comparisons
-of the same integers Spark would make; any other input, or any failure to read, returns
-None and the plan collects the intervals through Spark as before.
+Only local files in a local classic session are read this way (object stores, clusters
+and Spark Connect sessions keep Spark's way), and only whole-number starts and ends (ids
+whole numbers or strings, values numbers), so that the interval's bounds and validity
+are the same comparisons of the same integers Spark would make; any other input, or any
+failure to read, returns None and the plan collects the intervals through Spark as before.
 
 The range plan's first job (the inputs' counts, their ids' and times' ranges for the
 packed key) and its second (a sample of the keys to place the partitions' bounds) are
@@ -32,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from treestore.spark import is_connect
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
@@ -44,7 +46,10 @@ SAMPLE_SEED = 20
 def parquet_files(frame: DataFrame) -> list[str] | None:
     """The files ``frame`` reads, when it is a bare scan of Parquet files without partition
     columns that the driver opens as Spark's tasks would: local files, in a local session
-    (else None)."""
+    (else None). Never in a Spark Connect session: its plans live on the server (there is
+    no ``_jdf`` to look at), whose tasks may not see the files the driver sees."""
+    if is_connect(frame.sparkSession):
+        return None
     try:
         plan = frame._jdf.queryExecution().analyzed()  # type: ignore[attr-defined]
         if plan.getClass().getSimpleName() != "LogicalRelation":
@@ -57,7 +62,7 @@ def parquet_files(frame: DataFrame) -> list[str] | None:
         if relation.partitionSchema().length():
             return None
         files = list(frame.inputFiles())
-    except Exception:  # Spark Connect, another Spark: no plan to look at
+    except Exception:  # another Spark: no plan to look at
         return None
     local = (frame.sparkSession.sparkContext.master or "").startswith("local")
     if not files or not local or not all(f.startswith("file:") for f in files):

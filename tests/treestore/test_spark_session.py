@@ -4,6 +4,7 @@ failed Spark job's cause in one line."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -13,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from treestore.errors import LoadError
-from treestore.spark import spark_errors
+from treestore.errors import LoadError, SparkSetupError
+from treestore.spark import connect_session, spark_errors
 
 START = "from treestore.spark import get_session; print(get_session('local[1]').range(3).count())"
 
@@ -251,3 +252,24 @@ def test_the_executors_python_workers_get_the_memory_settings(spark: Any) -> Non
     assert {row.huge for row in seen} == {WORKER_HUGE_PAGES}
     for name, value in MEMORY_SETTINGS.items():
         assert spark.conf.get(f"spark.executorEnv.{name}") == value
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # closed when the block ends
+
+
+def test_a_connect_master_that_does_not_answer_is_one_line_at_once() -> None:
+    # the port is asked first (the client would retry for minutes); no Connect client starts
+    port = _closed_port()
+    with pytest.raises(SparkSetupError) as refused:
+        connect_session(f"sc://127.0.0.1:{port}")
+    assert str(refused.value) == (
+        f"Cannot reach the Spark Connect server sc://127.0.0.1:{port} (127.0.0.1:{port}: "
+        "Connection refused): check the URL (--master or TREESTORE_SPARK_MASTER) and that "
+        "the server runs."
+    )
+    with pytest.raises(SparkSetupError) as invalid:
+        connect_session("sc://")
+    assert str(invalid.value) == "The Spark Connect URL 'sc://' is not valid: write sc://HOST:PORT."

@@ -5,11 +5,7 @@ and a sweep input that is not what it says, on the shared SparkSession."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import resource
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +13,7 @@ import pytest
 
 from loaders import load_job, run_load
 from loaders.sweep.inputs import read_table
+from tests.support.file_limits import file_size_limit
 from treestore.errors import LoadError
 
 pytestmark = pytest.mark.spark
@@ -68,43 +65,12 @@ def test_bytes_that_are_not_text_are_set_aside_and_a_header_of_them_names_the_fi
     )
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parent = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(parent, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        found.append(todo.pop())
-        todo += children.get(found[-1], [])
-    return found
-
-
-@contextmanager
-def _file_size_limit(spark: Any, size: int) -> Iterator[None]:
-    """The session's JVM (and what it starts meanwhile) may not grow a file past ``size``
-    bytes: a full disk as the JVM meets it (``java.io.IOException: File too large``)."""
-    jvm = spark.sparkContext._gateway.proc.pid
-    unlimited = resource.prlimit(jvm, resource.RLIMIT_FSIZE)
-    resource.prlimit(jvm, resource.RLIMIT_FSIZE, (size, unlimited[1]))
-    try:
-        yield
-    finally:
-        for pid in _descendants(jvm):  # a Python worker daemon started meanwhile, too
-            with suppress(ProcessLookupError):
-                resource.prlimit(pid, resource.RLIMIT_FSIZE, unlimited)
-
-
 def test_a_java_failure_in_a_load_says_its_root_cause(spark: Any, tmp_path: Path) -> None:
     job = _job(tmp_path)
     (tmp_path / "in" / "a.tsv").write_text("K\tV\n" + "".join(f"k{i}\tv{i}\n" for i in range(500)))
     spark.range(1).mapInArrow(lambda batches: batches, "id long").collect()  # workers up
-    with _file_size_limit(spark, 1), pytest.raises(LoadError) as caught:
+    jvm = spark.sparkContext._gateway.proc.pid
+    with file_size_limit(jvm, 1), pytest.raises(LoadError) as caught:
         run_load(spark, load_job(job), tmp_path / "store")
     assert str(caught.value) == "The load's Spark job failed: java.io.IOException: File too large"
     assert run_load(spark, load_job(job), tmp_path / "store").version == 1  # the limit is gone
