@@ -32,7 +32,7 @@ from loaders.listing.files import list_input_files, missing_source, split_glob
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.filesystems import is_uri
-from treestore.spark import failure_line, spark_errors
+from treestore.spark import failure_line, is_connect, spark_errors
 from treestore.storage.pagestore import page_store_for
 from treestore.store.layout import STREAM, STREAM_CHECKPOINT, STREAM_JOB, STREAM_UNREADABLE
 from treestore.store.lock import check_unlocked, store_lock
@@ -173,6 +173,14 @@ def follow_job(
     stop = stop or threading.Event()
     stop_now = stop_now or threading.Event()
     location = str(store)
+    if is_connect(spark):
+        raise LoadError(
+            "load --follow needs a classic Spark session: on Spark Connect a stream's "
+            "foreachBatch function runs on the server, not in this follower, which holds "
+            "the store's lock and its state. Run the follower with a local or cluster "
+            "master (--master spark://... or local[*]), or load in batches with "
+            "'treestore load' on Connect."
+        )
     _refuse_uri_store(location)
     for source in job.sources:  # refuse a source that cannot be followed before anything
         _stream_root(source)

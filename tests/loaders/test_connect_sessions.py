@@ -165,6 +165,8 @@ def both(
     steps = [
         {"do": "cli", "args": ["load", "cli/job.json", "--store", "cli/store",
                                "--master", connect_server.url]},
+        {"do": "cli", "args": ["load", "cli/job.json", "--store", "cli/followed", "--follow",
+                               "--master", connect_server.url]},
         {"do": "load", "job": "demo/job.json", "store": "demo/connect"},
         {"do": "write", "path": "demo/mapping/mapping-0002.tsv", "text": NEW_MAPPING},
         {"do": "load", "job": "demo/job.json", "store": "demo/connect"},
@@ -292,7 +294,11 @@ def test_interval_sweep_on_connect_frames_equals_classic_with_each_plan(
 
 
 def test_treestore_load_with_a_connect_master(spark: Any, both: dict[str, Any]) -> None:
-    (loaded,) = [step for step in _steps(both, "cli") if step["args"][0] == "load"]
+    (loaded,) = [
+        step
+        for step in _steps(both, "cli")
+        if step["args"][0] == "load" and "--follow" not in step["args"]
+    ]
     assert loaded["status"] == 0, loaded["err"]
     cli = both["work"] / "cli"
     capture = _capture_main(["load", str(cli / "job.json"), "--store", str(cli / "classic")])
@@ -351,3 +357,11 @@ def test_treestore_sweep_with_a_connect_master(
             ("1", "10:15:00", "40"),
             ("2", "10:01:00", "50"),
         ]
+
+
+def test_a_follower_refuses_a_connect_session_in_one_line(both: dict[str, Any]) -> None:
+    (followed,) = [step for step in _steps(both, "cli") if "--follow" in step["args"]]
+    assert followed["status"] == 2, followed
+    assert "load --follow needs a classic Spark session" in followed["err"], followed["err"]
+    assert "Traceback" not in followed["err"]
+    assert not (both["work"] / "cli" / "followed" / "CURRENT").exists()
