@@ -46,7 +46,7 @@ from query.driver.frame_schema import arrow_schema, batch_of, frame_schema
 from query.driver.plan import QueryPlan, QueryRequest, plan_query
 from query.driver.shard_output import cached_tree, shard_output
 from treestore.errors import OpError, StoreError
-from treestore.spark import spark_errors
+from treestore.spark import default_parallelism, spark_errors
 from treestore.storage.tree import ShardTree
 from treestore.store.versions import StoreVersion, open_version
 
@@ -246,7 +246,8 @@ def register(spark: SparkSession) -> None:
 
 def frame_of_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
     """The DataFrame of a planned query's rows (its path and rops, at its version), read by
-    the source; refused when the plan has driver-side ops."""
+    the source in twice as many tasks as the session runs at once (at most one per
+    shard); refused when the plan has driver-side ops."""
     if plan.ops.pipeline:
         raise OpError(
             f"ops={plan.ops.pipeline.text!r} run on the driver, which a DataFrame does not "
@@ -256,7 +257,10 @@ def frame_of_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
     if plan.location is None:
         raise StoreError("these rows come from no store: there is nothing to read as a DataFrame")
     register(spark)
+    # a few tasks, each over consecutive shards (a Python task costs ~50 ms), as a query's
+    partitions = min(len(plan.shards), 2 * default_parallelism(spark)) or 1
     reader = spark.read.format(FORMAT).option("query", plan.text)
+    reader = reader.option("partitions", str(partitions))
     if plan.rops.pipeline:
         reader = reader.option("rops", plan.rops.pipeline.text)
     if plan.version is not None:
