@@ -115,22 +115,17 @@ def _whole(options: Mapping[str, str], name: str) -> int | None:
 
 
 def _frame_plan(version: StoreVersion, request: QueryRequest) -> QueryPlan:
-    """The plan of ``request`` as a DataFrame's tasks run it (every shard, in Spark)."""
+    """The plan of ``request`` as a DataFrame's tasks run it (every shard, in Spark: the
+    plan reads no tree to choose)."""
+    trees: dict[int, ShardTree] = {}
     return plan_query(
         request,
         shards=tuple(version.manifest.trees),
-        tree_of=lambda shard: _tree(version, shard),
+        tree_of=lambda shard: cached_tree(version, trees, shard),
         local_limit=-1,
         version=version.version,
         location=version.location,
     )
-
-
-_TREES: dict[int, ShardTree] = {}
-
-
-def _tree(version: StoreVersion, shard: int) -> ShardTree:
-    return cached_tree(version, _TREES, shard)
 
 
 class TreestoreDataSource(DataSource):
