@@ -25,17 +25,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.serve_server import free_port
+
 __all__ = ["ConnectServer", "start_connect_server"]
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 120
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -72,7 +68,7 @@ def start_connect_server(folder: Path, cores: int = 2) -> ConnectServer:
     import pyspark
 
     home = Path(pyspark.__file__).parent
-    port = _free_port()
+    port = free_port()
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tmp").mkdir(exist_ok=True)
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
