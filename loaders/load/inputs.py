@@ -114,9 +114,22 @@ class Fingerprints:
         only once the Spark job that read them succeeded."""
         by_number = {}
         for observation in self._observations:
-            for pair in observation.get["pairs"] or ():
+            for pair in _observed_pairs(observation):
                 by_number[int(pair[0])] = str(pair[1])
         return {path: by_number[n] for path, n in numbers.items() if n in by_number}
+
+
+def _observed_pairs(observation: Any) -> list[Any]:
+    """The (file number, fingerprint) pairs an observation collected; none when Spark
+    never ran the observed plan (an input without a record can be optimized away, and
+    its observation then holds no metrics at all)."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    try:
+        return list(observation.get.get("pairs") or ())
+    except (Py4JError, PySparkException):
+        return []
 
 
 def _fingerprint_row(schema: pa.Schema, number: int, found: str) -> pa.RecordBatch:
