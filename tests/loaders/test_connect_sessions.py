@@ -167,6 +167,8 @@ def both(
                                "--master", connect_server.url]},
         {"do": "cli", "args": ["load", "cli/job.json", "--store", "cli/followed", "--follow",
                                "--master", connect_server.url]},
+        {"do": "cli", "args": ["query", "cli/store", "+/+/+/+:+hits", "--format", "tsv",
+                               "--master", connect_server.url]},
         {"do": "load", "job": "demo/job.json", "store": "demo/connect"},
         {"do": "write", "path": "demo/mapping/mapping-0002.tsv", "text": NEW_MAPPING},
         {"do": "load", "job": "demo/job.json", "store": "demo/connect"},
@@ -299,6 +301,7 @@ def test_treestore_load_with_a_connect_master(spark: Any, both: dict[str, Any]) 
         for step in _steps(both, "cli")
         if step["args"][0] == "load" and "--follow" not in step["args"]
     ]
+    (queried,) = [step for step in _steps(both, "cli") if step["args"][0] == "query"]
     assert loaded["status"] == 0, loaded["err"]
     cli = both["work"] / "cli"
     capture = _capture_main(["load", str(cli / "job.json"), "--store", str(cli / "classic")])
@@ -306,6 +309,13 @@ def test_treestore_load_with_a_connect_master(spark: Any, both: dict[str, Any]) 
     assert "published version 1" in loaded["out"]
     query = "root/+/+/+:+hits"
     assert _rows(spark, cli / "store", query) == _rows(spark, cli / "classic", query)
+    # treestore query --master sc://... after the load above, in the same process; a path
+    # that starts with no name lookup runs as a Spark job
+    assert queried["status"] == 0, queried["err"]
+    assert queried["out"] == _capture_main(
+        ["query", str(cli / "classic"), "+/+/+/+:+hits", "--format", "tsv"]
+    )
+    assert queried["out"].count("\n") == 13
     assert _steps(both, "parallelism") == [{"do": "parallelism", "parallelism": 2}]
 
 
