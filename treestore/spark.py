@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from treestore.errors import SparkSetupError
 from treestore.settings import worker_settings
-from treestore.spark_failures import failure_line, spark_errors
+from treestore.spark_failures import failure_line, rpc_failure_line, spark_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -190,24 +190,11 @@ def connect_session(url: str) -> SparkSession:
             with contextlib.suppress(Exception):
                 session.stop()  # not kept as the process's session
             raise SparkSetupError(
-                f"The Spark Connect server {url} did not answer as one: {_rpc_said(exc)}"
+                f"The Spark Connect server {url} did not answer as one: {rpc_failure_line(exc)}"
             ) from exc
         finally:
             client.set_retry_policies(patient)
     return session
-
-
-def _rpc_said(exc: BaseException) -> str:
-    """A failed call to a Spark Connect server in one line (gRPC's own errors say it in
-    their details)."""
-    said = ""
-    for cause in (exc, exc.__cause__, exc.__context__):
-        details = getattr(cause, "details", None)
-        if callable(details) and not said:
-            with contextlib.suppress(Exception):
-                said = str(details() or "")
-    said = said or str(exc)
-    return next((line.strip() for line in said.splitlines() if line.strip()), type(exc).__name__)
 
 
 def get_session(master: str | None = None, *, app_name: str = "treestore") -> SparkSession:

@@ -5,18 +5,20 @@ Classic sessions hand over the Java exception (py4j), whose chain of causes is a
 the JVM; Spark Connect sessions raise ``pyspark.errors.exceptions.connect`` exceptions
 whose text carries the server's Python traceback (a task's own error) and whose server
 stack trace names the chain of causes (``Caused by: CLASS: MESSAGE`` lines). Both give
-the same line for the same failure.
+the same line for the same failure. A call to a Spark Connect server that fails before
+any job (the server does not answer as one) is one line too: :func:`rpc_failure_line`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from treestore.errors import TreestoreError
 
-__all__ = ["failure_line", "spark_errors"]
+__all__ = ["failure_line", "rpc_failure_line", "spark_errors"]
 
 _PYTHON_EXCEPTION = "org.apache.spark.api.python.PythonException"
 _OURS = re.compile(r"^treestore\.errors\.\w+: ")
@@ -154,3 +156,16 @@ def spark_errors(error: type[TreestoreError], doing: str) -> Iterator[None]:
         if not isinstance(exc, PySparkException | Py4JError):
             raise
         raise error(f"{doing} failed: {failure_line(exc)}") from exc
+
+
+def rpc_failure_line(exc: BaseException) -> str:
+    """A failed call to a Spark Connect server in one line (gRPC's own errors say it in
+    their details)."""
+    said = ""
+    for cause in (exc, exc.__cause__, exc.__context__):
+        details = getattr(cause, "details", None)
+        if callable(details) and not said:
+            with contextlib.suppress(Exception):
+                said = str(details() or "")
+    said = said or str(exc)
+    return next((line.strip() for line in said.splitlines() if line.strip()), type(exc).__name__)
