@@ -45,7 +45,7 @@ from query.driver.frame_filters import NOTHING, push_filters
 from query.driver.frame_schema import arrow_schema, batch_of, frame_schema
 from query.driver.plan import QueryPlan, QueryRequest, plan_query
 from query.driver.shard_output import cached_tree, shard_output
-from treestore.errors import OpError, StoreError
+from treestore.errors import OpError, StoreError, TreestoreError
 from treestore.spark import default_parallelism, spark_errors
 from treestore.storage.tree import ShardTree
 from treestore.store.versions import StoreVersion, open_version
@@ -71,6 +71,14 @@ MAX_PARTITIONS = 64
 PUSHDOWN_SETTING = "spark.sql.python.filterPushdown.enabled"
 """Spark's switch for Python data sources' filter pushdown (off by default);
 :func:`register` turns it on for the session."""
+
+
+def _said_in_one_line(error: TreestoreError) -> TreestoreError:
+    """``error`` without its frames and cause, to raise again where Spark called the
+    source: Spark shows the source's traceback in its own message, and the error's own
+    frames would bury the one line that says what to do."""
+    error.__cause__ = error.__context__ = None
+    return error.with_traceback(None)
 
 
 class _Options:
@@ -138,18 +146,24 @@ class TreestoreDataSource(DataSource):
 
     def schema(self) -> StructType:
         """The rows' schema, from the path (no Spark job)."""
-        options = _Options(self.options)
-        version = options.open()
-        plan = _frame_plan(version, options.request)
-        trees: dict[int, ShardTree] = {}
-        return frame_schema(plan, (cached_tree(version, trees, s) for s in plan.shards))
+        try:
+            options = _Options(self.options)
+            version = options.open()
+            plan = _frame_plan(version, options.request)
+            trees: dict[int, ShardTree] = {}
+            return frame_schema(plan, (cached_tree(version, trees, s) for s in plan.shards))
+        except TreestoreError as exc:
+            raise _said_in_one_line(exc) from None
 
     def reader(self, schema: StructType) -> TreestoreReader:
         """The reader of the rows, typed ``schema`` (one that takes filters with the
         ``pushdown`` option)."""
-        options = _Options(self.options)
-        kind = NarrowingReader if options.pushdown else TreestoreReader
-        return kind(options, schema)
+        try:
+            options = _Options(self.options)
+            kind = NarrowingReader if options.pushdown else TreestoreReader
+            return kind(options, schema)
+        except TreestoreError as exc:
+            raise _said_in_one_line(exc) from None
 
 
 class TreestoreReader(DataSourceReader):
@@ -198,13 +212,16 @@ class TreestoreReader(DataSourceReader):
         plan = self.plan()
         if plan is None or partition.value is None:
             return
-        version = open_version(self.pages, self.version)
-        trees: dict[int, ShardTree] = {}
-        for shard in partition.value:
-            for piece in shard_output(cached_tree(version, trees, shard), plan):
-                batch = batch_of(piece, self.schema)
-                if batch.num_rows:
-                    yield batch
+        try:
+            version = open_version(self.pages, self.version)
+            trees: dict[int, ShardTree] = {}
+            for shard in partition.value:
+                for piece in shard_output(cached_tree(version, trees, shard), plan):
+                    batch = batch_of(piece, self.schema)
+                    if batch.num_rows:
+                        yield batch
+        except TreestoreError as exc:
+            raise _said_in_one_line(exc) from None
 
 
 class NarrowingReader(TreestoreReader):

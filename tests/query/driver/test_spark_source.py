@@ -194,3 +194,18 @@ def test_a_column_the_first_rows_type_wrongly_is_named_with_the_way_out(
         for row in _query_rows(demo_store, "root/+/+:+hits", "merge=kij")
     ]
     assert _frame_rows(typed) == sorted(expected, key=repr)
+
+
+def test_a_bad_path_read_by_spark_is_said_with_its_caret_and_no_deep_traceback(
+    spark: Any, demo_store: Path
+) -> None:
+    treestore.register(spark)
+    reader = spark.read.format("treestore").option("query", "root/+(")
+    with pytest.raises(Exception, match=r"Unexpected '\(' in the path") as raised:
+        reader.load(str(demo_store)).collect()
+    said = str(raised.value)
+    assert "root/+(\n        ^" in said  # the caret under the column
+    assert said.count('File "') <= 1  # only where Spark called the source
+    with pytest.raises(Exception, match="does not exist or is empty") as missing:
+        reader.option("query", "root/+").load(str(demo_store / "nope")).collect()
+    assert str(missing.value).count('File "') <= 1
