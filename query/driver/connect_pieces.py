@@ -32,9 +32,9 @@ import pyarrow as pa
 
 from query.driver.plan import QueryPlan
 from query.driver.result import Piece, Rows
-from query.driver.shard_output import cached_tree, shard_output
-from query.driver.transport import ERROR, as_piece, decode_piece, encode_error, encode_piece
-from treestore.errors import StoreError, TreestoreError
+from query.driver.shard_output import cached_tree, encoded_shard, shard_output
+from query.driver.transport import as_piece, decode_piece
+from treestore.errors import StoreError
 from treestore.failpoints import failpoint
 from treestore.spark import default_parallelism, spark_errors
 from treestore.storage.pagestore import PageStore
@@ -69,12 +69,8 @@ def _result_task(
         failpoint("in-query-task")
         for batch in batches:
             for shard in batch.column(0).to_pylist():
-                try:
-                    tree = ShardTree(pages, states[shard], shard=shard, owner=owner)
-                    for output in shard_output(tree, plan):
-                        yield _piece_row(shard, *encode_piece(output, compress=True))
-                except TreestoreError as exc:
-                    yield _piece_row(shard, ERROR, encode_error(exc))
+                for kind, payload in encoded_shard(pages, states[shard], plan, shard, owner, True):
+                    yield _piece_row(shard, kind, payload)
 
     return run
 

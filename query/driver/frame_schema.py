@@ -27,7 +27,7 @@ import pyarrow as pa
 from query.driver.plan import QueryPlan
 from query.driver.shard_output import shard_rows
 from query.ops import Value
-from query.ops.columns import ARROW_TYPES, Chunk, plain_columns
+from query.ops.columns import Chunk, plain_columns, result_arrow_type
 from treestore.errors import OpError
 from treestore.storage.tree import ShardTree
 
@@ -81,7 +81,7 @@ def _planned_types(plan: QueryPlan, names: list[str]) -> list[pa.DataType | None
     """Each column's Arrow type as the plan knows it (``None``: not known ahead)."""
     if plan.piece_types is not None:
         return [
-            pa.string() if kind == "null" else ARROW_TYPES[kind]
+            result_arrow_type(kind)
             for kind in itertools.islice(
                 itertools.chain(plan.piece_types, itertools.repeat("null")), len(names)
             )

@@ -49,6 +49,7 @@ from treestore.errors import OutputError
 from treestore.failpoints import failpoint
 from treestore.faults import open_for_writing
 from treestore.filesystems import describe_error, split_location
+from treestore.storage.pagestore import sync_folder
 
 __all__ = [
     "ROWS_PER_PART",
@@ -347,7 +348,7 @@ class _Files:
                     self._publish(done)
                 if self.target.is_local:
                     for folder in sorted({posixpath.dirname(final) for final in finals}):
-                        _sync_folder(folder)
+                        sync_folder(folder)  # the renames into it
                 self._remove([old for old in self.target.old_parts if old not in finals])
         return ParquetWritten(
             rows=self.rows,
@@ -389,12 +390,3 @@ class _Files:
                     os.remove(path)
                 else:
                     self.target.filesystem.delete_file(path)
-
-
-def _sync_folder(path: str) -> None:
-    """Make the names in local folder ``path`` durable (the renames into it)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -23,6 +23,7 @@ from query.ops.columns import (
     Chunk,
     ColumnType,
     plain_columns,
+    result_arrow_type,
     rows_of,
     run_on_columns,
 )
@@ -359,8 +360,7 @@ class Rows:
                 )
             names = self.column_names(len(types))
             schema = pa.schema(
-                (name, pa.int64() if kind == "int" else pa.string())
-                for name, kind in zip(names, types, strict=True)
+                (name, result_arrow_type(kind)) for name, kind in zip(names, types, strict=True)
             )
             return write_parquet(
                 target,

@@ -32,8 +32,13 @@ from query.driver.channel_tls import SECURITY_SETTINGS, tls_reason
 from query.driver.connect_pieces import connect_pieces
 from query.driver.plan import LOCAL_LIMIT_SETTING, QueryPlan, QueryRequest, plan_query
 from query.driver.result import Piece, Rows
-from query.driver.shard_output import PIECE_ROWS, cached_tree, shard_output, shard_rows
-from query.driver.transport import ERROR, encode_error, encode_piece
+from query.driver.shard_output import (
+    PIECE_ROWS,
+    cached_tree,
+    encoded_shard,
+    shard_output,
+    shard_rows,
+)
 from treestore.errors import StoreError, TreestoreError
 from treestore.failpoints import failpoint
 from treestore.settings import env_number
@@ -92,14 +97,11 @@ def _shard_task(
                 for shard in batch.column(0).to_pylist():
                     if sender.stopped():
                         continue  # the driver wants no more rows: end without an error
-                    try:
-                        tree = ShardTree(pages, states[shard], shard=shard, owner=owner)
-                        for output in shard_output(tree, plan):
-                            if sender.stopped():
-                                break
-                            sender.send(shard, *encode_piece(output, compress=compress))
-                    except TreestoreError as exc:
-                        sender.send(shard, ERROR, encode_error(exc))
+                    pieces = encoded_shard(pages, states[shard], plan, shard, owner, compress)
+                    for kind, payload in pieces:
+                        if sender.stopped():
+                            break
+                        sender.send(shard, kind, payload)
                     sender.finish(shard)
                     failpoint("query-shard-sent")
         finally:

@@ -47,6 +47,7 @@ __all__ = [
     "join_groups",
     "plain",
     "plain_columns",
+    "result_arrow_type",
     "rows_of",
     "run_on_columns",
     "unified_chunks",
@@ -62,6 +63,12 @@ ARROW_TYPES: dict[ColumnType, pa.DataType] = {
     "int": pa.int64(),
     "null": pa.null(),
 }
+
+
+def result_arrow_type(kind: ColumnType) -> pa.DataType:
+    """The type a result's column of ``kind`` is written with (a file, a DataFrame): a
+    column of nulls as text, the others as :data:`ARROW_TYPES` says."""
+    return pa.string() if kind == "null" else ARROW_TYPES[kind]
 
 
 def plain(column: pa.Array) -> pa.Array:

@@ -65,17 +65,20 @@ SWEEPS = [
 """The sweeps both sides run: each plan, each kind of aggregation."""
 
 
+def _client(server: Any, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """This Python run with ``args`` as a client of the Connect server, from the checkout."""
+    return subprocess.run(
+        [sys.executable, *args], env=server.client_env(), cwd=ROOT,
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+
 def _scenario(server: Any, work: Path, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Run ``steps`` on a Connect session in a process of their own; their results."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.connect_scenario", server.url, str(work)]
+    done = _client(
+        server,
+        ["-m", "tests.support.connect_scenario", server.url, str(work)]
         + [json.dumps(step) for step in steps],
-        env=server.client_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     results: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])["results"]
@@ -335,16 +338,10 @@ def test_treestore_sweep_with_a_connect_master(
     # the range plan ran as a step of the Connect process; the broadcast plan runs here,
     # as a command of its own
     folder = both["work"] / "sweep"
-    done = subprocess.run(
-        [sys.executable, "-m", "treestore",
-         *_sweep_args(folder, folder / "connect", "seed", "broadcast"),
+    done = _client(
+        connect_server,
+        ["-m", "treestore", *_sweep_args(folder, folder / "connect", "seed", "broadcast"),
          "--master", connect_server.url],
-        env=connect_server.client_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     (ranged,) = [step for step in _steps(both, "cli") if step["args"][0] == "sweep"]

@@ -64,6 +64,7 @@ __all__ = [
     "create_s3_object",
     "page_store_for",
     "require_folder",
+    "sync_folder",
 ]
 
 
@@ -424,7 +425,7 @@ class FilePageStore(PageStore):
     def sync(self, folder: str) -> None:
         if self.is_local and os.path.isdir(self._path(folder)):
             try:
-                _sync_folder(self._path(folder))
+                sync_folder(self._path(folder))
             except OSError as exc:
                 raise self._failed(folder, "cannot be synced", exc) from exc
 
@@ -459,7 +460,7 @@ def _make_folders(path: str) -> None:
     os.makedirs(path, exist_ok=True)
     for folder in reversed(missing):  # from the top down
         journal("mkdir", folder)
-        _sync_folder(os.path.dirname(folder))
+        sync_folder(os.path.dirname(folder))
 
 
 @contextmanager
@@ -481,7 +482,7 @@ def _publish_file(temp: str, path: str) -> None:
     its folder is synced after."""
     os.replace(temp, path)
     journal("rename", temp, path)
-    _sync_folder(os.path.dirname(path))
+    sync_folder(os.path.dirname(path))
 
 
 def _link_file(temp: str, path: str) -> None:
@@ -489,7 +490,7 @@ def _link_file(temp: str, path: str) -> None:
     after); :class:`FileExistsError` if ``path`` exists (exclusive creation)."""
     os.link(temp, path)
     journal("link", temp, path)
-    _sync_folder(os.path.dirname(path))
+    sync_folder(os.path.dirname(path))
 
 
 def _remove_file(path: str) -> None:
@@ -498,7 +499,7 @@ def _remove_file(path: str) -> None:
     journal("unlink", path)
 
 
-def _sync_folder(path: str) -> None:
+def sync_folder(path: str) -> None:
     """Make the names in folder ``path`` durable: the files created, renamed, linked into
     it or removed from it, and the folders made in it, so far."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
