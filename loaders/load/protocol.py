@@ -110,6 +110,9 @@ class ShardResult:
     compacted: bool
     pending: PendingCounts  # the pending room's counts (loaders.tree.pending)
     task_seconds: dict[str, float] = field(default_factory=dict)
+    """The task's seconds by phase that this shard accounts for: a task's first shard
+    carries its input, records and apply, and each shard its own write, so that summed
+    over the shards they are the tasks' times (a task may serve several shards)."""
     expired_file: str | None = None  # the shard's expired pending records (Parquet)
 
     def report(self) -> dict[str, Any]:

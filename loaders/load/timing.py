@@ -32,12 +32,31 @@ class Timer:
         self.started = time.time()
         self.seconds: dict[str, float] = dict.fromkeys(names, 0.0)
         self.mark = time.perf_counter()
+        self._shared: dict[str, float] = {}  # the seconds given out by since_last_share
 
     def lap(self, name: str) -> None:
         """Add the time since the previous mark to ``name``; mark now."""
         now = time.perf_counter()
         self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self.mark, 3)
         self.mark = now
+
+    def since_last_share(self) -> dict[str, float]:
+        """The seconds by name added since the previous call (all of them, the first time):
+        shares of one clock that sum to its whole.
+
+        >>> timer = Timer()
+        >>> timer.seconds = {"records": 2.0, "write": 0.5}
+        >>> first = timer.since_last_share()
+        >>> timer.seconds = {"records": 2.0, "write": 0.75}
+        >>> first, timer.since_last_share()
+        ({'records': 2.0, 'write': 0.5}, {'records': 0.0, 'write': 0.25})
+        """
+        share = {
+            name: round(value - self._shared.get(name, 0.0), 3)
+            for name, value in self.seconds.items()
+        }
+        self._shared = dict(self.seconds)
+        return share
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -55,6 +55,7 @@ from loaders.tree.pending import (
     WEIGHT,
     PendingRecords,
 )
+from treestore import native
 from treestore.arrays import unique_first_inverse
 from treestore.attachments import NotANumber, update_attachment
 from treestore.storage.tree import ANY_AGE, Handles, ShardTree
@@ -348,7 +349,7 @@ class TreeBuilder:
         if not len(frontier):
             return frontier
         pairs = frontier.nodes * len(words) + codes
-        groups, first, inverse = unique_first_inverse(pairs)
+        groups, first, inverse = _groups(pairs)
         once = element.once and not label
         parent_of, word_of = np.divmod(groups, len(words))
         group_names = words.take(word_of)
@@ -563,6 +564,14 @@ def _coded_names(
     encoded = pc.dictionary_encode(names)
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return codes, encoded.dictionary, frontier
+
+
+def _groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~treestore.arrays.unique_first_inverse` of a level's (node, name) pairs,
+    compiled from :data:`~treestore.native.NATIVE_FROM` values on."""
+    if len(values) >= native.NATIVE_FROM:
+        return native.first_inverse_groups(values)
+    return unique_first_inverse(values)
 
 
 def _resume_points(

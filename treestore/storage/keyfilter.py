@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import xxhash
 from rbloom import Bloom
 
+from treestore import native
 from treestore.storage.entries import Key
 
 __all__ = [
@@ -205,7 +206,10 @@ class KeyHashes:
         """Each key's 64-bit hash (uint64; see the module's docstring): the filter's pair
         comes from it, and the memtable's key index uses it as it is."""
         if self._folded is None:
-            self._folded = _folded(self.parents, self.arrow_names())
+            if len(self) >= native.NATIVE_FROM:
+                self._folded = native.folded_hashes(self.parents, self.arrow_names())
+            else:
+                self._folded = _folded(self.parents, self.arrow_names())
         return self._folded
 
     def indexed(self) -> np.ndarray:
@@ -219,7 +223,10 @@ class KeyHashes:
         [1, 2]
         """
         if self._indexed is None:
-            self._indexed = _parted(self.folded(), self.parents)
+            if len(self) >= native.NATIVE_FROM:
+                self._indexed = native.parted_hashes(self.folded(), self.parents)
+            else:
+                self._indexed = _parted(self.folded(), self.parents)
         return self._indexed
 
     def pair(self, parted: bool = True) -> tuple[np.ndarray, np.ndarray]:

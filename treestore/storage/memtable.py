@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from treestore import native
 from treestore.arrays import distinct_sorted
 from treestore.storage.entries import ChildColumns, Key
 from treestore.storage.keyfilter import KeyHashes, index_key
@@ -303,10 +304,33 @@ class KeyIndex:
 
     def find(self, hashes: np.ndarray, same: Same) -> np.ndarray:
         """The slot of each key whose hash is ``hashes[i]`` (-1 where none is held)."""
-        table, held, mask = self._table, self._hashes, np.uint64(len(self._table) - 1)
         slots = np.full(len(hashes), _EMPTY, dtype=np.int64)
-        probing = np.arange(len(hashes))
-        places = (hashes & mask).astype(np.int64)
+        if len(hashes) < native.NATIVE_FROM:
+            places = (hashes & np.uint64(len(self._table) - 1)).astype(np.int64)
+            return self._find_rounds(hashes, same, slots, np.arange(len(hashes)), places)
+        # compiled: each key's first slot of an equal hash, confirmed on the keys at once
+        found, after = native.kernels().probe_first(self._table, self._hashes, hashes)
+        matched = np.flatnonzero(found >= 0)
+        confirmed = np.zeros(len(matched), dtype=bool)
+        if len(matched):
+            confirmed = same(matched, found[matched])
+        slots[matched[confirmed]] = found[matched[confirmed]]
+        other = matched[~confirmed]  # equal hashes of different keys: probe on past them
+        if len(other):
+            self._find_rounds(hashes, same, slots, other, after[other])
+        return slots
+
+    def _find_rounds(
+        self,
+        hashes: np.ndarray,
+        same: Same,
+        slots: np.ndarray,
+        probing: np.ndarray,
+        places: np.ndarray,
+    ) -> np.ndarray:
+        """:meth:`find` of the keys ``probing``, each from its position in ``places``, in
+        numpy rounds; their slots go into ``slots``."""
+        table, held, mask = self._table, self._hashes, len(self._table) - 1
         while len(probing):
             found = table[places]
             occupied = found >= 0
@@ -318,7 +342,7 @@ class KeyIndex:
                 going = np.ones(len(probing), dtype=bool)
                 going[confirmed] = False
                 probing, places = probing[going], places[going]
-            places = (places + 1) & int(mask)
+            places = (places + 1) & mask
         return slots
 
     def find_one(self, hashed: int, same: Callable[[int], bool]) -> int:
@@ -362,9 +386,24 @@ class KeyIndex:
         self.size = 0
 
     def _place(self, hashes: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Write ``slots`` into empty positions, each from its hash's home on. Of the slots
-        that probe the same empty position at once, one lands (read back to see which);
-        the others probe on. Returns the pairs ``(slot, other)`` of equal hashes met."""
+        """Write ``slots`` into empty positions, each from its hash's home on. Returns the
+        pairs ``(slot, other)`` of equal hashes met."""
+        if len(slots) >= native.NATIVE_FROM:
+            room = len(slots) + 16
+            met_new, met_other = np.empty(room, np.int64), np.empty(room, np.int64)
+            met = native.kernels().place_slots(
+                self._table, self._hashes, hashes, slots, met_new, met_other
+            )
+            if met <= room:
+                return met_new[:met], met_other[:met]
+            # more equal hashes than expected (a batch repeating keys): placed again in
+            # rounds, which keep every pair (the slots placed are the newest ones)
+            self._table[self._table >= int(slots.min())] = _EMPTY
+        return self._place_rounds(hashes, slots)
+
+    def _place_rounds(self, hashes: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_place` in numpy rounds: of the slots that probe the same empty position
+        at once, one lands (read back to see which); the others probe on."""
         table, held, mask = self._table, self._hashes, np.uint64(len(self._table) - 1)
         places = (hashes & mask).astype(np.int64)
         met: list[tuple[np.ndarray, np.ndarray]] = []

@@ -1,0 +1,84 @@
+"""Compiled kernels for the hot loops of tree building (numba).
+
+The wrappers here take numpy and Arrow arrays and give what the numpy code they replace
+gives, value for value. numba is imported on the first call that needs it
+(:func:`kernels`), so a process that builds no tree never pays for it. numba caches what
+it compiles on disk: in ``NUMBA_CACHE_DIR`` when set, else in a ``treestore/numba``
+folder of the user's cache (``XDG_CACHE_HOME``, default ``~/.cache``), so each machine
+compiles a kernel once and every later process (a Spark worker too) loads it: about
+0.4 s per process, numba's import included.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = [
+    "NATIVE_FROM",
+    "first_inverse_groups",
+    "folded_hashes",
+    "kernels",
+    "parted_hashes",
+    "string_buffers",
+]
+
+NATIVE_FROM = 64
+"""Arrays from this many values go through the compiled kernels; smaller ones stay with
+numpy (a handful of keys imports no numba)."""
+
+_loaded: ModuleType | None = None
+
+
+def kernels() -> ModuleType:
+    """The compiled kernels' module (:mod:`treestore.native.compiled`), numba imported and
+    its cache folder set on the first call."""
+    global _loaded
+    if _loaded is None:
+        if not os.environ.get("NUMBA_CACHE_DIR"):
+            home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+            os.environ["NUMBA_CACHE_DIR"] = str(Path(home) / "treestore" / "numba")
+        from treestore.native import compiled
+
+        _loaded = compiled
+    return _loaded
+
+
+def string_buffers(names: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string array's offsets into its bytes (int64, one more than the values) and its
+    UTF-8 bytes (uint8), for the kernels; only the offsets are copied."""
+    size, buffers = len(names), names.buffers()
+    wide = pa.types.is_large_string(names.type) or pa.types.is_large_binary(names.type)
+    kind = np.int64 if wide else np.int32
+    offsets = np.frombuffer(buffers[1], kind, size + 1, names.offset * kind(0).itemsize)
+    offsets = offsets.astype(np.int64)
+    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    return offsets, data
+
+
+def folded_hashes(parents: np.ndarray, names: pa.Array) -> np.ndarray:
+    """Each key's folded hash (:meth:`~treestore.storage.keyfilter.KeyHashes.folded`)."""
+    offsets, data = string_buffers(names)
+    return kernels().folded_hashes(np.asarray(parents, np.int64), offsets, data)
+
+
+def parted_hashes(folded: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """The key index's hashes from the folded ones
+    (:meth:`~treestore.storage.keyfilter.KeyHashes.indexed`)."""
+    return kernels().parted_hashes(folded, np.asarray(parents, np.int64))
+
+
+def first_inverse_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~treestore.arrays.unique_first_inverse` (the distinct values sorted, the first
+    position of each, each value's place among them) by a hash table: only the distinct
+    values are sorted."""
+    firsts, groups = kernels().first_groups(np.asarray(values, np.int64))
+    distinct = values[firsts]
+    order = np.argsort(distinct)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return distinct[order], firsts[order], kernels().remap(groups, rank)

@@ -1,0 +1,150 @@
+"""The compiled loops of tree building (numba, compiled on first use and cached on disk).
+
+Imported only through :func:`treestore.native.kernels`, which sets where the compiled code
+is cached before numba loads. Every function here takes and returns numpy arrays and
+does what the numpy function it replaces does, value for value (the tests hold the
+numpy versions as oracles).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_EMPTY = -1
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_SALT1 = np.uint64(0x243F6A8885A308D3)
+_S33 = np.uint64(33)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mix(x: np.uint64) -> np.uint64:
+    x = x ^ (x >> _S33)
+    x = x * _M1
+    x = x ^ (x >> _S33)
+    x = x * _M2
+    return x ^ (x >> _S33)
+
+
+@njit(cache=True, nogil=True)
+def folded_hashes(parents, offsets, data):  # type: ignore[no-untyped-def]
+    """Each key's folded hash (``keyfilter._folded``): the parent id XOR the mixed
+    length, then each 8-byte little-endian word of the name (zero padded) XORed in and
+    mixed. ``offsets`` (int64, one more than the keys) index the names' UTF-8 ``data``."""
+    size = len(parents)
+    out = np.empty(size, np.uint64)
+    for i in range(size):
+        start, stop = offsets[i], offsets[i + 1]
+        length = stop - start
+        value = np.uint64(parents[i]) ^ _mix(np.uint64(length) * _GOLDEN)
+        at = start
+        while at < stop:
+            word = np.uint64(0)
+            end = min(at + 8, stop)
+            for k in range(end - at):
+                word |= np.uint64(data[at + k]) << np.uint64(8 * k)
+            value = _mix(value ^ word)
+            at += 8
+        out[i] = value
+    return out
+
+
+@njit(cache=True, nogil=True)
+def parted_hashes(folded, parents):  # type: ignore[no-untyped-def]
+    """``keyfilter._parted``: the folded hashes with the parent id mixed in once more."""
+    out = np.empty(len(folded), np.uint64)
+    for i in range(len(folded)):
+        out[i] = folded[i] ^ _mix(np.uint64(parents[i]) * _GOLDEN + _SALT1)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def probe_first(table, held, hashes):  # type: ignore[no-untyped-def]
+    """For each hash, the first slot on its probe sequence (linear probing in ``table``,
+    whose entries are slots, -1 empty) whose held hash is equal (-1: none), and the
+    position after it, to go on probing from when the keys differ."""
+    mask = np.uint64(len(table) - 1)
+    size = len(hashes)
+    slots = np.full(size, _EMPTY, np.int64)
+    after = np.zeros(size, np.int64)
+    for i in range(size):
+        h = hashes[i]
+        place = np.int64(h & mask)
+        while True:
+            found = table[place]
+            place = np.int64((np.uint64(place) + np.uint64(1)) & mask)
+            if found < 0:
+                break
+            if held[found] == h:
+                slots[i] = found
+                after[i] = place
+                break
+    return slots, after
+
+
+@njit(cache=True, nogil=True)
+def place_slots(table, held, hashes, slots, met_new, met_other):  # type: ignore[no-untyped-def]
+    """Write ``slots`` (in order) into the first empty position from each hash's home;
+    record in ``met_new``/``met_other`` the pairs of slots with equal hashes passed on the
+    way. Returns how many pairs were met (more than the arrays hold: the caller redoes
+    the batch another way)."""
+    mask = np.uint64(len(table) - 1)
+    room = len(met_new)
+    met = 0
+    for i in range(len(slots)):
+        h = hashes[i]
+        place = np.int64(h & mask)
+        while True:
+            found = table[place]
+            if found < 0:
+                table[place] = slots[i]
+                break
+            if held[found] == h:
+                if met < room:
+                    met_new[met] = slots[i]
+                    met_other[met] = found
+                met += 1
+            place = np.int64((np.uint64(place) + np.uint64(1)) & mask)
+    return met
+
+
+@njit(cache=True, nogil=True)
+def first_groups(values):  # type: ignore[no-untyped-def]
+    """The distinct values of ``values`` in order of first appearance, each one's first
+    position, and each value's group (a hash table of int64 values)."""
+    size = len(values)
+    capacity = 16
+    while capacity < 2 * size:
+        capacity *= 2
+    mask = np.uint64(capacity - 1)
+    table = np.full(capacity, _EMPTY, np.int64)
+    firsts = np.empty(size, np.int64)
+    groups = np.empty(size, np.int64)
+    count = 0
+    for i in range(size):
+        v = values[i]
+        place = np.int64(_mix(np.uint64(v)) & mask)
+        while True:
+            g = table[place]
+            if g < 0:
+                table[place] = count
+                firsts[count] = i
+                groups[i] = count
+                count += 1
+                break
+            if values[firsts[g]] == v:
+                groups[i] = g
+                break
+            place = np.int64((np.uint64(place) + np.uint64(1)) & mask)
+    return firsts[:count], groups
+
+
+@njit(cache=True, nogil=True)
+def remap(groups, rank):  # type: ignore[no-untyped-def]
+    """``rank[groups]``."""
+    out = np.empty(len(groups), np.int64)
+    for i in range(len(groups)):
+        out[i] = rank[groups[i]]
+    return out
