@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
@@ -45,7 +46,7 @@ def _arm(native_from: int) -> Iterator[None]:
     tags = (mock.Mock(hex=f"{n:012x}") for n in range(1 << 20))
     with (
         mock.patch.object(native, "NATIVE_FROM", native_from),
-        mock.patch("treestore.storage.tree.uuid.uuid4", side_effect=tags),
+        mock.patch("treestore.storage.tree.uuid", SimpleNamespace(uuid4=lambda: next(tags))),
     ):
         yield
 
