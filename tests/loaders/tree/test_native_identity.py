@@ -41,12 +41,14 @@ def _builder(job: dict[str, Any]) -> TreeBuilder:
 
 @contextmanager
 def _arm(native_from: int) -> Iterator[None]:
-    """Kernels from ``native_from`` values on; run names with tags counted from 0 (each
-    tree's own)."""
-    tags = (mock.Mock(hex=f"{n:012x}") for n in range(1 << 20))
+    """Kernels from ``native_from`` values on; the names of runs and pending files with
+    tags counted from 0 (numba's first compile draws uuids of its own)."""
+    tags = (mock.Mock(hex=f"{n:012x}{0:020x}") for n in range(1 << 20))
+    counted = SimpleNamespace(uuid4=lambda: next(tags))
     with (
         mock.patch.object(native, "NATIVE_FROM", native_from),
-        mock.patch("treestore.storage.tree.uuid", SimpleNamespace(uuid4=lambda: next(tags))),
+        mock.patch("treestore.storage.tree.uuid", counted),
+        mock.patch("loaders.tree.pending.uuid", counted),
     ):
         yield
 
