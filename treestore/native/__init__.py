@@ -23,6 +23,8 @@ __all__ = [
     "first_inverse_groups",
     "folded_hashes",
     "kernels",
+    "members",
+    "pair_groups",
     "parted_hashes",
     "string_buffers",
 ]
@@ -70,6 +72,22 @@ def parted_hashes(folded: np.ndarray, parents: np.ndarray) -> np.ndarray:
     """The key index's hashes from the folded ones
     (:meth:`~treestore.storage.keyfilter.KeyHashes.indexed`)."""
     return kernels().parted_hashes(folded, np.asarray(parents, np.int64))
+
+
+def pair_groups(
+    nodes: np.ndarray, codes: np.ndarray, node_count: int, code_count: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`~treestore.arrays.unique_first_inverse` of ``nodes * code_count + codes``
+    (``nodes`` below ``node_count``, ``codes`` below ``code_count``), by two counting
+    sorts instead of a comparison sort."""
+    return kernels().pair_groups(
+        np.asarray(nodes, np.int64), np.asarray(codes, np.int64), node_count, code_count
+    )
+
+
+def members(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` is among ``candidates`` (``np.isin``, by a hash set)."""
+    return kernels().members(np.asarray(values, np.int64), np.asarray(candidates, np.int64))
 
 
 def first_inverse_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -148,3 +148,75 @@ def remap(groups, rank):  # type: ignore[no-untyped-def]
     for i in range(len(groups)):
         out[i] = rank[groups[i]]
     return out
+
+
+@njit(cache=True, nogil=True)
+def pair_groups(nodes, codes, node_count, code_count):  # type: ignore[no-untyped-def]
+    """The distinct pairs ``(nodes[i], codes[i])`` in ascending order (as
+    ``node * code_count + code``), each one's first position, and each pair's place among
+    them: two stable counting sorts (by code, then by node), then one walk."""
+    size = len(nodes)
+    by_code = np.empty(size, np.int64)
+    starts = np.zeros(code_count + 1, np.int64)
+    for i in range(size):
+        starts[codes[i] + 1] += 1
+    for c in range(code_count):
+        starts[c + 1] += starts[c]
+    for i in range(size):
+        c = codes[i]
+        by_code[starts[c]] = i
+        starts[c] += 1
+    order = np.empty(size, np.int64)
+    starts = np.zeros(node_count + 1, np.int64)
+    for i in range(size):
+        starts[nodes[i] + 1] += 1
+    for n in range(node_count):
+        starts[n + 1] += starts[n]
+    for k in range(size):
+        i = by_code[k]
+        n = nodes[i]
+        order[starts[n]] = i
+        starts[n] += 1
+    groups = np.empty(size, np.int64)
+    firsts = np.empty(size, np.int64)
+    inverse = np.empty(size, np.int64)
+    count = -1
+    last_node, last_code = -1, -1
+    for k in range(size):
+        i = order[k]
+        n, c = nodes[i], codes[i]
+        if n != last_node or c != last_code:
+            count += 1
+            groups[count] = n * code_count + c
+            firsts[count] = i  # stable: the first of a run is its earliest position
+            last_node, last_code = n, c
+        inverse[i] = count
+    return groups[: count + 1], firsts[: count + 1], inverse
+
+
+@njit(cache=True, nogil=True)
+def members(values, candidates):  # type: ignore[no-untyped-def]
+    """Whether each of ``values`` is among ``candidates`` (a hash set of int64 values)."""
+    capacity = 16
+    while capacity < 2 * len(candidates):
+        capacity *= 2
+    mask = np.uint64(capacity - 1)
+    table = np.empty(capacity, np.int64)
+    used = np.zeros(capacity, np.bool_)
+    for i in range(len(candidates)):
+        v = candidates[i]
+        place = np.int64(_mix(np.uint64(v)) & mask)
+        while used[place] and table[place] != v:
+            place = np.int64((np.uint64(place) + np.uint64(1)) & mask)
+        used[place] = True
+        table[place] = v
+    found = np.zeros(len(values), np.bool_)
+    for i in range(len(values)):
+        v = values[i]
+        place = np.int64(_mix(np.uint64(v)) & mask)
+        while used[place]:
+            if table[place] == v:
+                found[i] = True
+                break
+            place = np.int64((np.uint64(place) + np.uint64(1)) & mask)
+    return found

@@ -209,7 +209,10 @@ class Memtable:
         passed through, which the next records pass through again), at most ``most`` of
         them, earliest first."""
         ids = np.frombuffer(self.ids, dtype=np.int64)
-        parents = distinct_sorted(np.frombuffer(self.parents, dtype=np.int64))
+        parents = np.frombuffer(self.parents, dtype=np.int64)
+        if len(ids) >= native.NATIVE_FROM:
+            return np.flatnonzero(native.members(ids, parents))[:most]
+        parents = distinct_sorted(parents)
         at = np.minimum(np.searchsorted(parents, ids), len(parents) - 1)
         return np.flatnonzero(parents[at] == ids)[:most]
 
