@@ -56,7 +56,6 @@ from loaders.tree.pending import (
     PendingRecords,
 )
 from treestore import native
-from treestore.arrays import unique_first_inverse
 from treestore.attachments import NotANumber, update_attachment
 from treestore.storage.tree import ANY_AGE, Handles, ShardTree
 
@@ -113,7 +112,7 @@ def _concat(parts: list[_Frontier]) -> _Frontier:
     handles = Handles.concat([p.handles for p in parts])
     offsets = np.cumsum([0, *(len(p.handles) for p in parts)])
     nodes = np.concatenate([p.nodes + offset for p, offset in zip(parts, offsets, strict=False)])
-    distinct, first, inverse = _groups(handles.ids)
+    distinct, first, inverse = native.first_inverse_groups(handles.ids)
     if len(distinct) < len(handles):  # branches that reach the same node
         handles, nodes = handles.take(first), inverse[nodes]
     rows = np.concatenate([p.rows for p in parts])
@@ -348,7 +347,7 @@ class TreeBuilder:
         codes, words, frontier = _coded_names(names, frontier)
         if not len(frontier):
             return frontier
-        groups, first, inverse = _pair_groups(
+        groups, first, inverse = native.pair_groups(
             frontier.nodes, codes, len(frontier.handles), len(words)
         )
         once = element.once and not label
@@ -490,7 +489,7 @@ class TreeBuilder:
             retry = _Retry(element.place, costs_load)
             batch = _Batch(tree, part, stats, created_before, retry, pending)
             parents = part.column(PARENT).to_numpy()
-            ids, first, nodes = _groups(parents)
+            ids, first, nodes = native.first_inverse_groups(parents)
             handles = Handles(
                 ids,
                 part.column(PARENT_OF).to_numpy()[first],
@@ -565,25 +564,6 @@ def _coded_names(
     encoded = pc.dictionary_encode(names)
     codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     return codes, encoded.dictionary, frontier
-
-
-def _pair_groups(
-    nodes: np.ndarray, codes: np.ndarray, node_count: int, code_count: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (node, name code) pairs of a level's paths, as ``node * code_count +
-    code`` sorted, each one's first path, and each path's pair
-    (:func:`~treestore.arrays.unique_first_inverse` of those values), compiled from
-    :data:`~treestore.native.NATIVE_FROM` paths on."""
-    if len(nodes) >= native.NATIVE_FROM:
-        return native.pair_groups(nodes, codes, node_count, code_count)
-    return unique_first_inverse(nodes * code_count + codes)
-
-
-def _groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`~treestore.arrays.unique_first_inverse`, compiled from :data:`~treestore.native.NATIVE_FROM` values on."""
-    if len(values) >= native.NATIVE_FROM:
-        return native.first_inverse_groups(values)
-    return unique_first_inverse(values)
 
 
 def _resume_points(

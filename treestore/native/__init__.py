@@ -18,6 +18,8 @@ from types import ModuleType
 import numpy as np
 import pyarrow as pa
 
+from treestore.arrays import distinct_sorted, unique_first_inverse
+
 __all__ = [
     "NATIVE_FROM",
     "first_inverse_groups",
@@ -26,6 +28,7 @@ __all__ = [
     "members",
     "pair_groups",
     "parted_hashes",
+    "repeats",
     "string_buffers",
 ]
 
@@ -48,6 +51,13 @@ def kernels() -> ModuleType:
 
         _loaded = compiled
     return _loaded
+
+
+def repeats(values: np.ndarray) -> bool:
+    """Whether some value of ``values`` comes twice."""
+    if len(values) < NATIVE_FROM:
+        return len(distinct_sorted(values)) < len(values)
+    return len(kernels().first_groups(np.asarray(values, np.int64))[0]) < len(values)
 
 
 def string_buffers(names: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -78,22 +88,29 @@ def pair_groups(
     nodes: np.ndarray, codes: np.ndarray, node_count: int, code_count: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`~treestore.arrays.unique_first_inverse` of ``nodes * code_count + codes``
-    (``nodes`` below ``node_count``, ``codes`` below ``code_count``), by two counting
-    sorts instead of a comparison sort."""
+    (``nodes`` below ``node_count``, ``codes`` below ``code_count``); from
+    :data:`NATIVE_FROM` values on by two counting sorts instead of a comparison sort."""
+    if len(nodes) < NATIVE_FROM:
+        return unique_first_inverse(nodes * code_count + codes)
     return kernels().pair_groups(
         np.asarray(nodes, np.int64), np.asarray(codes, np.int64), node_count, code_count
     )
 
 
 def members(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Whether each of ``values`` is among ``candidates`` (``np.isin``, by a hash set)."""
+    """Whether each of ``values`` is among ``candidates`` (``np.isin``); from
+    :data:`NATIVE_FROM` values on by a hash set."""
+    if len(values) < NATIVE_FROM:
+        return np.isin(values, candidates)
     return kernels().members(np.asarray(values, np.int64), np.asarray(candidates, np.int64))
 
 
 def first_inverse_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`~treestore.arrays.unique_first_inverse` (the distinct values sorted, the first
-    position of each, each value's place among them) by a hash table: only the distinct
-    values are sorted."""
+    position of each, each value's place among them); from :data:`NATIVE_FROM` values on
+    by a hash table, so that only the distinct values are sorted."""
+    if len(values) < NATIVE_FROM:
+        return unique_first_inverse(values)
     firsts, groups = kernels().first_groups(np.asarray(values, np.int64))
     distinct = values[firsts]
     order = np.argsort(distinct)

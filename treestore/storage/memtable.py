@@ -24,7 +24,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treestore import native
-from treestore.arrays import distinct_sorted
 from treestore.storage.entries import ChildColumns, Key
 from treestore.storage.keyfilter import KeyHashes, index_key
 
@@ -210,11 +209,7 @@ class Memtable:
         them, earliest first."""
         ids = np.frombuffer(self.ids, dtype=np.int64)
         parents = np.frombuffer(self.parents, dtype=np.int64)
-        if len(ids) >= native.NATIVE_FROM:
-            return np.flatnonzero(native.members(ids, parents))[:most]
-        parents = distinct_sorted(parents)
-        at = np.minimum(np.searchsorted(parents, ids), len(parents) - 1)
-        return np.flatnonzero(parents[at] == ids)[:most]
+        return np.flatnonzero(native.members(ids, parents))[:most]
 
     def columns(self, slots: np.ndarray | None = None) -> ChildColumns:
         """The entries (those at ``slots``; default all) in key order (by parent id, then

@@ -23,7 +23,6 @@ import numpy as np
 import pyarrow as pa
 
 from treestore import native
-from treestore.arrays import distinct_sorted, unique_first_inverse
 from treestore.storage.entries import Key
 from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
@@ -94,21 +93,6 @@ class Handles:
             np.concatenate([p.parents for p in parts]),
             pa.concat_arrays([p.names for p in parts]),
         )
-
-
-def _repeats(values: np.ndarray) -> bool:
-    """Whether some value of ``values`` comes twice."""
-    if len(values) >= native.NATIVE_FROM:
-        return len(native.kernels().first_groups(values)[0]) < len(values)
-    return len(distinct_sorted(values)) < len(values)
-
-
-def _distinct_first_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`~treestore.arrays.unique_first_inverse`, compiled for
-    :data:`~treestore.native.NATIVE_FROM` values and more."""
-    if len(values) >= native.NATIVE_FROM:
-        return native.first_inverse_groups(values)
-    return unique_first_inverse(values)
 
 
 def accepts(stored: _Ids, create: bool, once: bool, created_before: int) -> Any:
@@ -295,7 +279,7 @@ class TreeWriter(TreeReader):
         ids[fresh] = self.next_id + np.arange(len(fresh))
         weights = counted_hits(weights, once)
         bumped = np.flatnonzero(accepted & in_memtable)
-        if _repeats(slots[bumped]):
+        if native.repeats(slots[bumped]):
             raise ValueError("visit_many takes distinct (parent, name) keys")
         added = np.flatnonzero(accepted & ~in_memtable)
         try:  # first: it changes nothing when a key repeats
@@ -317,7 +301,7 @@ class TreeWriter(TreeReader):
 
     def _count_children(self, parents: Handles, picks: np.ndarray) -> None:
         """Add one to the child count of ``parents[picks[i]]`` for each ``i``."""
-        distinct, first, inverse = _distinct_first_inverse(parents.ids[picks])
+        distinct, first, inverse = native.first_inverse_groups(parents.ids[picks])
         counts = np.bincount(inverse, minlength=len(distinct))
         keys = parents.keys(picks[first])
         memtable = self.memtable
