@@ -7,5 +7,6 @@ expired, stored as the shard's ``pending`` side files, counted; their watermark)
 shard's load (``shard_load``: records source by source, then pending records retried,
 stored and committed).
 
-May import: ``loaders.job``, ``treestore``, ``treestore.storage``, ``treestore.store``.
+May import: ``loaders.job``, ``treestore``, ``treestore.native``, ``treestore.storage``,
+``treestore.store``.
 """

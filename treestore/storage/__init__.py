@@ -8,5 +8,6 @@ shard tree: reading it (``reading``), visiting it
 side files included (``state``), and flush and commit (``tree``). It knows nothing
 of loads, queries or job files, nor a store's file names (its callers give them).
 
-May import: ``treestore`` (its errors, settings, arrays, failpoints and filesystems).
+May import: ``treestore`` (its errors, settings, arrays, failpoints and filesystems),
+``treestore.native``.
 """

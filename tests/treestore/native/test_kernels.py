@@ -1,0 +1,144 @@
+"""Each compiled kernel gives, value for value, what the numpy code it replaced gives
+(that code stays as the oracle: the fallback below ``NATIVE_FROM`` values)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from treestore import native
+from treestore.arrays import distinct_sorted, unique_first_inverse
+from treestore.storage.keyfilter import KeyHashes, _folded, _parted
+from treestore.storage.memtable import KeyIndex
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80)
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**62), 2**62), _TEXT), max_size=200), st.integers(0, 5))
+def test_key_hashes_are_the_numpy_ones(keys: list[tuple[int, str]], skip: int) -> None:
+    parents = np.array([p for p, _ in keys], dtype=np.int64)
+    names = pa.array([n for _, n in keys], pa.string()).slice(min(skip, len(keys)))
+    parents = parents[min(skip, len(keys)) :]
+    folded = native.folded_hashes(parents, names)
+    assert folded.tolist() == _folded(parents, names).tolist()
+    assert native.parted_hashes(folded, parents).tolist() == _parted(folded, parents).tolist()
+
+
+def test_large_string_names_hash_alike() -> None:
+    parents = np.arange(3, dtype=np.int64)
+    names = pa.array(["a", "bé" * 9, ""], pa.string())
+    wide = names.cast(pa.large_string())
+    assert native.folded_hashes(parents, wide).tolist() == _folded(parents, names).tolist()
+
+
+def test_key_hashes_switch_to_the_kernels_at_their_size() -> None:
+    """``KeyHashes`` hashes 64 keys or more compiled, fewer in numpy: the same values."""
+    rng = np.random.default_rng(5)
+    parents = rng.integers(0, 1000, native.NATIVE_FROM)
+    names = pa.array([f"n{i}" for i in rng.integers(0, 50, native.NATIVE_FROM)])
+    whole = KeyHashes(parents, names)
+    assert whole.indexed().tolist() == _parted(_folded(parents, names), parents).tolist()
+    few = KeyHashes(parents[:3], names.slice(0, 3))
+    assert few.indexed().tolist() == whole.indexed()[:3].tolist()
+
+
+@settings(deadline=None)
+@given(st.lists(st.integers(-5, 40), max_size=300))
+def test_groups_are_numpys(values: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    expected = unique_first_inverse(array)
+    with mock.patch.object(native, "NATIVE_FROM", 1):
+        found = native.first_inverse_groups(array)
+    assert [f.tolist() for f in found] == [e.tolist() for e in expected]
+
+
+@settings(deadline=None)
+@given(
+    st.integers(1, 30).flatmap(
+        lambda nodes: st.integers(1, 30).flatmap(
+            lambda codes: st.tuples(
+                st.just(nodes),
+                st.just(codes),
+                st.lists(st.tuples(st.integers(0, nodes - 1), st.integers(0, codes - 1))),
+            )
+        )
+    )
+)
+def test_pair_groups_are_numpys(case: tuple[int, int, list[tuple[int, int]]]) -> None:
+    node_count, code_count, pairs = case
+    nodes = np.array([n for n, _ in pairs], dtype=np.int64)
+    codes = np.array([c for _, c in pairs], dtype=np.int64)
+    expected = unique_first_inverse(nodes * code_count + codes)
+    with mock.patch.object(native, "NATIVE_FROM", 1):
+        found = native.pair_groups(nodes, codes, node_count, code_count)
+    assert [f.tolist() for f in found] == [e.tolist() for e in expected]
+
+
+@settings(deadline=None)
+@given(st.lists(st.integers(0, 60), max_size=200), st.lists(st.integers(0, 60), max_size=200))
+def test_members_and_repeats_are_numpys(values: list[int], candidates: list[int]) -> None:
+    left, right = np.array(values, np.int64), np.array(candidates, np.int64)
+    with mock.patch.object(native, "NATIVE_FROM", 1):
+        assert native.members(left, right).tolist() == np.isin(left, right).tolist()
+        assert native.repeats(left) == (len(distinct_sorted(left)) < len(left))
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.integers(0, 2**64 - 1), max_size=300),
+    st.lists(st.integers(0, 400), max_size=100),
+    st.integers(0, 300),
+)
+def test_the_key_index_finds_what_its_numpy_rounds_find(
+    hashes_of_keys: list[int], asked: list[int], collide: int
+) -> None:
+    """Keys placed compiled or in rounds are found compiled or in rounds alike, each by its
+    hash and confirmed on the key; keys share homes and whole hashes (the first
+    ``collide`` keys keep only their low byte), and probing goes on past a key of an
+    equal hash that is another."""
+    hashes = np.array(hashes_of_keys, dtype=np.uint64)
+    hashes[:collide] &= np.uint64(0xFF)
+    asked = [*range(len(hashes)), *asked]  # every key held, and others
+    wanted = np.array(asked, dtype=np.int64)  # key k is held at slot k, if k < len(hashes)
+    query = np.array([hashes[k] if k < len(hashes) else k for k in asked], dtype=np.uint64)
+
+    def same(positions: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        return wanted[positions] == slots
+
+    expected = np.where(wanted < len(hashes), wanted, -1).tolist()
+    for placing in (1, 1 << 62):
+        index = KeyIndex()
+        with mock.patch.object(native, "NATIVE_FROM", placing):
+            index.insert(hashes)
+        for finding in (1, 1 << 62):
+            with mock.patch.object(native, "NATIVE_FROM", finding):
+                assert index.find(query, same).tolist() == expected
+
+
+def test_a_fresh_process_compiles_into_the_user_cache_and_loads_from_it(tmp_path: Path) -> None:
+    """With no ``NUMBA_CACHE_DIR``, the kernels compile into ``$XDG_CACHE_HOME/treestore/
+    numba``, and the next process loads them from there."""
+    code = (
+        "import numpy as np; from treestore import native; "
+        "print(native.kernels().first_groups(np.arange(3, dtype=np.int64))[0].tolist())"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    root = Path(__file__).resolve().parents[3]
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "[0, 1, 2]"
+    cached = list((tmp_path / "treestore" / "numba").rglob("*.nbi"))
+    assert cached, "no kernel was cached"
