@@ -46,6 +46,7 @@ check-browser:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -c "from treestore import native; native.warm()"  # tree building's kernels, compiled once
 	@touch $@
 
 clean:

@@ -32,6 +32,7 @@ __all__ = [
     "parted_hashes",
     "repeats",
     "string_buffers",
+    "warm",
 ]
 
 NATIVE_FROM = 64
@@ -59,7 +60,31 @@ def repeats(values: np.ndarray) -> bool:
     """Whether some value of ``values`` comes twice."""
     if len(values) < NATIVE_FROM:
         return len(distinct_sorted(values)) < len(values)
-    return len(kernels().first_groups(np.asarray(values, np.int64))[0]) < len(values)
+    return len(kernels().first_groups(_int64s(values))[0]) < len(values)
+
+
+def _int64s(values: np.ndarray) -> np.ndarray:
+    """``values`` as one contiguous int64 array (one type: one compiled kernel)."""
+    return np.ascontiguousarray(values, dtype=np.int64)
+
+
+def warm() -> None:
+    """Compile every kernel now (on tiny arrays), so that they are in the disk cache
+    before a load's workers need them: about 3-4 s once per machine (``make`` runs it
+    after installing), against 0.4 s for a process that finds them cached."""
+    values = np.arange(NATIVE_FROM, dtype=np.int64)
+    compiled = kernels()
+    compiled.first_groups(values)
+    compiled.remap(values, values)
+    compiled.pair_groups(values, values, NATIVE_FROM, NATIVE_FROM)
+    compiled.members(values, values)
+    text = np.frombuffer(bytes(NATIVE_FROM), np.uint8)  # read-only, as Arrow's buffers are
+    hashes = compiled.folded_hashes(values, np.arange(NATIVE_FROM + 1, dtype=np.int64), text)
+    compiled.parted_hashes(hashes, values)
+    table = np.full(4 * NATIVE_FROM, -1, np.int64)
+    held = np.zeros(2 * NATIVE_FROM, np.uint64)
+    compiled.place_slots(table, held, held[:1], values[:1], values[:1].copy(), values[:1].copy())
+    compiled.probe_first(table, held, held[:1])
 
 
 def string_buffers(names: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -70,20 +95,21 @@ def string_buffers(names: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     kind = np.int64 if wide else np.int32
     offsets = np.frombuffer(buffers[1], kind, size + 1, names.offset * kind(0).itemsize)
     offsets = offsets.astype(np.int64)
-    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    data = np.frombuffer(buffers[2] or b"", np.uint8)
+    data.flags.writeable = False  # one type for every buffer: one compiled kernel
     return offsets, data
 
 
 def folded_hashes(parents: np.ndarray, names: pa.Array) -> np.ndarray:
     """Each key's folded hash (:meth:`~treestore.storage.keyfilter.KeyHashes.folded`)."""
     offsets, data = string_buffers(names)
-    return kernels().folded_hashes(np.asarray(parents, np.int64), offsets, data)
+    return kernels().folded_hashes(_int64s(parents), offsets, data)
 
 
 def parted_hashes(folded: np.ndarray, parents: np.ndarray) -> np.ndarray:
     """The key index's hashes from the folded ones
     (:meth:`~treestore.storage.keyfilter.KeyHashes.indexed`)."""
-    return kernels().parted_hashes(folded, np.asarray(parents, np.int64))
+    return kernels().parted_hashes(np.ascontiguousarray(folded), _int64s(parents))
 
 
 def pair_groups(
@@ -94,9 +120,7 @@ def pair_groups(
     :data:`NATIVE_FROM` values on by two counting sorts instead of a comparison sort."""
     if len(nodes) < NATIVE_FROM:
         return unique_first_inverse(nodes * code_count + codes)
-    return kernels().pair_groups(
-        np.asarray(nodes, np.int64), np.asarray(codes, np.int64), node_count, code_count
-    )
+    return kernels().pair_groups(_int64s(nodes), _int64s(codes), node_count, code_count)
 
 
 def members(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -104,7 +128,7 @@ def members(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     :data:`NATIVE_FROM` values on by a hash set."""
     if len(values) < NATIVE_FROM:
         return np.isin(values, candidates)
-    return kernels().members(np.asarray(values, np.int64), np.asarray(candidates, np.int64))
+    return kernels().members(_int64s(values), _int64s(candidates))
 
 
 def first_inverse_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -113,7 +137,7 @@ def first_inverse_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     by a hash table, so that only the distinct values are sorted."""
     if len(values) < NATIVE_FROM:
         return unique_first_inverse(values)
-    firsts, groups = kernels().first_groups(np.asarray(values, np.int64))
+    firsts, groups = kernels().first_groups(_int64s(values))
     distinct = values[firsts]
     order = np.argsort(distinct)
     rank = np.empty(len(order), np.int64)

@@ -9,8 +9,11 @@ they write must be equal, with the shards' states.
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -168,3 +171,30 @@ def test_random_records_build_the_same_bytes_compiled_and_in_numpy(
     compiled = _load(builder, batches, COMPILED, memtable_limit=8, loads=2)
     assert oracle[1] == compiled[1]
     assert oracle[0] == compiled[0]
+
+
+def test_a_load_needs_no_kernel_but_those_the_warm_up_compiled() -> None:
+    """``native.warm()`` (which ``make`` runs) compiles each kernel for the very types a
+    load gives it: a load after it compiles nothing more (one signature each)."""
+    code = """
+from tests.loaders.tree import test_native_identity as t
+from treestore import native
+
+def signatures():
+    return sorted((name, len(f.signatures)) for name, f in vars(native.kernels()).items()
+                  if hasattr(f, "signatures") and not name.startswith("_"))
+
+native.warm()
+warmed = signatures()
+builder = t._builder(t.DEMO_JOB)
+t._load(builder, t._seed_rows(builder, 300, 1500, seed=3), t.COMPILED, memtable_limit=400, loads=2)
+print([warmed, signatures()])
+"""
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    warmed, after_load = (dict(pairs) for pairs in ast.literal_eval(done.stdout.strip()))
+    assert len(warmed) >= 8 and set(warmed.values()) == {1}, warmed
+    assert after_load == warmed
