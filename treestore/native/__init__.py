@@ -120,7 +120,11 @@ def pair_groups(
     :data:`NATIVE_FROM` values on by two counting sorts instead of a comparison sort."""
     if len(nodes) < NATIVE_FROM:
         return unique_first_inverse(nodes * code_count + codes)
-    return kernels().pair_groups(_int64s(nodes), _int64s(codes), node_count, code_count)
+    nodes, codes = _int64s(nodes), _int64s(codes)
+    for values, count in ((nodes, node_count), (codes, code_count)):
+        if values.min() < 0 or values.max() >= count:  # the kernel indexes without checks
+            raise ValueError(f"pair_groups: a value out of [0, {count})")
+    return kernels().pair_groups(nodes, codes, node_count, code_count)
 
 
 def members(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:

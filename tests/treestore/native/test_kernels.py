@@ -11,6 +11,7 @@ from unittest import mock
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,6 +82,16 @@ def test_pair_groups_are_numpys(case: tuple[int, int, list[tuple[int, int]]]) ->
     with mock.patch.object(native, "NATIVE_FROM", 1):
         found = native.pair_groups(nodes, codes, node_count, code_count)
     assert [f.tolist() for f in found] == [e.tolist() for e in expected]
+
+
+def test_pair_groups_refuse_a_value_out_of_range() -> None:
+    """The kernel indexes its counting arrays without checks: the wrapper checks first."""
+    nodes = np.zeros(native.NATIVE_FROM, np.int64)
+    codes = np.arange(native.NATIVE_FROM, dtype=np.int64)
+    with pytest.raises(ValueError, match="out of"):
+        native.pair_groups(nodes, codes, 1, native.NATIVE_FROM - 1)
+    with pytest.raises(ValueError, match="out of"):
+        native.pair_groups(nodes - 1, codes, 1, native.NATIVE_FROM)
 
 
 @settings(deadline=None)
