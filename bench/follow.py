@@ -13,8 +13,8 @@ each side takes that backlog in is its sustained throughput (the most it keeps u
 with). For treestore it also times a query after all the micro-batches against the
 same files loaded at once. Both sides first take a small warm-up pair (not measured):
 the figures are those of a follower already running, not of its first micro-batch.
-Goals: p95 latency under 2x the trigger at 10k records/s; throughput at least the
-peer's; print the ratios.
+Goals: p95 latency under 2x the trigger at 10k records/s; throughput at least 1.5x
+the peer's; print the ratios.
 
     .venv/bin/python bench/follow.py [--rate 10000] [--seconds 30] [--every 1] [--trigger 1]
     .venv/bin/python bench/follow.py --compaction 500   # the read cost after N micro-batches
@@ -363,7 +363,7 @@ def main() -> None:
     goals = [
         (f"p95 latency {p95:.2f} s under 2x the trigger ({2 * args.trigger:g} s)",
          p95 < 2 * args.trigger),
-        (f"throughput {ratio:.2f}x the peer's (goal >= 1x)", ratio >= 1),
+        (f"throughput {ratio:.2f}x the peer's (goal >= 1.5x)", ratio >= 1.5),
         (f"query after the micro-batches {ours['query after'] / ours['query at once']:.2f}x "
          "the query after one load (goal <= 1.5x)",
          ours["query after"] <= 1.5 * ours["query at once"]),
