@@ -113,6 +113,9 @@ class ShardResult:
     """The task's seconds by phase that this shard accounts for: a task's first shard
     carries its input, records and apply, and each shard its own write, so that summed
     over the shards they are the tasks' times (a task may serve several shards)."""
+    task_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    """The same shares of the task's CPU seconds (its worker process's, threads included):
+    below ``task_seconds`` where the task waited for a core."""
     expired_file: str | None = None  # the shard's expired pending records (Parquet)
 
     def report(self) -> dict[str, Any]:

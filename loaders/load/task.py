@@ -263,7 +263,13 @@ def _run(
     results = []
     for result in work.commit():
         clock.lap("write")
-        results.append(replace(result, task_seconds=clock.since_last_share()))
+        results.append(
+            replace(
+                result,
+                task_seconds=clock.since_last_share(),
+                task_cpu_seconds=clock.cpu_since_last_share(),
+            )
+        )
     totals = TaskTotals(
         files={spec.files[n]: count for n, count in per_file.items()},
         sources={

@@ -31,14 +31,19 @@ class Timer:
     def __init__(self, *names: str) -> None:
         self.started = time.time()
         self.seconds: dict[str, float] = dict.fromkeys(names, 0.0)
+        self.cpu_seconds: dict[str, float] = dict.fromkeys(names, 0.0)
+        """The process's CPU seconds by the same names (its threads' and kernels' too)."""
         self.mark = time.perf_counter()
+        self.cpu_mark = time.process_time()
         self._shared: dict[str, float] = {}  # the seconds given out by since_last_share
+        self._cpu_shared: dict[str, float] = {}
 
     def lap(self, name: str) -> None:
         """Add the time since the previous mark to ``name``; mark now."""
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.process_time()
         self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self.mark, 3)
-        self.mark = now
+        self.cpu_seconds[name] = round(self.cpu_seconds.get(name, 0.0) + cpu - self.cpu_mark, 3)
+        self.mark, self.cpu_mark = now, cpu
 
     def since_last_share(self) -> dict[str, float]:
         """The seconds by name added since the previous call (all of them, the first time):
@@ -51,17 +56,20 @@ class Timer:
         >>> first, timer.since_last_share()
         ({'records': 2.0, 'write': 0.5}, {'records': 0.0, 'write': 0.25})
         """
-        share = {
-            name: round(value - self._shared.get(name, 0.0), 3)
-            for name, value in self.seconds.items()
-        }
+        share = _difference(self.seconds, self._shared)
         self._shared = dict(self.seconds)
+        return share
+
+    def cpu_since_last_share(self) -> dict[str, float]:
+        """As :meth:`since_last_share`, for the CPU seconds."""
+        share = _difference(self.cpu_seconds, self._cpu_shared)
+        self._cpu_shared = dict(self.cpu_seconds)
         return share
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
         """Time the block under ``name``."""
-        self.mark = time.perf_counter()
+        self.mark, self.cpu_mark = time.perf_counter(), time.process_time()
         try:
             yield
         finally:
@@ -80,3 +88,7 @@ class Timer:
             if item is None:
                 return
             yield item
+
+
+def _difference(now: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {name: round(value - before.get(name, 0.0), 3) for name, value in now.items()}

@@ -90,6 +90,11 @@ def test_every_format_folders_globs_and_injected_source_name(spark: Any, tmp_pat
         "j": 2,
         "p": 1,
     }
+    for shard in result.report["shards"].values():  # each phase's wall and CPU seconds
+        assert list(shard["task_cpu_seconds"]) == list(shard["task_seconds"])
+        assert all(seconds >= 0 for seconds in shard["task_cpu_seconds"].values())
+    cpu = [s["task_cpu_seconds"] for s in result.report["shards"].values()]
+    assert sum(phases["write"] for phases in cpu) > 0
 
 
 def test_new_unchanged_and_changed_files(spark: Any, tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ def test_a_shard_report_keeps_the_published_fields_in_their_order() -> None:
         "compacted",
         "pending",
         "task_seconds",
+        "task_cpu_seconds",
         "nodes",
         "bytes",
     ]
