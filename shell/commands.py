@@ -13,6 +13,7 @@ import threading
 from typing import TYPE_CHECKING, TextIO
 
 from shell.progress_view import showing_events
+from shell.spark_start import SparkStart, started_spark
 
 if TYPE_CHECKING:
     from loaders.follow.options import FollowOptions
@@ -46,17 +47,21 @@ def command_load(
     from loaders.load.inputs import check_job_fields
     from loaders.load.precheck import precheck_load
     from loaders.load.report import format_load_report
-    from treestore.spark import get_session
 
+    start = SparkStart()
     options = options or LoadOptions()
     job = load_job(job_file)
     with showing_events(out) as on_event:
         check_job_fields(job, on_event, options.strict)  # before Spark starts
         if not precheck_load(job, store, on_event, reprocess_changed=options.reprocess_changed):
             return None  # nothing new: said without starting Spark
-        result = run_load(get_session(master), job, store, on_event=on_event, options=options)
+    spark = started_spark(master, start=start)
+    with showing_events(out) as on_event:
+        result = run_load(spark, job, store, on_event=on_event, options=options)
     if result.version is not None:
-        for line in format_load_report(result.report, store):
+        lines = format_load_report(result.report, store)
+        lines[0] += f" ({start.whole():.1f} s in all, {start.seconds:.1f} s of it starting Spark)"
+        for line in lines:
             print(line, file=out)
     return result.version
 
@@ -82,9 +87,7 @@ def command_follow(
         stop.set()
         print("stopping after the current micro-batch (Ctrl-C again stops at once)", file=out)
 
-    from treestore.spark import get_session
-
-    spark = get_session(master)
+    spark = started_spark(master)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with showing_events(out) as on_event:
@@ -119,11 +122,10 @@ def command_query(
     one line saying how many went where."""
     from query.driver.runner import open_store
     from shell.output.formats import write_rows
-    from treestore.spark import get_session
 
     if parquet is not None:
         check_parquet_out(parquet)
-    handle = open_store(store, session_factory=lambda: get_session(master))
+    handle = open_store(store, session_factory=lambda: started_spark(master))
     plan = handle.plan_request(request)
     if explain:
         as_json = fmt in ("json", "jsonl")
@@ -202,13 +204,14 @@ def command_sweep(
 ) -> None:
     """``treestore sweep``: run the interval sweep and keep its results in the store; what
     the sweep would refuse is refused before Spark starts."""
+    from loaders.load.progress import spark_progress
     from loaders.sweep.command import check_sweep, run_sweep
-    from treestore.spark import get_session
 
     check_sweep(events, intervals, store, name, options)
-    with showing_events(out) as on_event:
+    spark = started_spark(master)
+    with showing_events(out) as on_event, spark_progress(spark, on_event, "treestore sweep"):
         run_sweep(
-            get_session(master), events, intervals, store, name, options=options,
+            spark, events, intervals, store, name, options=options,
             on_event=on_event,
         )  # fmt: skip
 

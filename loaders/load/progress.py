@@ -162,15 +162,18 @@ def _connect_progress(spark: SparkSession, on_event: EventSink) -> Iterator[None
 
 
 @contextmanager
-def spark_progress(spark: SparkSession, on_event: EventSink) -> Iterator[None]:
-    """Emit progress events for the Spark stages that run inside the block."""
+def spark_progress(
+    spark: SparkSession, on_event: EventSink, what: str = "treestore load"
+) -> Iterator[None]:
+    """Emit progress events for the Spark stages that run inside the block (``what``: the
+    job group's description)."""
     if is_connect(spark):
         with _connect_progress(spark, on_event):
             yield
         return
     context = spark.sparkContext
-    group = f"treestore-load-{uuid.uuid4().hex}"
-    context.setJobGroup(group, "treestore load")
+    group = f"{what.replace(' ', '-')}-{uuid.uuid4().hex}"
+    context.setJobGroup(group, what)
     watcher = _StageWatcher(spark, on_event, group)
     thread = threading.Thread(target=watcher.run, name="treestore-progress", daemon=True)
     thread.start()

@@ -153,3 +153,20 @@ def test_a_followers_refusals_from_the_stores_files_need_no_spark(
     assert status == 2
     assert expected in err, err
     assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("first_load", [True, False])
+def test_a_load_while_another_holds_the_lock_is_refused_without_spark(
+    first_load: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It once waited for Spark's start (44 s) before the lock said no; the same for a
+    store's first load, whose folder the holder created."""
+    job = write_demo_inputs(tmp_path)
+    store = tmp_path / "store"
+    if not first_load:
+        StoreWriter(store, shards=load_job(job).shards)
+    with store_lock(page_store_for(str(store)), "treestore load"):
+        status, out, err = _run(["load", str(job), "--store", str(store)], capsys)
+    assert status == 2, out + err
+    assert "is locked by treestore load (pid" in err and "Wait for it to finish" in err
+    assert len(err.strip().splitlines()) == 1, err
