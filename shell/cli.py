@@ -147,10 +147,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read again input files that changed after they were loaded (default: skip them)",
     )
-    load.add_argument(
+    fields = load.add_mutually_exclusive_group()
+    fields.add_argument(
         "--strict",
         action="store_true",
-        help="fail when the job reads a field no source has (default: warn and load)",
+        help="fail also when a field the job reads is missing from some of its sources "
+        "(a field in no source always fails the load, unless --lenient)",
+    )
+    fields.add_argument(
+        "--lenient",
+        action="store_true",
+        help="load even when the job reads a field no source has (a warning; the field "
+        "reads as missing)",
     )
     load.add_argument(
         "--follow",
@@ -461,6 +469,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             max_rejected=args.max_rejected,
             reprocess_changed=args.reprocess_changed,
             strict=args.strict,
+            lenient=args.lenient,
         )
         commands.command_load(args.job, args.store, args.master, out, loading)
     elif args.command == "query":

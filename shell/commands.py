@@ -41,8 +41,9 @@ def command_load(
     out: TextIO,
     options: LoadOptions | None = None,
 ) -> int | None:
-    """``treestore load``: returns the published version, or None if nothing was new;
-    ``options.strict`` fails (before Spark starts) when the job reads a field no source has."""
+    """``treestore load``: returns the published version, or None if nothing was new; a
+    field the job reads that no source has fails it before Spark starts (unless
+    ``options.lenient``; ``options.strict``: also one that some source lacks)."""
     from loaders import LoadOptions, load_job, run_load
     from loaders.load.inputs import check_job_fields
     from loaders.load.precheck import precheck_load
@@ -52,7 +53,7 @@ def command_load(
     options = options or LoadOptions()
     job = load_job(job_file)
     with showing_events(out) as on_event:
-        check_job_fields(job, on_event, options.strict)  # before Spark starts
+        check_job_fields(job, on_event, options.strict, options.lenient)  # before Spark starts
         if not precheck_load(job, store, on_event, reprocess_changed=options.reprocess_changed):
             return None  # nothing new: said without starting Spark
     spark = started_spark(master, start=start)
@@ -122,6 +123,7 @@ def command_query(
     one line saying how many went where."""
     from query.driver.runner import open_store
     from shell.output.formats import write_rows
+    from shell.repl.hints import KeyRepeats
 
     if parquet is not None:
         check_parquet_out(parquet)
@@ -148,7 +150,12 @@ def command_query(
         )
         count = written.rows
     else:
-        count = write_rows(rows, out, fmt, header=header, columns=rows.column_names())
+        repeats = KeyRepeats()
+        named = rows.column_names()
+        count = write_rows(repeats.watch(rows), out, fmt, header=header, columns=named)
+        hint = repeats.hint()
+        if hint is not None:  # as the shell says it, on stderr: the rows stay as they are
+            print(f"treestore query: {hint}", file=sys.stderr)
     for warning in rows.warnings():  # an op argument read leniently, a column past a row
         print(f"treestore query: warning: {warning}", file=sys.stderr)
     return count

@@ -216,6 +216,11 @@ def scan_inputs(
     for index, (source, files) in enumerate(zip(sources, listed, strict=True)):
         fresh: list[InputFile] = []
         known: list[tuple[InputFile, str, Mapping[str, Any], bool | None]] = []
+        if not files:  # a typo in a path or glob would otherwise load as an empty source
+            log(
+                f"warning: source {source.name}: its path {source.path} matches no file; "
+                "nothing is read from it"
+            )
         for listed_file in files:
             found = loaded.find(source.name, listed_file)
             if found is None:

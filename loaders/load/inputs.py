@@ -13,15 +13,16 @@ also carries ``__file`` (the file's number) and ``__line`` (its line number).
 Fields a job reads that no source has (``"key": "nmae"``) would load as missing, an
 empty tree or sums of zeros, with exit 0. :func:`check_job_fields` compares the names
 the job reads with the names its sources hold, on the driver, before Spark starts, and
-warns (``strict``: fails) naming the field, its place in the job file (line and column)
-and the closest known field. What is knowable, per source:
+fails on a field in no source (a field missing from only some sources is a warning;
+``strict``: both fail, ``lenient``: both warn), naming the field, its place in the job
+file (line and column) and the closest known field. What is knowable, per source:
 
 - csv/tsv with ``columns``: those names, exactly.
 - csv/tsv with a header: the header lines of its first 20 files; without a header,
   ``_c0``, ``_c1``, ... as many as the first line has cells.
 - parquet: the schema of its first 20 files.
 - json: the keys of the objects on the first 1,000 lines (first MB) of its first 20
-  files; a key that only appears later is reported too (a warning; ``--strict`` fails).
+  files; a key that only appears later is reported too (``--lenient`` loads anyway).
 - a source with no files yet, or whose files cannot be read, holds unknown names: then
   nothing is reported, since any name could be one of its fields.
 
@@ -196,6 +197,9 @@ def read_source(
     return frame if fingerprints is None else fingerprints.observed(frame)
 
 
+IN_NO_SOURCE = "in no source"
+
+
 @dataclass(frozen=True)
 class UnknownField:
     """A field the job reads that the fields it can see do not include."""
@@ -258,20 +262,16 @@ def unknown_fields(job: JobSpec) -> list[UnknownField]:
             check(key, ("source", i, "dedup", "keys", k), own, where)
     before_map = read | injected | from_filters
     for i, mapping in enumerate(job.map.fields):
-        check(mapping.source, ("map", "fields", i), before_map, "in no source")
+        check(mapping.source, ("map", "fields", i), before_map, IN_NO_SOURCE)
     after_map = {m.target for m in job.map.fields} | from_filters if job.map.fields else before_map
     for element in job.elements():
         if element.key:
-            check(element.key, (*element.path, "key"), after_map, "in no source")
+            check(element.key, (*element.path, "key"), after_map, IN_NO_SOURCE)
         for data in element.data:
             if data.key:
-                check(
-                    data.key, (*element.path, "data", data.name, "key"), after_map, "in no source"
-                )
+                check(data.key, (*element.path, "data", data.name, "key"), after_map, IN_NO_SOURCE)
         if element.pending_time:
-            check(
-                element.pending_time, (*element.path, "pending", "time"), after_map, "in no source"
-            )
+            check(element.pending_time, (*element.path, "pending", "time"), after_map, IN_NO_SOURCE)
     return found
 
 
@@ -280,21 +280,29 @@ def _reason(field: UnknownField) -> str:
     return f"field {field.name!r} is {field.where}{closest}"
 
 
-def check_job_fields(job: JobSpec, on_event: EventSink, strict: bool = False) -> None:
-    """Warn (an event per field) about the fields ``job`` reads that no source has;
-    ``strict``: raise :class:`~treestore.errors.JobConfigError` at the first one instead.
-    Reads only the first lines of the sources' first files, on the driver (no Spark)."""
+def check_job_fields(
+    job: JobSpec, on_event: EventSink, strict: bool = False, lenient: bool = False
+) -> None:
+    """Check the fields ``job`` reads against those its sources have, before the load.
+
+    A field in no source (a typo, most likely: the branch it feeds would load empty) raises
+    :class:`~treestore.errors.JobConfigError` at the first one, with the closest name; a
+    field missing from only some sources is a warning (an event each). ``strict``: every
+    unknown field is an error; ``lenient``: every one is a warning (the load reads it as
+    missing). Reads only the first lines of the sources' first files, on the driver (no
+    Spark)."""
     found = unknown_fields(job)
     if not found:
         return
     text: JobText = read_job_file(job.file)
-    if strict:
-        first = found[0]
+    failing = [] if lenient else [f for f in found if strict or f.where == IN_NO_SOURCE]
+    if failing:
+        first = failing[0]
         others = f" ({len(found) - 1} more unknown field(s) in the job)" if len(found) > 1 else ""
         raise text.error(
             first.path,
             _reason(first) + others,
-            hint="Fix the name in the job file, or load without --strict to only warn.",
+            hint="Fix the name in the job file, or load with --lenient to read it as missing.",
         )
     for field in found:
         probe = field.path
@@ -304,6 +312,7 @@ def check_job_fields(job: JobSpec, on_event: EventSink, strict: bool = False) ->
         on_event(
             Message(
                 f"warning: {job.file}{at}: {format_key_path(field.path)}: {_reason(field)}; "
-                "the load reads it as missing (use --strict to make this an error)"
+                "the load reads it as missing"
+                + ("" if lenient else " (use --strict to make this an error)")
             )
         )

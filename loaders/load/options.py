@@ -36,9 +36,14 @@ class LoadOptions:
     otherwise they are skipped and reported."""
 
     strict: bool = False
-    """A field the job reads that no source has is an error, not a warning (``--strict``).
-    The check (:func:`~loaders.load.inputs.check_job_fields`) runs before the load, where
-    the caller chooses: the command line runs it before Spark starts."""
+    """A field the job reads that some source lacks is an error, not a warning
+    (``--strict``; a field in no source is an error unless ``lenient``). The check
+    (:func:`~loaders.load.inputs.check_job_fields`) runs before the load, where the
+    caller chooses: the command line runs it before Spark starts."""
+
+    lenient: bool = False
+    """Fields the job reads that no source has are warnings, and the load reads them as
+    missing (``--lenient``)."""
 
     def updated(self, **given: object) -> LoadOptions:
         """These options with the fields ``given`` as other than None replaced: how a

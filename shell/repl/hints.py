@@ -1,14 +1,15 @@
 """One-line hints under a query's rows: a path name no shard has, keys ``gather`` would merge.
 
 Both read what the shell already has: the store's trees in this process (as
-completion does) and the rows it printed.
+completion does) and the rows it printed; ``treestore query`` counts repeated keys as
+its rows stream out (:class:`KeyRepeats`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from query.ops import Value
 from query.syntax.ast import Path
@@ -18,7 +19,7 @@ from query.walk.row_walker import matching_nodes
 from treestore.errors import QuerySyntaxError, TreestoreError
 from treestore.store.versions import StoreVersion
 
-__all__ = ["missing_name", "repeated_keys"]
+__all__ = ["KeyRepeats", "missing_name", "repeated_keys"]
 
 
 def missing_name(version: StoreVersion, text: str) -> QuerySyntaxError | None:
@@ -98,25 +99,46 @@ def _unknown_attachment(
     )
 
 
-def repeated_keys(rows: Sequence[Sequence[Value]]) -> str | None:
-    """A hint when rows repeat a key (the tuple of their text columns) and have numbers to
-    merge: each shard sends its own rows (Hydra's semantics), so a key found in several
-    shards comes once per shard; the hint names the ``gather`` that merges them."""
-    seen: set[tuple[Value, ...]] = set()
-    repeats = 0
-    letters = ""
-    for row in rows:
+class KeyRepeats:
+    """Counts the rows that repeat a key (the tuple of their text columns) among rows with
+    numbers to merge, as the rows go by: each shard sends its own rows (Hydra's
+    semantics), so a key found in several shards comes once per shard."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[Value, ...]] = set()
+        self.repeats = 0
+        self.letters = ""
+
+    def see(self, row: Sequence[Value]) -> None:
+        """Count ``row``."""
         numeric = [isinstance(v, int | float) and not isinstance(v, bool) for v in row]
         if not any(numeric) or all(numeric):
-            continue
+            return
         key = tuple(v for v, number in zip(row, numeric, strict=True) if not number)
-        if key in seen:
-            repeats += 1
-            letters = letters or "".join("s" if number else "k" for number in numeric)
-        seen.add(key)
-    if not repeats:
-        return None
-    return (
-        f"hint: {repeats:,} row(s) repeat a key: each shard sends its own rows;"
-        f" | ops gather={letters} merges them"
-    )
+        if key in self.seen:
+            self.repeats += 1
+            self.letters = self.letters or "".join("s" if n else "k" for n in numeric)
+        self.seen.add(key)
+
+    def watch(self, rows: Iterable[Sequence[Value]]) -> Iterator[Sequence[Value]]:
+        """Yield ``rows``, counting each."""
+        for row in rows:
+            self.see(row)
+            yield row
+
+    def hint(self) -> str | None:
+        """The hint naming the ``gather`` that merges the repeats, or None if none."""
+        if not self.repeats:
+            return None
+        return (
+            f"hint: {self.repeats:,} row(s) repeat a key: each shard sends its own rows;"
+            f" | ops gather={self.letters} merges them"
+        )
+
+
+def repeated_keys(rows: Sequence[Sequence[Value]]) -> str | None:
+    """The :class:`KeyRepeats` hint for ``rows``."""
+    repeats = KeyRepeats()
+    for row in rows:
+        repeats.see(row)
+    return repeats.hint()

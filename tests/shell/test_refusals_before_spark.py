@@ -66,6 +66,7 @@ def test_nothing_new_to_load_is_said_without_spark(
     status, out, err = _run(["load", str(job), "--store", str(tmp_path / "store")], capsys)
     assert (status, err) == (0, "")
     assert "source s: 0 new file(s)" in out
+    assert f"warning: source s: its path {tmp_path / 'in'} matches no file" in out
     assert "nothing new to load: the store is unchanged" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "job.json"]
 

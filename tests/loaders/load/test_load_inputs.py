@@ -97,6 +97,25 @@ def test_every_format_folders_globs_and_injected_source_name(spark: Any, tmp_pat
     assert sum(phases["write"] for phases in cpu) > 0
 
 
+def test_a_source_whose_glob_matches_no_file_says_so(spark: Any, tmp_path: Path) -> None:
+    """It was silent: the other sources loaded as if this one were empty."""
+    (tmp_path / "a.tsv").write_text("K\tV\na\t1\n")
+    job = _job(
+        tmp_path,
+        [
+            {"name": "good", "path": "a.tsv", "format": "tsv", "shard_by": "K"},
+            {"name": "typo", "path": "b*.tvs", "format": "tsv", "shard_by": "K"},
+        ],
+    )
+    result = _load(spark, job)
+    assert result.version == 1 and _pairs(tmp_path / "store") == {("a", "1"): 1}
+    said = [line for line in result.report["log"] if "matches no file" in line]
+    assert said == [
+        f"warning: source typo: its path {tmp_path / 'b*.tvs'} matches no file; "
+        "nothing is read from it"
+    ]
+
+
 def test_new_unchanged_and_changed_files(spark: Any, tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     first = tmp_path / "in" / "1.csv"

@@ -41,3 +41,22 @@ def test_an_attachment_no_node_has(spark: Any, demo_store: Path) -> None:
     error = missing_name(version, "root/+/+%nosuch")
     assert error is not None and error.column == 8
     assert error.reason == "no node here has an attachment 'nosuch'"
+
+
+@pytest.mark.spark
+def test_the_query_command_gives_the_shells_hint_on_stderr(
+    spark: Any, demo_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows once per shard on the command line (88 rows for 11 countries, no word, once)."""
+    from shell.cli import main
+
+    assert main(["query", str(demo_store), "root/*/A/+:+hits"]) == 0
+    captured = capsys.readouterr()
+    rows = [line.split("\t") for line in captured.out.splitlines()[1:]]
+    assert len(rows) > len({name for name, _ in rows})  # attribute ids repeat across shards
+    assert captured.err == (
+        f"treestore query: {repeated_keys([(name, int(hits)) for name, hits in rows])}\n"
+    )
+    assert "| ops gather=ks merges them" in captured.err
+    assert main(["query", str(demo_store), "root/*/A/+:+hits", "--ops", "gather=ks"]) == 0
+    assert capsys.readouterr().err == ""  # merged: nothing to say
