@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import sys
 from pathlib import Path
 from typing import TextIO
 
@@ -218,6 +219,30 @@ def _mark(workdir: Path) -> None:
     (workdir / DEMO_MARKER).write_text(json.dumps(text) + "\n")
 
 
+def pasteable_command(argv0: str | None = None) -> tuple[str, bool]:
+    """How to type the running ``treestore`` command here, and whether it is on PATH:
+    ``treestore`` when PATH finds this very script, else its path (relative to the
+    current folder when inside it, e.g. ``.venv/bin/treestore``); ``python -m
+    treestore`` with this interpreter when not run as the script."""
+    script = Path(argv0 if argv0 is not None else sys.argv[0])
+    if script.name != "treestore":
+        return f"{shlex.quote(sys.executable)} -m treestore", False
+    found = shutil.which("treestore")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "treestore", True
+    absolute = script.resolve()
+    inside = absolute.is_relative_to(Path.cwd().resolve())
+    shown = str(absolute.relative_to(Path.cwd().resolve())) if inside else str(absolute)
+    return shlex.quote(shown), False
+
+
+def path_hint(command: str) -> str:
+    """The shell line that puts ``command``'s folder on PATH."""
+    folder = Path(shlex.split(command)[0]).parent
+    where = "$PWD/" + str(folder) if not folder.is_absolute() else str(folder)
+    return f'export PATH="{where}:$PATH"'
+
+
 def run_demo(
     workdir: Path, master: str | None, out: TextIO, force: bool = False
 ) -> list[tuple[str, str]]:
@@ -232,12 +257,15 @@ def run_demo(
     prepare_demo_folder(workdir, force, out)
     job = write_demo_inputs(workdir)
     store = workdir / "store"
+    treestore, on_path = pasteable_command()
     print(f"# wrote the seed-004 inputs and job under {workdir}/", file=out)
-    print(f"$ treestore load {shlex.quote(str(job))} --store {shlex.quote(str(store))}", file=out)
+    if not on_path:
+        print(f"# (to type just `treestore`: {path_hint(treestore)})", file=out)
+    print(f"$ {treestore} load {shlex.quote(str(job))} --store {shlex.quote(str(store))}", file=out)
     command_load(str(job), str(store), master, out)
     _mark(workdir)
     print(
-        f"\n$ treestore query {shlex.quote(str(store))} {shlex.quote(DEMO_PATH)}"
+        f"\n$ {treestore} query {shlex.quote(str(store))} {shlex.quote(DEMO_PATH)}"
         f" --rops {shlex.quote(DEMO_OPS)}",
         file=out,
     )
@@ -246,7 +274,7 @@ def run_demo(
     write_rows(result.to_list(), out, "tsv", columns=result.column_names())
     print(
         "\n# the join, one PUID per line with its attribute ids, answered by the store:\n"
-        f"$ treestore query {shlex.quote(str(store))} {shlex.quote(DEMO_PATH)}"
+        f"$ {treestore} query {shlex.quote(str(store))} {shlex.quote(DEMO_PATH)}"
         f" --rops {shlex.quote(DEMO_ANSWER_ROPS)} --ops {shlex.quote(DEMO_ANSWER_OPS)}",
         file=out,
     )

@@ -17,7 +17,6 @@ order, rows print as tsv, and the exit status is 1 if any line failed.
 from __future__ import annotations
 
 import os
-import pydoc
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from shell.repl.line import join_lines, needs_more
+from shell.repl.pager import page
 from shell.repl.session import NEWEST_CHECK_SECONDS, ShellSession
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def _interactive(
         return factory()
 
     session = ShellSession(
-        store_dir, started_in_the_background, out, err, terminal=True, pager=pydoc.pager
+        store_dir, started_in_the_background, out, err, terminal=True, pager=page
     )
     session.header = header
     session.spark_ready = ready

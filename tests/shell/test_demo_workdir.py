@@ -66,3 +66,25 @@ def test_a_demo_store_loaded_into_again_needs_force(tmp_path: Path) -> None:
     prepare_demo_folder(folder, True, out)
     assert "deleting your changes: attributes/more.tsv was added" in out.getvalue()
     assert sorted(p.name for p in folder.iterdir()) == [DEMO_MARKER]
+
+
+def test_the_demo_shows_commands_a_user_can_paste(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It printed `$ treestore ...`, which a fresh shell after `make demo` cannot run."""
+    from shell.demo import pasteable_command, path_hint
+
+    script = tmp_path / ".venv" / "bin" / "treestore"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert pasteable_command(str(script)) == (".venv/bin/treestore", False)
+    assert path_hint(".venv/bin/treestore") == 'export PATH="$PWD/.venv/bin:$PATH"'
+    monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin:/bin")
+    assert pasteable_command(str(script)) == ("treestore", True)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert pasteable_command(str(script)) == (str(script), False)

@@ -14,7 +14,14 @@ import treestore
 from loaders import load_job, run_load
 from query.driver.runner import QueryStore
 from shell.cli import main
-from shell.demo import DEMO_ANSWER_OPS, DEMO_ANSWER_ROPS, DEMO_OPS, DEMO_PATH
+from shell.demo import (
+    DEMO_ANSWER_OPS,
+    DEMO_ANSWER_ROPS,
+    DEMO_OPS,
+    DEMO_PATH,
+    pasteable_command,
+    path_hint,
+)
 from treestore.events import as_lines
 
 pytestmark = pytest.mark.spark
@@ -72,7 +79,10 @@ def test_demo_command_prints_the_join_and_its_commands(
 ) -> None:
     assert main(["demo", "--workdir", str(tmp_path / "work")]) == 0
     out = capsys.readouterr().out
-    assert "$ treestore load" in out and "$ treestore query" in out
+    typed, on_path = pasteable_command()
+    assert not on_path and typed.endswith(" -m treestore")  # pytest runs it, not the script
+    assert f"$ {typed} load" in out and f"$ {typed} query" in out
+    assert f"# (to type just `treestore`: {path_hint(typed)})" in out
     answer = out.split("the join, one PUID per line with its attribute ids, answered by the store:")
     command, *lines = answer[1].strip().splitlines()
     quoted = shlex.quote(DEMO_ANSWER_ROPS), shlex.quote(DEMO_ANSWER_OPS)
