@@ -32,7 +32,9 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        shown = action.default not in (None, False, argparse.SUPPRESS)
+        # a flag's default is its absence: "--no-header (default: True)" reads backwards
+        flag = isinstance(action.default, bool)
+        shown = not flag and action.default not in (None, argparse.SUPPRESS)
         if shown and "default" not in text and action.option_strings:
             text += " (default: %(default)s)"
         return text
@@ -269,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
             "treestore sweep --events events.csv --intervals intervals.csv --store s --name one",
             "treestore sweep --events ev/ --intervals iv/ --store s --name two --agg set "
             "--closed left",
-            "treestore sweep --events a.csv --intervals b.csv --store s --name t "
+            "treestore sweep --events a/ --intervals b/ --store s --name t "
             "--time-format H:mm --out t.parquet",
         ],
     )
@@ -361,14 +363,24 @@ def build_parser() -> argparse.ArgumentParser:
         commands,
         "check",
         "verify a store: what readers read, and every byte (exit 1 if damaged)",
-        "Read store.json, CURRENT and each published version's manifest as readers do, "
-        "then every run, side file and dedup index file of those versions against the "
-        "sizes and checksums the manifests record; one line per problem, naming the file, "
-        "then notes (files written before treestore kept checksums, a manifest a load left "
-        "unpublished); exit status 1 if anything is damaged.\nNeeds no Spark.",
+        "Verify a store without Spark. First what readers read: store.json, CURRENT and each\n"
+        "published version's manifest. Then every byte: each run, side file and dedup index\n"
+        "file of those versions against the sizes and checksums its manifest records.\n\n"
+        "Prints one line per problem, naming the file, then notes (files written before\n"
+        "treestore kept checksums, a manifest a load left unpublished).\n"
+        "Exit status 1 if anything is damaged.",
         ["treestore check store", "treestore check store && echo sound"],
     )
     check.add_argument("store", metavar="DIR", help="the store folder")
+    ops = _command(
+        commands,
+        "ops",
+        "list the ops, or show one op's help (as the shell's \\ops)",
+        "Without NAME: every op (for --rops and --ops) with its help's first line.\n"
+        "With NAME: that op's whole help, its arguments and examples. Needs no Spark.",
+        ["treestore ops", "treestore ops gather"],
+    )
+    ops.add_argument("name", metavar="NAME", nargs="?", help="an op's name (or alias)")
     _serve_parser(commands)
     return parser
 
@@ -480,6 +492,11 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             args.store, request, args.format, args.master, out,
             header=args.header, explain=args.explain, parquet=args.out, replace=args.replace,
         )  # fmt: skip
+    elif args.command == "ops":
+        from shell.repl.meta import ops_lines
+
+        for line in ops_lines(args.name or ""):
+            print(line, file=out)
     elif args.command == "shell":
         return commands.command_shell(args.store, args.master, args.execute, header=args.header)
     elif args.command == "sweep":

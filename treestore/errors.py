@@ -24,6 +24,9 @@ traceback for these.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "CorruptPageError",
     "JobConfigError",
@@ -40,6 +43,7 @@ __all__ = [
     "SparkSetupError",
     "StoreError",
     "TreestoreError",
+    "did_you_mean",
 ]
 
 
@@ -208,3 +212,20 @@ class ServiceError(TreestoreError):
 class ShadowedPackageError(TreestoreError, ImportError):
     """A file or folder of the user's (``query.py`` next to a script) hides one of
     treestore's top-level packages (:mod:`treestore.packages`)."""
+
+
+def did_you_mean(name: str, known: Iterable[str], most: int = 3) -> str | None:
+    """A hint naming the known names closest to ``name`` (a misspelt op, property, field),
+    or None when none is close.
+
+    >>> did_you_mean("srot", ["sort", "merge", "sum"])
+    "Did you mean 'sort'?"
+    >>> did_you_mean("hitz", ["hits", "nodes", "count"]) == "Did you mean 'hits'?"
+    True
+    >>> did_you_mean("xyz", ["sort"]) is None
+    True
+    """
+    close = difflib.get_close_matches(name, sorted(set(known)), n=most)
+    if not close:
+        return None
+    return "Did you mean " + " or ".join(repr(c) for c in close) + "?"

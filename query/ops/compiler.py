@@ -18,7 +18,7 @@ from lark import Token
 from query.ops import REGISTRY, Op, OpArgs, Value
 from query.ops.chain import chain
 from query.syntax.lark_support import Failure, line_column, parse, parser
-from treestore.errors import OpError
+from treestore.errors import OpError, did_you_mean
 
 __all__ = ["MOST_NESTED", "OpsPipeline", "compile_ops"]
 
@@ -106,6 +106,13 @@ class OpsPipeline:
         return bool(self.ops)
 
 
+def unknown_op_hint(name: str) -> str:
+    """The hint under an unknown op: the closest op names, and where the catalogue is."""
+    listing = "`treestore ops` (or \\ops in the shell) lists them all."
+    close = did_you_mean(name, REGISTRY)
+    return f"{close} {listing}" if close else listing
+
+
 def compile_ops(text: str | None) -> OpsPipeline:
     """Parse an op string into a pipeline; raise :class:`OpError` at the offending column.
 
@@ -138,12 +145,11 @@ def _compile(text: str | None, nesting: int) -> OpsPipeline:
         name = str(name_token)
         op_class = REGISTRY.get(name)
         if op_class is None:
-            known = ", ".join(sorted(REGISTRY))
             raise OpError(
                 f"Unknown op {name!r}",
                 text,
                 *line_column(text, name_token.start_pos or 0),
-                hint=f"Known ops: {known}.",
+                hint=unknown_op_hint(name),
             )
         args_token = rest[0] if rest and rest[0] is not None else None
         if args_token is not None:

@@ -24,7 +24,7 @@ from query.syntax.lark_support import (
     parser,
     transform,
 )
-from treestore.errors import QuerySyntaxError
+from treestore.errors import QuerySyntaxError, did_you_mean
 
 __all__ = ["LARGEST_WHOLE", "parse_path"]
 
@@ -395,6 +395,9 @@ def _expected_words(names: Iterable[object]) -> tuple[str, ...]:
     return tuple(sorted({_WORDS.get(str(n), repr(str(n))) for n in names}))
 
 
+PROPERTIES = ("hits", "nodes", "count")  # the grammar's PROPERTY terminal
+
+
 def _syntax_error(text: str, failure: Failure) -> QuerySyntaxError:
     expected = _expected_words(failure.expected)
     if failure.kind == "end":
@@ -407,6 +410,9 @@ def _syntax_error(text: str, failure: Failure) -> QuerySyntaxError:
     else:
         reason = f"Unexpected {failure.token[:20]!r} in the path"
     hint = "Expected " + " or ".join(expected) + "." if expected else None
+    close = did_you_mean(failure.token, PROPERTIES) if "PROPERTY" in failure.expected else None
+    if close is not None and failure.kind == "token":
+        hint = f"{close} {hint}"
     return QuerySyntaxError(
         reason, text, failure.line, failure.column, expected=expected, hint=hint
     )

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from query.ops import REGISTRY
 from shell.output.formats import FORMATS
+from treestore.errors import OpError, did_you_mean
 
 __all__ = [
     "COMMANDS",
@@ -25,6 +26,7 @@ __all__ = [
     "StoreView",
     "op_help",
     "op_summaries",
+    "ops_lines",
     "render_doc",
     "run_meta",
 ]
@@ -141,18 +143,36 @@ def help_command(session: MetaSession, argument: str) -> None:
 @command("ops")
 def ops_command(session: MetaSession, argument: str) -> None:
     """List the ops, or show one op's help: \\ops [name]."""
-    name = argument.strip()
-    if not name:
-        for op in op_summaries():
-            aliases = f" (also {', '.join(op.aliases)})" if op.aliases else ""
-            session.say(f"  {op.name:<8} {op.summary}{aliases}")
+    try:
+        lines = ops_lines(argument.strip())
+    except OpError as exc:
+        session.fail(f"{exc.reason}. {exc.hint}")
         return
+    for line in lines:
+        session.say(line)
+
+
+def ops_lines(name: str) -> list[str]:
+    """What ``\\ops [name]`` and ``treestore ops [NAME]`` print: the catalogue (no name),
+    or the op's help.
+
+    Raises:
+        OpError: no op (or alias) is called ``name``; its hint names the closest ones.
+    """
+    if not name:
+        return [
+            f"  {op.name:<8} {op.summary}"
+            + (f" (also {', '.join(op.aliases)})" if op.aliases else "")
+            for op in op_summaries()
+        ]
     parts = _op_help_parts(name)
     if parts is None:
-        session.fail(f"No op called {name!r}; \\ops lists them.")
-        return
-    for part in parts:
-        session.say(part)
+        close = did_you_mean(name, REGISTRY)
+        listing = "\\ops (or treestore ops) lists them all."
+        raise OpError(
+            f"No op called {name!r}", name, 1, 1, hint=f"{close} {listing}" if close else listing
+        )
+    return parts
 
 
 @dataclass(frozen=True)
@@ -230,7 +250,7 @@ def timing_command(session: MetaSession, argument: str) -> None:
 
 @command("format")
 def format_command(session: MetaSession, argument: str) -> None:
-    """Set how rows print: \\format tsv|csv|json|table."""
+    """Set how rows print: \\format tsv|csv|json|jsonl|table."""
     word = argument.strip()
     if not word:
         session.note(f"format is {session.format}")

@@ -20,7 +20,9 @@ COMMANDS = sorted(_subcommands())
 
 
 def test_every_command_is_covered() -> None:
-    assert COMMANDS == ["check", "demo", "gc", "info", "load", "query", "serve", "shell", "sweep"]
+    assert COMMANDS == [
+        "check", "demo", "gc", "info", "load", "ops", "query", "serve", "shell", "sweep"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -37,9 +39,12 @@ def test_help_has_a_description_every_option_its_default_and_examples(
     assert 2 <= len([line for line in examples if line.startswith("  treestore ")]) <= 3
     for action in sub._actions:
         assert action.help, (name, action.dest)
-        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
-            text = sub._get_formatter()._expand_help(action)
+        text = sub._get_formatter()._expand_help(action)
+        if isinstance(action.default, bool):  # a flag: "--no-header (default: True)" misleads
+            assert "(default: True)" not in text and "(default: False)" not in text, text
+        elif action.option_strings and action.default not in (None, argparse.SUPPRESS):
             assert "default" in text and str(action.default) in text, (name, action.dest, text)
+    assert all(len(line) <= 100 for line in shown.splitlines()), shown  # no 400-char sentence
 
 
 def test_version_comes_from_the_package(capsys: pytest.CaptureFixture[str]) -> None:

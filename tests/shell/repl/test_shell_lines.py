@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
+
+from query.ops.compiler import compile_ops
+from query.syntax.path_parser import parse_path
+from shell.cli import main
+from shell.output.formats import FORMATS
 from shell.repl.app import run_lines
 from shell.repl.line import join_lines, needs_more
 from shell.repl.meta import LINE_HELP, help_command, ops_command, render_doc
 from shell.repl.session import WORDS, screen_lines
 from shell.repl.toolbar import fit
+from treestore.errors import OpError, QuerySyntaxError
 
 
 class _Recorder:
@@ -76,3 +83,48 @@ def test_the_bottom_bar_fits_the_terminal() -> None:
     assert fit(parts, 200) == "  |  ".join(parts)
     assert fit(parts, 60) == " store  version 1, 8 shards  |  format table, limit 1,000"
     assert fit(parts, 12) == " store  ve…"  # one column spare: no wrap
+
+
+def test_the_ops_command_prints_what_the_shells_ops_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("", "gather", "top"):
+        session = _Recorder()
+        ops_command(session, name)  # type: ignore[arg-type]
+        assert main(["ops", name] if name else ["ops"]) == 0
+        assert capsys.readouterr().out == "".join(f"{said}\n" for said in session.said)
+    assert len(session.said) == 2 and session.said[0] == "(top: also gather)"
+
+
+def test_an_unknown_op_names_the_closest_not_all_of_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    session = _Recorder()
+    ops_command(session, "srot")  # type: ignore[arg-type]
+    assert session.said == [
+        "FAIL No op called 'srot'. Did you mean 'sort' or 'dsort'? "
+        "\\ops (or treestore ops) lists them all."
+    ]
+    assert main(["ops", "gahter"]) == 2
+    assert "Did you mean 'gather'?" in capsys.readouterr().err
+    with pytest.raises(OpError) as caught:
+        compile_ops("str=c0;gahter=ks")
+    assert caught.value.hint == (
+        "Did you mean 'gather'? `treestore ops` (or \\ops in the shell) lists them all."
+    )
+    assert "merge" not in str(caught.value)  # once every op's name, 47 of them
+
+
+def test_a_misspelt_property_names_the_closest() -> None:
+    with pytest.raises(QuerySyntaxError) as caught:
+        parse_path("root/+:+hitz")
+    assert (
+        caught.value.hint == "Did you mean 'hits'? Expected '{' or a property (hits, count, nodes)."
+    )
+
+
+def test_help_names_every_output_format() -> None:
+    session = _Recorder()
+    help_command(session, "")  # type: ignore[arg-type]
+    (line,) = [said for said in session.said if said.strip().startswith("\\format")]
+    assert all(name in line for name in FORMATS), line
