@@ -170,11 +170,15 @@ class MicroBatches:
         self.summary.files += sum(counts.files for counts in report.sources.values())
         self.summary.records += read
         self.summary.versions.append(result.version)
+        kept = (  # only a job with pending (update-only) elements has them to count
+            f", pending kept {pending.buffered} / applied {pending.applied} / expired "
+            f"{pending.expired}"
+            if any(element.pending for element in self.job.elements())
+            else ""
+        )
         self.on_event(
             Message(
-                f"batch {batch_id}: {files} file(s), {read:,} record(s), pending kept "
-                f"{pending.buffered} / applied {pending.applied} / expired "
-                f"{pending.expired}, version {result.version}, {seconds:.2f} s, "
-                f"lag {lag:.1f} s"
+                f"batch {batch_id}: {files} file(s), {read:,} record(s){kept}, "
+                f"version {result.version}, {seconds:.2f} s, lag {lag:.1f} s"
             )
         )

@@ -284,7 +284,7 @@ def _dedup(pages: PageStore) -> DedupInfo | None:
         index = read_dedup_manifest(pages)
     except StoreError as exc:
         return DedupInfo(error=str(exc))
-    if index is None:
+    if index is None or not index.sources:  # a job without dedup keys: nothing to say
         return None
     sources = []
     for name in sorted(index.sources):

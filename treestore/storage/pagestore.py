@@ -517,21 +517,20 @@ def page_store_for(location: str | os.PathLike[str] | PageStore) -> PageStore:
     return FilePageStore(location)
 
 
-def _not_a_folder(location: str, file: str) -> StoreError:
+def _not_a_folder(location: str, file: str, creating: bool = False) -> StoreError:
     where = location if file == location else f"{location} (its folder {file})"
-    return StoreError(
-        f"{where} is a file, not a store folder: give the folder of a store, or a new "
-        "folder to create one in."
-    )
+    new = ", or a new folder to create one in" if creating else ""
+    return StoreError(f"{where} is a file, not a store folder: give the folder of a store{new}.")
 
 
-def require_folder(pages: PageStore) -> None:
+def require_folder(pages: PageStore, creating: bool = False) -> None:
     """Raise :class:`StoreError` (one line, nothing created) if the page store's location is
-    a file or lies under one."""
+    a file or lies under one (``creating``: for a command that may create the store, the
+    message says a new folder will do)."""
     if isinstance(pages, FilePageStore):
         in_the_way = pages.file_in_the_way()
         if in_the_way is not None:
-            raise _not_a_folder(pages.location, in_the_way)
+            raise _not_a_folder(pages.location, in_the_way, creating)
 
 
 def create_s3_object(path: str, data: bytes, settings: FilesystemSettings) -> bool:

@@ -261,7 +261,7 @@ def store_lock(
     A store folder that the block created and left without a published version is
     removed afterwards; a location that is a file is refused before anything is created.
     """
-    require_folder(pages)  # a file there: one line, nothing created
+    require_folder(pages, creating=True)  # a file there: one line, nothing created
     new_folder = _is_new_folder(pages)
     seconds = float(env_number("TREESTORE_LOCK_LEASE_SECONDS", LEASE_SECONDS))
     host = socket.gethostname()

@@ -471,7 +471,7 @@ class StoreWriter:
         """``create=False`` checks the store against the job without creating it (a new
         store is then only written under the lock)."""
         self.pages = page_store_for(location)
-        require_folder(self.pages)
+        require_folder(self.pages, creating=True)
         if self.pages.exists(CONFIG):
             config = read_config(self.pages)
             # store.json checked against the published manifest before against the job:

@@ -24,6 +24,7 @@ from loaders.follow import FollowSummary, follow_job, parse_trigger
 from loaders.listing.identity import location_of
 from shell.cli import main
 from shell.output.info import write_info
+from tests.support.jobs import PENDING_JOB
 from tests.support.load_processes import kill_all, wait_for
 from treestore.errors import LoadError, StoreError
 from treestore.events import as_lines
@@ -222,13 +223,28 @@ def test_the_command_line_follows_until_every_file_is_loaded(
     argv = ["load", str(demo_dir / "job.json"), "--store", store, "--follow", "--available-now"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "batch 0: 2 file(s), 8 record(s), pending kept 0 / applied 0 / expired 0, " in out
+    assert "batch 0: 2 file(s), 8 record(s), version 1, " in out  # no pending elements: no
+    assert "pending" not in out  # pending counters
     assert out.rstrip().endswith(
         "followed 1 micro-batch(es): 2 file(s), 8 record(s), version 1; "
         "stopped: every available file is loaded"
     )
     assert main([*argv[:-2], "--follow", "--trigger", "soon"]) == 2
     assert "--trigger 'soon' is not a duration" in capsys.readouterr().err
+
+
+def test_a_job_with_pending_elements_counts_them_in_each_batch_line(
+    spark: Any, tmp_path: Path, capsys: Any
+) -> None:
+    (tmp_path / "job.json").write_text(json.dumps(PENDING_JOB))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "m").mkdir()
+    (tmp_path / "a" / "first.csv").write_text("U\nu1\n")
+    (tmp_path / "m" / "first.csv").write_text("U,P\nu1,p1\nu2,p2\n")  # u2: no node yet
+    argv = ["load", str(tmp_path / "job.json"), "--store", str(tmp_path / "s")]
+    assert main([*argv, "--follow", "--available-now"]) == 0
+    out = capsys.readouterr().out
+    assert "batch 0: 2 file(s), 3 record(s), pending kept 1 / applied 0 / expired 0, " in out
 
 
 KILL_POINTS = {"after-manifest": 0, "between-data-and-index": 1, "follow-after-publish": 1}

@@ -113,3 +113,17 @@ def test_without_a_follower_its_last_batch_and_a_stopped_load_are_said(tmp_path:
     )  # fmt: skip
     assert [s.get("empty", False) for s in doc["shard_trees"]] == [True, False, True]
     assert lines[1].startswith("version 1 (kept: 1), 3 shards, 1 nodes, ")
+
+
+def test_a_store_whose_jobs_dedup_nothing_says_nothing_of_a_dedup_index(tmp_path: Path) -> None:
+    """Loads publish an index covering their version even when no source has dedup keys;
+    info once said "dedup index covers version 1" for such a store."""
+    pages = FilePageStore(tmp_path / "s")
+    with store_lock(pages, "a test"):
+        writer = StoreWriter(pages, shards=2)
+        tree = ShardTree(pages, shard=1, folder=tree_folder(1), owner=writer.owner)
+        tree.visit(tree.root_handle, "x")
+        writer.publish({1: tree.commit()}, {"f": {}}, REPORT)
+        publish_dedup_manifest(pages, DedupManifest(1))
+    assert not any("dedup" in line for line in _text(tmp_path / "s")[1:])  # [0]: the path
+    assert store_info(open_version(tmp_path / "s")).to_json()["dedup"] is None
