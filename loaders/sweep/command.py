@@ -442,6 +442,7 @@ def _sweep_locked(
         listed = [list_input_files(source, on_event) for source in job.sources]
     writer = StoreWriter(pages, job.shards, job.hash, fence=lease.verify)
     writer.drop_unpublished()
+    writer.columns[name] = (names["id"], names["time"], "value")  # NAME/+/+/+'s columns
     result = load_listed(spark, job, writer, listed, on_event, options=LoadOptions(), phases=phases)
     on_event(Message(f"results kept in {store} as version {result.version}: query '{name}/+/+/+'"))
     return report

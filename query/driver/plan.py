@@ -24,7 +24,7 @@ run on them as Arrow.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from query.ops.base import Op
@@ -41,6 +41,7 @@ __all__ = [
     "QueryPlan",
     "QueryRequest",
     "Where",
+    "named_columns",
     "plan_query",
 ]
 
@@ -292,6 +293,27 @@ def _where(
     )
 
 
+def named_columns(path: Path, columns: Mapping[str, tuple[str, ...]]) -> Path:
+    """``path`` with the store's column names on the unlabeled node-name columns below a
+    top-level node that has them (``seed/+/+/+`` of a sweep called ``seed``: ``id``,
+    ``time``, ``value``); a ``{label}`` of the path's own wins. Only the levels straight
+    below the first element are named: from a ``..`` on, depth is no longer level."""
+    first = path.elements[0] if path.elements else None
+    if first is None or first.kind != "names" or len(first.names) != 1:
+        return path
+    names = columns.get(first.names[0])
+    if not names:
+        return path
+    elements = list(path.elements)
+    for depth, name in enumerate(names, start=1):
+        if depth >= len(elements) or elements[depth].kind == "up":
+            break
+        element = elements[depth]
+        if element.show and element.label is None and element.kind != "data":
+            elements[depth] = replace(element, label=name)
+    return replace(path, elements=tuple(elements))
+
+
 @dataclass(frozen=True)
 class QueryRequest:
     """What a caller asks: a path, the rops run in each shard, the ops run on the driver
@@ -310,11 +332,13 @@ def plan_query(
     local_limit: int,
     version: int | None = None,
     location: str | None = None,
+    columns: Mapping[str, tuple[str, ...]] | None = None,
 ) -> QueryPlan:
     """Plan ``request`` over ``shards`` (their trees from ``tree_of``); syntax errors are
     raised here. Reads only the pages of the path's leading name lookups, to choose
-    between the driver and Spark."""
-    path = parse_path(request.path)
+    between the driver and Spark. ``columns``: the store's column names of top-level
+    nodes' levels (:func:`named_columns`)."""
+    path = named_columns(parse_path(request.path), columns or {})
     rops_pipeline = compile_ops(request.rops)
     ops_pipeline = compile_ops(request.ops)
     where, why, read = _where(path, tuple(sorted(shards)), tree_of, local_limit)

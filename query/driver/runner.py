@@ -251,6 +251,7 @@ class QueryStore:
             local_limit=self.local_limit,
             version=self.store_version.version,
             location=self.store_version.location,
+            columns=self.store_version.manifest.columns,
         )
 
     def query(self, path: str, rops: str | None = None, ops: str | None = None) -> Rows:

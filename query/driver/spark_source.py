@@ -133,6 +133,7 @@ def _frame_plan(version: StoreVersion, request: QueryRequest) -> QueryPlan:
         local_limit=-1,
         version=version.version,
         location=version.location,
+        columns=version.manifest.columns,
     )
 
 

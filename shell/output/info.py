@@ -234,7 +234,7 @@ def store_info(version: StoreVersion) -> StoreInfo:
         unpublished=tuple(unpublished) if holder is None else (),
         unreadable=_set_aside(version.pages),
         follower=_follower(holder, manifest),
-        dedup=_dedup(version.pages),
+        dedup=_dedup(version.pages, version.version),
         loads=tuple(
             LoadInfo(
                 load["version"],
@@ -279,13 +279,13 @@ def _set_aside(pages: PageStore) -> tuple[str, ...]:
     return tuple(sorted(json.loads(pages.read(STREAM_UNREADABLE)) or ()))
 
 
-def _dedup(pages: PageStore) -> DedupInfo | None:
+def _dedup(pages: PageStore, version: int) -> DedupInfo | None:
     try:
         index = read_dedup_manifest(pages)
     except StoreError as exc:
         return DedupInfo(error=str(exc))
-    if index is None or not index.sources:  # a job without dedup keys: nothing to say
-        return None
+    if index is None or (not index.sources and index.covers <= version):
+        return None  # jobs without dedup keys: nothing to say, unless CURRENT was rolled back
     sources = []
     for name in sorted(index.sources):
         runs = index.runs(name)

@@ -139,6 +139,9 @@ class Manifest:
             ``hash``); empty in manifests written before manifests recorded it. Readers
             refuse a ``store.json`` whose hash disagrees: every key would be looked for in
             the wrong shard.
+        columns: the column names of a top-level node's levels, by its name: a query of
+            ``NAME/+/+/+`` names its columns so (a sweep's ``id``, ``time``, ``value``)
+            unless the path labels them. Absent from the file when empty.
     """
 
     version: int
@@ -149,6 +152,7 @@ class Manifest:
     record_files: Mapping[int, RecordFiles] = field(default_factory=dict)
     sealed: bool = field(default=False, compare=False)
     shard_hash: str = ""
+    columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_file(self) -> bytes:
         """The manifest file: :meth:`to_json` sealed with its checksum."""
@@ -168,6 +172,8 @@ class Manifest:
         }
         if self.shard_hash:
             doc["hash"] = self.shard_hash
+        if self.columns:
+            doc["columns"] = {name: list(names) for name, names in self.columns.items()}
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
     @classmethod
@@ -194,6 +200,10 @@ class Manifest:
                 record_files=record_files,
                 sealed=sealed,
                 shard_hash=str(doc.get("hash", "")),
+                columns={
+                    str(name): tuple(str(n) for n in names)
+                    for name, names in doc.get("columns", {}).items()
+                },
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StoreError(f"{where} is not a valid manifest ({exc}).") from exc
@@ -508,6 +518,9 @@ class StoreWriter:
         """The store's identity (:func:`store_owner`): the runs of its loads carry it."""
         self.fence = fence
         """Called just before publishing: raises if this writer lost the store's lock."""
+        self.columns: dict[str, tuple[str, ...]] = {}
+        """Column names of top-level nodes' levels that the next version adds to the ones
+        it keeps (see :attr:`Manifest.columns`)."""
         self.base = read_manifest(self.pages, current_version(self.pages), shards, self.shard_hash)
 
     def _mark_sealed(self, version: int) -> None:
@@ -553,6 +566,7 @@ class StoreWriter:
             loads=(*self.base.loads, {**report, "version": version})[-_KEPT_LOAD_REPORTS:],
             record_files=kept_files,
             shard_hash=self.shard_hash,
+            columns={**self.base.columns, **self.columns},
         )
         complete = self.sealed_since is not None or all(
             set(state.runs) <= set(state.run_sums) for state in manifest.trees.values()

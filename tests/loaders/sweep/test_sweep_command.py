@@ -78,3 +78,28 @@ def test_out_is_refused_when_it_exists_unless_replace(spark: Any, tmp_path: Path
     assert [r for p in parts for r in pq.read_table(p).to_pylist()] == [
         {"id": 1, "time": 5, "value": 3}
     ]
+
+
+def test_the_results_in_the_store_keep_their_column_names(spark: Any, tmp_path: Path) -> None:
+    """They were name, name2, name3; a label of the query's own still wins, and a load of
+    another job keeps the names."""
+    from query.driver.runner import open_store
+
+    events, intervals = _inputs(tmp_path, "user,at\n1,5\n", "user,start,end,points\n1,0,9,3\n")
+    store = str(tmp_path / "store")
+    run_sweep(spark, events, intervals, store, "s", columns={"id": "user", "time": "at"})
+    rows = open_store(store).query("s/+/+/+")
+    assert rows.column_names() == ["user", "at", "value"] and rows.to_list() == [("1", "5", "3")]
+    assert open_store(store).query("s/+{u}/+/+:+hits").column_names() == [
+        "u",
+        "at",
+        "value",
+        "hits",
+    ]
+    assert open_store(store).query("s/*/+").column_names() == ["at"]
+    assert open_store(store).query("+/+").column_names() == ["name", "name2"]  # not under s
+    (tmp_path / "t").mkdir()
+    events, intervals = _inputs(tmp_path / "t", "id,time\n1,5\n", "id,start,end,points\n1,0,9,3\n")
+    run_sweep(spark, events, intervals, store, "t")  # the default names, and s's kept
+    assert open_store(store).query("t/+/+/+").column_names() == ["id", "time", "value"]
+    assert open_store(store).query("s/+/+/+").column_names() == ["user", "at", "value"]

@@ -195,3 +195,19 @@ def test_a_manifest_written_before_it_recorded_the_hash_reads_as_before(pages: P
     pages.write(manifest_name(1), seal(json.dumps(doc, indent=1, sort_keys=True).encode()))
     assert read_manifest(pages, 1, 2, "any-hash").shard_hash == ""
     assert open_version(pages).version == 1
+
+
+def test_column_names_are_kept_from_version_to_version_and_absent_when_none(
+    pages: PageStore,
+) -> None:
+    with store_lock(pages, "a test"):
+        writer = StoreWriter(pages, shards=1)
+        first = writer.publish({}, {}, REPORT)
+        assert b'"columns"' not in first.to_json()  # a store without them: as before
+        writer.columns["s"] = ("user", "at", "value")
+        writer.publish({}, {}, REPORT)
+        writer = StoreWriter(pages, shards=1)
+        writer.publish({}, {}, REPORT)  # a later load of another job keeps them
+    assert read_manifest(pages, 3, 1).columns == {"s": ("user", "at", "value")}
+    doc, _ = unseal(pages.read(manifest_name(3)))
+    assert doc["columns"] == {"s": ["user", "at", "value"]}
