@@ -339,9 +339,14 @@ def build_parser() -> argparse.ArgumentParser:
         "show a store's versions, shards, nodes and last loads",
         "Show the store's published versions, its shards with their nodes and bytes, and "
         "its recent loads.\nNeeds no Spark.",
-        ["treestore info store", "treestore info s3://bucket/stores/clicks"],
+        ["treestore info store", "treestore info s3://bucket/stores/clicks --json"],
     )
     info.add_argument("store", metavar="DIR", help="the store folder")
+    info.add_argument(
+        "--json",
+        action="store_true",
+        help="print the same facts as one JSON document (what the service's /stores/NAME gives)",
+    )
 
     gc = _command(
         commands,
@@ -515,7 +520,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             args.events, args.intervals, args.store, args.name, args.master, out, sweeping
         )
     elif args.command == "info":
-        commands.command_info(args.store, out)
+        commands.command_info(args.store, out, as_json=args.json)
     elif args.command == "gc":
         commands.command_gc(args.store, args.keep, out)
     elif args.command == "check":

@@ -193,10 +193,15 @@ def command_shell(
     return run_shell(store, lambda: get_session(master), lines, header=header)
 
 
-def command_info(store: str, out: TextIO) -> None:
-    """``treestore info``: versions, shards, nodes and bytes per shard, recent loads."""
-    from shell.output.info import write_info
+def command_info(store: str, out: TextIO, *, as_json: bool = False) -> None:
+    """``treestore info``: versions, shards, nodes and bytes per shard, recent loads;
+    ``as_json``: the same facts as one JSON document."""
+    from shell.output.info import store_info, write_info
+    from treestore.store.versions import open_version
 
+    if as_json:
+        print(json.dumps(store_info(open_version(store)).to_json(), indent=1), file=out)
+        return
     write_info(store, out)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from shell.output.info import store_info, write_info
 from treestore.storage.pagestore import FilePageStore
@@ -127,3 +128,18 @@ def test_a_store_whose_jobs_dedup_nothing_says_nothing_of_a_dedup_index(tmp_path
         publish_dedup_manifest(pages, DedupManifest(1))
     assert not any("dedup" in line for line in _text(tmp_path / "s")[1:])  # [0]: the path
     assert store_info(open_version(tmp_path / "s")).to_json()["dedup"] is None
+
+
+def test_info_json_is_the_document_of_the_facts_the_text_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shell.cli import main
+
+    _store(tmp_path / "s")
+    assert main(["info", str(tmp_path / "s"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == store_info(open_version(tmp_path / "s")).to_json()
+    assert (doc["version"], doc["shard_trees"][1]["nodes"], doc["dedup"]["covers"]) == (1, 1, 1)
+    assert main(["info", str(tmp_path / "nowhere"), "--json"]) == 2  # an error is one line
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err
