@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from shell.cli import main
+from tests.support.spark_start_lines import without_spark_start
 from treestore.errors import SparkSetupError
 from treestore.spark import check_master
 
@@ -38,7 +39,8 @@ def _treestore(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def _one_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if not line.startswith("WARNING: Using")]
+    said = without_spark_start(stderr).splitlines()
+    lines = [line for line in said if not line.startswith("WARNING: Using")]
     assert len(lines) == 1, stderr
     assert "Traceback" not in stderr and "py4j" not in stderr
     return lines[0]
