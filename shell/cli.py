@@ -65,7 +65,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("treestore")
+        return version("treestore-spark")  # the distribution (the command is treestore)
     except PackageNotFoundError:
         from treestore import __version__
 

@@ -51,7 +51,7 @@ def test_version_comes_from_the_package(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit) as stop:
         main(["--version"])
     assert stop.value.code == 0
-    assert capsys.readouterr().out == f"treestore {version('treestore')}\n"
+    assert capsys.readouterr().out == f"treestore {version('treestore-spark')}\n"
 
 
 @pytest.mark.parametrize("name", ["query", "gc", "load"])
