@@ -3,6 +3,9 @@ VENV    ?= .venv
 PYTHON  ?= python3
 BIN      = $(VENV)/bin
 STAMP    = $(VENV)/.installed
+DEV      = $(VENV)/.installed-dev
+# pip without the chatter: errors still show (the machine's own pip settings may add warnings)
+PIP      = $(BIN)/python -m pip --quiet --disable-pip-version-check --no-input
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
 .PHONY: demo test test-fast fuzz reliability bench lint check-env check-browser clean
@@ -10,30 +13,30 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 demo: check-env $(STAMP)
 	$(BIN)/treestore demo
 
-test: check-env check-browser $(STAMP)
+test: check-env check-browser $(DEV)
 	$(BIN)/python -m pytest
 
 # The cheap tests: no Spark (no JVM starts), no cluster, no S3 server, no browser, nothing
 # slow (the markers in pyproject.toml): under a minute on 2 cores.
-test-fast: $(STAMP)
+test-fast: $(DEV)
 	$(BIN)/python -m pytest -q -m "not (spark or cluster or s3 or browser or connect or slow)"
 
 # A long fuzz round of the three parsers (paths, ops, job files; 34,000 inputs each,
 # about 100k in all): counts per parser, exit 1 on any crash.
-fuzz: $(STAMP)
+fuzz: $(DEV)
 	$(BIN)/python -m tests.reliability.fuzz --examples 34000
 
 # The fault matrix of docs/reliability.md: 100 kills, 5 races, 20 kills of a load into a store on
 # S3, 20 kills each of a follower, a sweep and a gc, power cuts, disk full, the named damage and
 # bad-input cases, ~100k fuzz inputs; prints the table (about 25 minutes, 7 to 10 more for the
 # kills on S3; a run of 8, 6 and 10 kills of a follower, a sweep and a gc took 5).
-reliability: check-env $(STAMP)
+reliability: check-env $(DEV)
 	TREESTORE_KILL_ROUNDS=100 TREESTORE_RACE_ROUNDS=5 TREESTORE_S3_KILL_ROUNDS=20 \
 	  TREESTORE_FUZZ_EXAMPLES=34000 \
 	  TREESTORE_KILL_FOLLOW_ROUNDS=20 TREESTORE_KILL_SWEEP_ROUNDS=20 TREESTORE_KILL_GC_ROUNDS=20 \
 	  $(BIN)/python -m tests.reliability.table
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
 check-env:
@@ -43,10 +46,17 @@ check-env:
 check-browser:
 	@sh scripts/check-chromium.sh
 
+# The demo needs treestore alone; the tests, lint and fuzz add the dev extra on top.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[dev]'
-	$(BIN)/python -c "from treestore import native; native.warm()"  # tree building's kernels, compiled once
+	@echo "setting up $(VENV): treestore and its pinned packages, then its compiled kernels (once, about a minute)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) install -e .
+	@$(BIN)/python -c "from treestore import native; native.warm()"
+	@touch $@
+
+$(DEV): $(STAMP)
+	@echo "adding the dev packages to $(VENV) (tests, lint, build)"
+	@$(PIP) install -e '.[dev]'
 	@touch $@
 
 clean:
