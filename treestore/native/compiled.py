@@ -151,32 +151,30 @@ def remap(groups, rank):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
+def _counting_order(keys, key_count, positions):  # type: ignore[no-untyped-def]
+    """``positions`` reordered by ``keys[position]`` (values below ``key_count``), stably:
+    a counting sort."""
+    starts = np.zeros(key_count + 1, np.int64)
+    for p in positions:
+        starts[keys[p] + 1] += 1
+    for k in range(key_count):
+        starts[k + 1] += starts[k]
+    out = np.empty(len(positions), np.int64)
+    for p in positions:
+        k = keys[p]
+        out[starts[k]] = p
+        starts[k] += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
 def pair_groups(nodes, codes, node_count, code_count):  # type: ignore[no-untyped-def]
     """The distinct pairs ``(nodes[i], codes[i])`` in ascending order (as
     ``node * code_count + code``), each one's first position, and each pair's place among
     them: two stable counting sorts (by code, then by node), then one walk."""
     size = len(nodes)
-    by_code = np.empty(size, np.int64)
-    starts = np.zeros(code_count + 1, np.int64)
-    for i in range(size):
-        starts[codes[i] + 1] += 1
-    for c in range(code_count):
-        starts[c + 1] += starts[c]
-    for i in range(size):
-        c = codes[i]
-        by_code[starts[c]] = i
-        starts[c] += 1
-    order = np.empty(size, np.int64)
-    starts = np.zeros(node_count + 1, np.int64)
-    for i in range(size):
-        starts[nodes[i] + 1] += 1
-    for n in range(node_count):
-        starts[n + 1] += starts[n]
-    for k in range(size):
-        i = by_code[k]
-        n = nodes[i]
-        order[starts[n]] = i
-        starts[n] += 1
+    by_code = _counting_order(codes, code_count, np.arange(size))
+    order = _counting_order(nodes, node_count, by_code)
     groups = np.empty(size, np.int64)
     firsts = np.empty(size, np.int64)
     inverse = np.empty(size, np.int64)
