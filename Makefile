@@ -8,7 +8,7 @@ DEV      = $(VENV)/.installed-dev
 PIP      = $(BIN)/python -m pip --quiet --disable-pip-version-check --no-input
 export SPARK_LOCAL_IP ?= 127.0.0.1
 
-.PHONY: demo test test-fast fuzz reliability bench lint check-env check-browser clean
+.PHONY: demo test test-fast fuzz reliability bench lint docs check-env check-browser clean
 
 demo: check-env $(STAMP)
 	$(BIN)/treestore demo
@@ -38,6 +38,11 @@ reliability: check-env $(DEV)
 
 lint: $(DEV)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
+
+# The documentation site (mkdocs, material theme) into build/site/: a broken link or anchor
+# is an error. tests/test_docs.py runs the same build, and every snippet of the pages.
+docs: $(DEV)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 check-env:
 	@sh scripts/check-java.sh
