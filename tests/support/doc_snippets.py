@@ -10,7 +10,8 @@ A page's fenced blocks, by their language (the word after the fence):
   settings, or fed by ``... |``) runs in this process through :func:`shell.cli.main`, on
   the run's one SparkSession; ``treestore serve ... &`` starts the service in a process
   of its own on a free port (the page's ``127.0.0.1:8040`` is rewritten to it, and
-  back in what it prints); any other command runs in ``sh``.
+  back in what it prints); any other command runs in ``sh``. The page's folder shows
+  as ``/home/you/tour`` where a program prints it.
 - ``pycon``: ``>>>`` examples, run in order in one namespace per page; each one's
   output is compared with the lines under it.
 - ``python``: run in that namespace too; it must print nothing (a result worth
@@ -26,8 +27,8 @@ first ``$`` line is its only command: the rest is its output, ``$`` lines includ
 the demo prints them).
 
 Comparisons mask what changes from run to run (:func:`mask`), ignore the lines a
-command prints while it starts Spark (the test's session is already running), and
-take a line ``...`` as any number of lines.
+command prints while it starts Spark (the test's session is already running) and
+Spark's stage lines, and take a line ``...`` as any number of lines.
 """
 
 from __future__ import annotations
@@ -65,8 +66,11 @@ _FENCE = re.compile(r"^(```+)\s*([\w+-]*)\s*$")
 _EXIT = re.compile(r"\s+#\s*exit(?: status)? (\d+)\s*$")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _SPARK_START = re.compile(r"^(starting Spark…( \d+ s)?|Spark started in [\d.]+ s)$")
+_STAGE = re.compile(r"^spark stage \d+ done\b")
 DOC_PORT = 8040
 """The port the pages show for ``treestore serve``."""
+SHOWN_FOLDER = "/home/you/tour"
+"""How the pages show the folder their examples run in, where a program prints it."""
 
 
 @dataclasses.dataclass
@@ -199,16 +203,25 @@ def mask(text: str, host: str | None = None) -> str:
 
 def matches(expected: list[str], actual: list[str], host: str | None = None) -> bool:
     """Whether ``actual`` reads as ``expected`` once masked; a line ``...`` in
-    ``expected`` stands for any number of lines, and lines that start Spark are left out.
+    ``expected`` stands for any number of lines. Left out: the lines a command prints
+    while it starts Spark, and Spark's stage lines (their number and order follow Spark's
+    plan and its threads' timing).
 
     >>> matches(["a 1.5 s", "...", "z"], ["a 0.2 s", "b", "c", "z"])
     True
     >>> matches(["starting Spark…", "Spark started in 4.1 s", "x"], ["x"])
     True
+    >>> matches(["spark stage 3 done: 1 task(s)", "x"], ["x", "spark stage 9 done: 2 task(s)"])
+    True
     >>> matches(["a"], ["b"])
     False
     """
-    wanted = [line for line in expected if not _SPARK_START.match(line.strip())]
+    wanted = [
+        line
+        for line in expected
+        if not (_SPARK_START.match(line.strip()) or _STAGE.match(line.strip()))
+    ]
+    actual = [line for line in actual if not _STAGE.match(line.strip())]
     pattern = "".join(
         r"(?:[^\n]*\n)*?" if line.strip() == "..." else re.escape(mask(line, host).rstrip()) + r"\n"
         for line in wanted
@@ -268,7 +281,7 @@ class PageRun:
         return text.replace(f"127.0.0.1:{DOC_PORT}", f"127.0.0.1:{self.port}")
 
     def _to_page(self, text: str) -> str:
-        text = text.replace(f"{self.folder}/", "").replace(str(self.folder), ".")
+        text = text.replace(str(self.folder), SHOWN_FOLDER)
         if self.port is not None:
             text = text.replace(f"127.0.0.1:{self.port}", f"127.0.0.1:{DOC_PORT}")
             text = text.replace(f":{self.port}/", f":{DOC_PORT}/")
