@@ -114,7 +114,9 @@ def blocks_of(text: str) -> list[Block]:
         )
         if close is None:
             raise ValueError(f"line {index + 1}: a fence that never closes")
-        block = Block(fence[2], "".join(f"{x}\n" for x in lines[index + 1 : close]), index + 1, close)
+        block = Block(
+            fence[2], "".join(f"{x}\n" for x in lines[index + 1 : close]), index + 1, close
+        )
         above = index - 1
         while above >= 0 and (directive := _DIRECTIVE.match(lines[above].strip())):
             kind, value = directive[1], (directive[2] or "").strip()
@@ -250,9 +252,7 @@ class Mismatch:
     last: int = 0
 
     def report(self) -> str:
-        diff = difflib.unified_diff(
-            self.expected, self.actual, "page", "program", lineterm="", n=2
-        )
+        diff = difflib.unified_diff(self.expected, self.actual, "page", "program", lineterm="", n=2)
         return f"{self.where}:\n" + "\n".join(diff)
 
 
