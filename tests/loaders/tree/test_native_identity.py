@@ -135,7 +135,7 @@ def test_the_seeds_load_writes_the_same_bytes_compiled_and_in_numpy() -> None:
 _NAMES = st.sampled_from(["u1", "u2", "ü3", "", None, "a" * 70, "x" * 9])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=min(60, settings().max_examples), deadline=None)  # each loads twice
 @given(
     st.lists(
         st.tuples(

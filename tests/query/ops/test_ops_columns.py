@@ -80,7 +80,9 @@ def test_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyp
         assert [plain(c).type for c in columns] == [ARROW_TYPES[t] for t in out_types] or not count
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow])
+# Most random chains are refused or keep a row op, and are filtered out by design; with
+# few examples (make test-fast's profile) Hypothesis's small first draws are filtered more.
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(_table(), st.lists(_OP, min_size=2, max_size=3).map(";".join))
 def test_chains_of_column_ops_match_row_ops(table, text) -> None:  # type: ignore[no-untyped-def]
     types, rows, cuts = table

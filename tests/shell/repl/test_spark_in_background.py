@@ -20,7 +20,7 @@ class _SlowSpark:
         self.jobs = 0
 
     def __call__(self) -> Any:
-        self.release.wait(10)
+        self.release.wait(120)  # a guard against a hang: the test releases it
         return self
 
     def range(self, n: int) -> Any:
@@ -46,14 +46,23 @@ def test_a_failed_start_still_lets_the_shell_go_on() -> None:
     assert start_spark_in_background(broken).wait(10)
 
 
+def _shows(out: io.StringIO, text: str) -> bool:
+    """Whether the spinner writes ``text`` to ``out`` (waited for, however long the machine
+    takes to run its thread: the minute is a guard against a hang, not a measure)."""
+    deadline = time.monotonic() + 60
+    while text not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return text in out.getvalue()
+
+
 def test_the_spinner_says_a_query_waits_for_spark_then_stops_saying_it() -> None:
     ready = threading.Event()
     waiting = io.StringIO()
     with _spinning(waiting, time.perf_counter(), ready):
-        time.sleep(0.35)
-    assert "(waiting for Spark to start)" in waiting.getvalue()
+        assert _shows(waiting, " s (waiting for Spark to start)")
     ready.set()
     running = io.StringIO()
     with _spinning(running, time.perf_counter(), ready):
-        time.sleep(0.35)
-    assert " s" in running.getvalue() and "waiting for Spark" not in running.getvalue()
+        assert _shows(running, " s" + " " * 28)  # a frame with its seconds, the note blanked
+    assert "waiting for Spark" not in running.getvalue()
+    assert running.getvalue().endswith("\r" + " " * 48 + "\r")  # the line wiped at the end
