@@ -49,7 +49,6 @@ def test_the_wheel_is_treestore_spark_with_every_file_of_the_packages(wheel: Pat
     assert "[console_scripts]\ntreestore = shell.entry:run\n" in scripts
 
 
-@pytest.mark.slow
 def test_the_installed_wheel_runs_from_anywhere(wheel: Path, tmp_path: Path) -> None:
     env = tmp_path / "env"
     bin_folder = install_wheel(wheel, env)
