@@ -17,14 +17,15 @@ test: check-env check-browser $(DEV)
 	$(BIN)/python -m pytest
 
 # The cheap tests: no Spark (no JVM starts), no cluster, no S3 server, no browser, nothing
-# slow (the markers in pyproject.toml): under a minute on 2 cores. Property tests draw a
-# quarter of make test's examples (the profile "fast" of tests/support/profiles.py; set
-# TREESTORE_HYPOTHESIS_PROFILE to choose another), and compiled modules are cached in
-# __pycache__ even where PYTHONDONTWRITEBYTECODE is set (compiling them all again at every
-# run, and in every subprocess the tests start, costs seconds).
+# slow (the markers in pyproject.toml): under a minute on 2 cores. They run on every core
+# (pytest-xdist), property tests draw a quarter of make test's examples (the profile "fast"
+# of tests/support/profiles.py; set TREESTORE_HYPOTHESIS_PROFILE to choose another), and
+# compiled modules are cached in __pycache__ even where PYTHONDONTWRITEBYTECODE is set
+# (compiling them all again at every run, and in every subprocess the tests start, costs
+# seconds).
 test-fast: $(DEV)
 	env -u PYTHONDONTWRITEBYTECODE TREESTORE_HYPOTHESIS_PROFILE=$${TREESTORE_HYPOTHESIS_PROFILE:-fast} \
-	  $(BIN)/python -m pytest -q -m "not (spark or cluster or s3 or browser or connect or slow)"
+	  $(BIN)/python -m pytest -q -n auto -m "not (spark or cluster or s3 or browser or connect or slow)"
 
 # A long fuzz round of the three parsers (paths, ops, job files; 34,000 inputs each,
 # about 100k in all): counts per parser, exit 1 on any crash.
