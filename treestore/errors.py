@@ -107,7 +107,10 @@ class PositionedError(TreestoreError, ValueError):
 
     def _render(self) -> str:
         where = f"{self.source}: " if self.source else ""
-        message = f"{where}{self.reason}. Line {self.line}, column {self.column}.\n{self.snippet}"
+        stop = "" if self.reason.endswith((".", "?", "!")) else "."
+        message = (
+            f"{where}{self.reason}{stop} Line {self.line}, column {self.column}.\n{self.snippet}"
+        )
         if self.hint:
             message += f"\n{self.hint}"
         return message

@@ -167,7 +167,9 @@ class MicroBatches:
         read = sum(counts.read for counts in report.sources.values())
         pending = report.pending
         lag = max(0.0, time.time() - newest / 1e9) if newest else 0.0
-        self.summary.files += sum(counts.files for counts in report.sources.values())
+        loaded = sum(counts.files for counts in report.sources.values())
+        known = files - loaded  # offered again, loaded before (by a load or an earlier batch)
+        self.summary.files += loaded
         self.summary.records += read
         self.summary.versions.append(result.version)
         kept = (  # only a job with pending (update-only) elements has them to count
@@ -178,7 +180,9 @@ class MicroBatches:
         )
         self.on_event(
             Message(
-                f"batch {batch_id}: {files} file(s), {read:,} record(s){kept}, "
+                f"batch {batch_id}: {loaded} file(s)"
+                + (f" (and {known} offered that were loaded before)" if known > 0 else "")
+                + f", {read:,} record(s){kept}, "
                 f"version {result.version}, {seconds:.2f} s, lag {lag:.1f} s"
             )
         )

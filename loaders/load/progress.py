@@ -47,7 +47,7 @@ class _StageWatcher:
 
     def poll(self) -> None:
         active = set(self.tracker.getActiveStageIds())
-        for stage in sorted(active):
+        for stage in sorted(active - self.reported):
             info = self.tracker.getStageInfo(stage)
             if info is None:
                 continue
@@ -70,7 +70,8 @@ class _StageWatcher:
         return StageFinished(stage, name, tasks, time.monotonic() - began)
 
     def _unseen(self, below: int | None = None) -> dict[int, StageFinished]:
-        """The group's finished stages no poll saw running (no time known), unreported."""
+        """The group's finished stages no poll saw running (no time known), unreported; a
+        stage still active (all its tasks done, not yet marked ended) waits for its end."""
         if self.group is None:
             return {}
         stages: set[int] = set()
@@ -79,7 +80,8 @@ class _StageWatcher:
             if job_info is not None:
                 stages.update(job_info.stageIds)
         found = {}
-        for stage in sorted(stages - self.reported - set(self.seen)):
+        active = set(self.tracker.getActiveStageIds())
+        for stage in sorted(stages - self.reported - set(self.seen) - active):
             if below is not None and stage > below:
                 continue
             info = self.tracker.getStageInfo(stage)
@@ -166,7 +168,24 @@ def spark_progress(
     spark: SparkSession, on_event: EventSink, what: str = "treestore load"
 ) -> Iterator[None]:
     """Emit progress events for the Spark stages that run inside the block (``what``: the
-    job group's description)."""
+    job group's description). Inside another such block of the same thread (a sweep's
+    load) it adds nothing: the outer block already reports every stage, once."""
+    if getattr(_watching, "active", False):
+        yield
+        return
+    _watching.active = True
+    try:
+        with _watched(spark, on_event, what):
+            yield
+    finally:
+        _watching.active = False
+
+
+_watching = threading.local()
+
+
+@contextmanager
+def _watched(spark: SparkSession, on_event: EventSink, what: str) -> Iterator[None]:
     if is_connect(spark):
         with _connect_progress(spark, on_event):
             yield

@@ -211,13 +211,14 @@ def format_load_report(report: dict[str, Any], store: str, shard_lines: int = 16
     shards = report["shards"]
     for shard, s in list(shards.items())[:shard_lines]:
         lines.append(
-            f"  shard {shard}: {s['nodes_created']:,} nodes created, "
+            f"  shard {shard}: {_plural(s['nodes_created'], 'node')} created, "
             f"{s['nodes_updated']:,} updated, {s['bytes_written']:,} bytes written"
         )
     if len(shards) > shard_lines:
         rest = list(shards.values())[shard_lines:]
+        created = sum(s["nodes_created"] for s in rest)
         lines.append(
-            f"  {len(rest)} more shards: {sum(s['nodes_created'] for s in rest):,} nodes created, "
+            f"  {_plural(len(rest), 'more shard')}: {_plural(created, 'node')} created, "
             f"{sum(s['nodes_updated'] for s in rest):,} updated"
         )
     rejected = report.get("rejected", {})

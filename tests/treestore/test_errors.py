@@ -22,3 +22,10 @@ def test_a_tab_keeps_the_caret_under_its_column() -> None:
     error = PositionedError("bad", "a\tb", 1, 3)
     shown, caret = error.snippet.splitlines()
     assert caret.index("^") == shown.index("b")
+
+
+def test_a_reason_ending_in_a_question_gets_no_extra_full_stop() -> None:
+    asked = PositionedError("field 'X' is in no source; did you mean 'Y'?", "x", 1, 1)
+    told = PositionedError("bad value", "x", 1, 1)
+    assert str(asked).startswith("field 'X' is in no source; did you mean 'Y'? Line 1, column 1.")
+    assert str(told).startswith("bad value. Line 1, column 1.")

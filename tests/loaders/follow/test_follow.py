@@ -87,11 +87,12 @@ def test_available_now_loads_a_backlog_in_micro_batches_as_a_batch_load_does(
 def test_load_and_follow_share_the_files_already_loaded(spark: Any, demo_dir: Path) -> None:
     store = demo_dir / "store"
     assert run_load(spark, load_job(demo_dir / "job.json"), store).version == 1
-    first = _follow(spark, demo_dir, store, available_now=True)  # offered again: all known
-    assert first.versions == [] and _version(store) == 1
-    assert any("nothing new to load" in line for line in first.lines)  # type: ignore[attr-defined]
     (demo_dir / "mapping" / "mapping-0002.tsv").write_text(MAPPINGS[0])
-    assert _follow(spark, demo_dir, store, available_now=True).versions == [2]
+    # a first follower is offered every file: the loaded ones are known, one is new
+    first = _follow(spark, demo_dir, store, available_now=True)
+    assert first.versions == [2] and first.files == 1 and first.records == 1
+    batch = [line for line in first.lines if line.startswith("batch ")]  # type: ignore[attr-defined]
+    assert batch[0].startswith("batch 0: 1 file(s) (and 2 offered that were loaded before), 1 ")
     assert run_load(spark, load_job(demo_dir / "job.json"), store).version is None
     assert _hits(store) == _reference(spark, demo_dir)
 

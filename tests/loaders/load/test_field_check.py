@@ -62,6 +62,7 @@ def test_a_field_in_no_source_fails_the_load_before_spark_by_default(
     assert main(["load", str(demo_dir / "typo.json"), "--store", str(store)]) == 2
     err = capsys.readouterr().err
     assert "'PUDI' is in no source; did you mean 'PUID'?" in err and '"key": "PUDI"' in err
+    assert "?. Line" not in err and "). Line 95, column 22." in err
     assert not store.exists()
 
 

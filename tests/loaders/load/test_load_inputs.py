@@ -283,3 +283,19 @@ def test_stages_too_quick_to_be_polled_are_still_reported(spark: Any) -> None:
     finally:
         progress._POLL_SECONDS = slow
     assert any(line.startswith("spark stage") and "3 task(s)" in line for line in lines)
+
+
+def test_a_block_inside_another_reports_nothing_twice(spark: Any) -> None:
+    """A sweep's load watches its stages inside the sweep's own watch: each stage is
+    reported once, by the outer block, and the inner block adds no lines."""
+    from loaders.load import progress
+
+    outer: list[Event] = []
+    inner: list[Event] = []
+    with progress.spark_progress(spark, outer.append, "outer"):
+        spark.range(0, 10, 1, 3).count()
+        with progress.spark_progress(spark, inner.append, "inner"):
+            spark.range(0, 10, 1, 2).count()
+            spark.range(0, 10, 1, 3).rdd.map(lambda x: x).count()
+    finished = [e.stage for e in outer if isinstance(e, StageFinished)]
+    assert inner == [] and len(finished) >= 3 and len(finished) == len(set(finished))

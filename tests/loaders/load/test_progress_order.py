@@ -56,3 +56,28 @@ def test_stages_finish_in_stage_order() -> None:
     watcher.finish_unseen()
     finished = [e.stage for e in events if isinstance(e, StageFinished)]
     assert finished == [6, 7, 9]
+
+
+def test_a_stage_is_reported_once() -> None:
+    """Stage 8 reads as finished (every task done) when stage 9 ends, then shows up active
+    (Spark reports a stage's end after its tasks'): it is reported once, not again when it
+    ends; and a stage active with its tasks done is left for its end."""
+    events: list[Event] = []
+    tracker = _Tracker(active=[9])
+    tracker.stages[8] = _Stage("stage 8", 1, 1)
+    tracker.stages[10] = _Stage("stage 10", 1, 1)
+    tracker.getJobInfo = lambda job: _Job([8, 9, 10])  # type: ignore[method-assign]
+    spark: Any = SimpleNamespace(sparkContext=SimpleNamespace(statusTracker=lambda: tracker))
+    watcher = _StageWatcher(spark, events.append, "g")
+    watcher.poll()  # stage 9 running
+    tracker.active = []
+    watcher.poll()  # 9 ended; 8 reads as done, unseen
+    tracker.active = [8, 10]
+    watcher.poll()
+    tracker.active = [10]
+    watcher.finish_unseen()  # 10 is active with its task done: not yet
+    tracker.active = []
+    watcher.poll()
+    watcher.finish_unseen()
+    finished = [e.stage for e in events if isinstance(e, StageFinished)]
+    assert finished == [8, 9, 10]
