@@ -13,8 +13,12 @@ export SPARK_LOCAL_IP ?= 127.0.0.1
 demo: check-env $(STAMP)
 	$(BIN)/treestore demo
 
+# The whole suite on two workers (pytest-xdist): each has its own local SparkSession;
+# the tests of the run's servers (cluster, S3, Spark Connect, serve, browser) all run on
+# one of them (tests/conftest.py), so each server starts once. Bytecode is cached as in
+# test-fast. Both cores busy, about 9 minutes (15 in one process).
 test: check-env check-browser $(DEV)
-	$(BIN)/python -m pytest
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # The cheap tests: no Spark (no JVM starts), no cluster, no S3 server, no browser, nothing
 # slow (the markers in pyproject.toml): under a minute on 2 cores. They run on every core

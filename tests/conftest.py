@@ -43,15 +43,26 @@ FIXTURE_MARKS = {
 }
 """The markers a test gets for the fixtures it uses (directly or through others)."""
 
+SERVERS = ("spark_cluster", "connect_server", "serve_server", "browser", "s3_server")
+"""Fixtures that start a server once per run: ``make test`` runs on two workers
+(pytest-xdist, ``--dist loadgroup``), and the tests that take one of these run on one
+worker (the first server of this list a test takes names its group), so each of the
+costly servers starts once, not once per worker (the S3 server, quick to start, may
+start on both)."""
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test by the costly fixtures it uses (:data:`FIXTURE_MARKS`)."""
+    """Mark every test by the costly fixtures it uses (:data:`FIXTURE_MARKS`), and keep
+    the tests of the run's servers on one worker (:data:`SERVERS`)."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         for fixture, marks in FIXTURE_MARKS.items():
             if fixture in fixtures:
                 for mark in marks:
                     item.add_marker(mark)
+        server = next((fixture for fixture in SERVERS if fixture in fixtures), None)
+        if server is not None:
+            item.add_marker(pytest.mark.xdist_group(server))
 
 
 @pytest.fixture(autouse=True)

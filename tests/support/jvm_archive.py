@@ -90,7 +90,7 @@ def ensure_archive(archive: Path, seconds: float = 300) -> None:
         return
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_suffix(f".{os.getpid()}.partial")
-    script = archive.parent / "warm_up.py"
+    script = archive.parent / f"warm_up.{os.getpid()}.py"  # two workers may both write one
     script.write_text(_WARM_UP)
     env = {
         **os.environ,
@@ -113,3 +113,4 @@ def ensure_archive(archive: Path, seconds: float = 300) -> None:
         pass
     finally:
         partial.unlink(missing_ok=True)
+        script.unlink(missing_ok=True)
