@@ -60,7 +60,7 @@ class _StageWatcher:
         # stages that ran wholly between two polls, before the last one that ended here,
         # are reported with them, all in stage order
         finished = {stage: self._ended(stage) for stage in ended}
-        finished.update(self._unseen(below=ended[-1]))
+        finished.update(self._unseen(active, below=ended[-1]))
         for stage in sorted(finished):
             self.reported.add(stage)
             self.on_event(finished[stage])
@@ -69,7 +69,7 @@ class _StageWatcher:
         name, tasks, began = self.seen.pop(stage)
         return StageFinished(stage, name, tasks, time.monotonic() - began)
 
-    def _unseen(self, below: int | None = None) -> dict[int, StageFinished]:
+    def _unseen(self, active: set[int], below: int | None = None) -> dict[int, StageFinished]:
         """The group's finished stages no poll saw running (no time known), unreported; a
         stage still active (all its tasks done, not yet marked ended) waits for its end."""
         if self.group is None:
@@ -80,7 +80,6 @@ class _StageWatcher:
             if job_info is not None:
                 stages.update(job_info.stageIds)
         found = {}
-        active = set(self.tracker.getActiveStageIds())
         for stage in sorted(stages - self.reported - set(self.seen) - active):
             if below is not None and stage > below:
                 continue
@@ -91,7 +90,8 @@ class _StageWatcher:
 
     def finish_unseen(self) -> None:
         """Report the group's stages that ran wholly between two polls (no time known)."""
-        for stage, event in sorted(self._unseen().items()):
+        active = set(self.tracker.getActiveStageIds())
+        for stage, event in sorted(self._unseen(active).items()):
             self.reported.add(stage)
             self.on_event(event)
 

@@ -20,7 +20,7 @@ from query.ops.chain import chain
 from query.syntax.lark_support import Failure, line_column, parse, parser
 from treestore.errors import OpError, did_you_mean
 
-__all__ = ["MOST_NESTED", "OpsPipeline", "compile_ops"]
+__all__ = ["MOST_NESTED", "OpsPipeline", "compile_ops", "unknown_op_hint"]
 
 MOST_NESTED = 32
 """How deep ops may hold ops (``groupby=k:groupby=k:...``): each level is compiled, and
@@ -106,9 +106,10 @@ class OpsPipeline:
         return bool(self.ops)
 
 
-def unknown_op_hint(name: str) -> str:
+def unknown_op_hint(
+    name: str, listing: str = "`treestore ops` (or \\ops in the shell) lists them all."
+) -> str:
     """The hint under an unknown op: the closest op names, and where the catalogue is."""
-    listing = "`treestore ops` (or \\ops in the shell) lists them all."
     close = did_you_mean(name, REGISTRY)
     return f"{close} {listing}" if close else listing
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from query.ops import REGISTRY
+from query.ops.compiler import unknown_op_hint
 from shell.output.formats import FORMATS
-from treestore.errors import OpError, did_you_mean
+from treestore.errors import OpError
 
 __all__ = [
     "COMMANDS",
@@ -167,11 +168,8 @@ def ops_lines(name: str) -> list[str]:
         ]
     parts = _op_help_parts(name)
     if parts is None:
-        close = did_you_mean(name, REGISTRY)
-        listing = "\\ops (or treestore ops) lists them all."
-        raise OpError(
-            f"No op called {name!r}", name, 1, 1, hint=f"{close} {listing}" if close else listing
-        )
+        hint = unknown_op_hint(name, "\\ops (or treestore ops) lists them all.")
+        raise OpError(f"No op called {name!r}", name, 1, 1, hint=hint)
     return parts
 
 

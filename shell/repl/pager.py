@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pydoc
+import shlex
 import shutil
 
 __all__ = ["less_settings", "page"]
@@ -29,12 +30,5 @@ def page(text: str) -> None:
     if flags is None:
         pydoc.pager(text)
         return
-    before = os.environ.get("LESS")
-    os.environ["LESS"] = flags  # pydoc's pipe pager runs less with this environment
-    try:
-        pydoc.pipepager(text, "less")
-    finally:
-        if before is None:
-            del os.environ["LESS"]
-        else:
-            os.environ["LESS"] = before
+    # pydoc's pipe pager runs the command in a shell: LESS is set for less alone
+    pydoc.pipepager(text, f"LESS={shlex.quote(flags)} less")

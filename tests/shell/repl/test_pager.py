@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shell.repl.pager import less_settings
+from shell.repl.pager import less_settings, page
 
 ALTERNATE_SCREEN = b"\x1b[?1049h"  # xterm's switch to the alternate screen (and back: l)
 
@@ -58,3 +58,19 @@ def test_a_pager_of_the_users_own_is_left_alone_and_their_flags_kept() -> None:
     assert less_settings({"PAGER": "most"}) is None
     assert less_settings({"LESS": "-FRSX"}) == "-FRSX"
     assert less_settings({"LESS": "-S"}) == "-S -X"
+
+
+def test_page_runs_less_with_its_flags_and_leaves_the_environment_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in ``less`` on PATH writes the LESS it was given; the process's own stays."""
+    said = tmp_path / "said"
+    fake = tmp_path / "less"
+    fake.write_text(f'#!/bin/sh\necho "$LESS" > {said}\ncat > /dev/null\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.delenv("PAGER", raising=False)
+    monkeypatch.setenv("LESS", "-R -F")
+    page("row 1\nrow 2\n")
+    assert said.read_text() == "-R -F -X\n"
+    assert os.environ["LESS"] == "-R -F"
