@@ -50,6 +50,8 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.support.serve_server import ROOT, ServeProcess, free_port
+
 __all__ = [
     "Block",
     "PageRun",
@@ -268,7 +270,7 @@ class PageRun:
         self.ran: list[Block] = []
         self.skipped: list[Block] = []
         self.port: int | None = None
-        self.servers: list[subprocess.Popen[bytes]] = []
+        self.servers: list[ServeProcess] = []
         self.host = socket.gethostname()
 
     # where ---------------------------------------------------------------------------
@@ -310,7 +312,7 @@ class PageRun:
                     self._python(block)
         finally:
             for server in self.servers:
-                _stop(server)
+                server.stop()
 
     def _console(self, block: Block) -> None:
         for step in parse_transcript(block):
@@ -447,8 +449,6 @@ class PageRun:
     def _serve(self, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
         """``treestore serve ... &``: its own process (serving stops the process's
         session at the end), on a free port; returns once it answers ``/health``."""
-        from tests.support.serve_server import ROOT, free_port
-
         port = free_port()
         log = self.folder / f".serve-{port}.log"
         pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
@@ -459,19 +459,18 @@ class PageRun:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self.servers.append(server)
+        served = ServeProcess(f"http://127.0.0.1:{port}", server, log, "", {})
+        self.servers.append(served)
         self.port = port
-        import urllib.request
-
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if server.poll() is not None:
                 break
             with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).close()
+                served.get_json("/health")
                 return 0, ""
             time.sleep(0.1)
-        return 1, log.read_text(errors="replace")
+        return 1, served.output()
 
     # regenerating ----------------------------------------------------------------------
     def rewrite(self) -> int:
@@ -489,19 +488,6 @@ class PageRun:
             lines[start : change.block.start + change.last] = actual
         self.page.write_text("".join(f"{x}\n" for x in lines))
         return len(changes)
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    import signal
-
-    if server.poll() is None:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=30)
 
 
 def venv_bin() -> Path:
