@@ -39,6 +39,10 @@ NATIVE_FROM = 64
 """Arrays from this many values go through the compiled kernels; smaller ones stay with
 numpy (a handful of keys imports no numba)."""
 
+_DENSE_SPAN = 4
+"""Values spanning less than this many times their count are grouped through a table over
+their span (:func:`first_inverse_groups`) instead of a hash table and a sort."""
+
 _loaded: ModuleType | None = None
 
 
@@ -76,6 +80,7 @@ def warm() -> None:
     compiled = kernels()
     compiled.first_groups(values)
     compiled.remap(values, values)
+    compiled.dense_first_inverse(values, 0, NATIVE_FROM)
     compiled.pair_groups(values, values, NATIVE_FROM, NATIVE_FROM)
     compiled.members(values, values)
     text = np.frombuffer(bytes(NATIVE_FROM), np.uint8)  # read-only, as Arrow's buffers are
@@ -141,7 +146,11 @@ def first_inverse_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     by a hash table, so that only the distinct values are sorted."""
     if len(values) < NATIVE_FROM:
         return unique_first_inverse(values)
-    firsts, groups = kernels().first_groups(_int64s(values))
+    values = _int64s(values)
+    low, high = int(values.min()), int(values.max())
+    if high - low < _DENSE_SPAN * len(values):  # dense (node ids): a table, no sort
+        return kernels().dense_first_inverse(values, low, high - low + 1)  # type: ignore[no-any-return]
+    firsts, groups = kernels().first_groups(values)
     distinct = values[firsts]
     order = np.argsort(distinct)
     rank = np.empty(len(order), np.int64)

@@ -142,6 +142,35 @@ def first_groups(values):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
+def dense_first_inverse(values, low, span):  # type: ignore[no-untyped-def]
+    """``unique_first_inverse`` of ``values``, all in ``[low, low + span)``: a table of
+    each value's first position over the span, so no sort (for dense values: node ids)."""
+    first = np.full(span, _EMPTY, np.int64)
+    for i in range(len(values)):
+        v = values[i] - low
+        if first[v] < 0:
+            first[v] = i
+    count = 0
+    for v in range(span):
+        if first[v] >= 0:
+            count += 1
+    distinct = np.empty(count, np.int64)
+    firsts = np.empty(count, np.int64)
+    rank = first  # reused: the first position is no longer needed once copied out
+    k = 0
+    for v in range(span):
+        if first[v] >= 0:
+            distinct[k] = v + low
+            firsts[k] = first[v]
+            rank[v] = k
+            k += 1
+    inverse = np.empty(len(values), np.int64)
+    for i in range(len(values)):
+        inverse[i] = rank[values[i] - low]
+    return distinct, firsts, inverse
+
+
+@njit(cache=True, nogil=True)
 def remap(groups, rank):  # type: ignore[no-untyped-def]
     """``rank[groups]``."""
     out = np.empty(len(groups), np.int64)

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from treestore.arrays import expand_ranges
 
-__all__ = ["IntColumns", "Page", "columns_of_span", "encode_page", "int_dtypes"]
+__all__ = ["IntColumns", "Page", "PageEncoder", "columns_of_span", "encode_page", "int_dtypes"]
 
 _MAGIC = b"TSP2"
 _HEADER = struct.Struct("<4sIIIB3x")  # 20 bytes
@@ -76,19 +76,41 @@ def encode_page(
 ) -> bytes:
     """One page: ``ints`` sliced to the page, ``offsets`` rebased to 0 (``entries + 1`` of
     them) over ``name_bytes``, and the entries' data (``None`` when every entry has none)."""
-    count = len(ints[0])
-    data_bytes = msgpack.packb(data) if data is not None else b""
-    flags = sum(1 << k for k, dtype in enumerate(dtypes) if dtype == _INT32)
-    header = _HEADER.pack(_MAGIC, count, len(name_bytes), len(data_bytes), flags)
-    parts: list[bytes | memoryview] = [header, b"\0" * 4]
-    for column, dtype in zip(ints, dtypes, strict=True):
-        raw = column.astype(dtype, copy=False).tobytes()
-        parts += [raw, b"\0" * (_pad(len(raw)) - len(raw))]
-    raw = offsets.astype(_INT32, copy=False).tobytes()
-    parts += [raw, b"\0" * (_pad(len(raw)) - len(raw))]
-    parts += [name_bytes, b"\0" * (_pad(len(name_bytes)) - len(name_bytes))]
-    parts += [data_bytes, b"\0" * (_pad(len(data_bytes)) - len(data_bytes))]
-    return b"".join(parts)
+    typed = [column.astype(dtype, copy=False) for column, dtype in zip(ints, dtypes, strict=True)]
+    return PageEncoder(typed, offsets, name_bytes).page(0, len(ints[0]), data)
+
+
+class PageEncoder:
+    """Pages cut from one chunk of entries: the int columns given once in their page types
+    (see :func:`int_dtypes`), the names' int32 offsets (one more than the entries) over
+    their bytes; each page is then a header and slices of these buffers."""
+
+    def __init__(
+        self, typed: list[np.ndarray], offsets: np.ndarray, name_bytes: bytes | memoryview
+    ) -> None:
+        self.columns = [(memoryview(c).cast("B"), c.itemsize) for c in typed]
+        self.flags = sum(1 << k for k, c in enumerate(typed) if c.dtype == _INT32)
+        self.offsets = np.asarray(offsets, dtype=_INT32)
+        self.names = memoryview(name_bytes).cast("B")
+
+    def page(self, start: int, stop: int, data: list[Any] | None) -> bytes:
+        """The page of entries ``[start, stop)``; ``data`` their attachments, or ``None``."""
+        count = stop - start
+        data_bytes = msgpack.packb(data) if data is not None else b""
+        first, last = int(self.offsets[start]), int(self.offsets[stop])
+        header = _HEADER.pack(_MAGIC, count, last - first, len(data_bytes), self.flags)
+        parts: list[bytes | memoryview] = [header, _ZEROS[:4]]
+        for raw, width in self.columns:
+            size = count * width
+            parts += [raw[start * width : start * width + size], _ZEROS[: _pad(size) - size]]
+        rebased = (self.offsets[start : stop + 1] - first).tobytes()
+        parts += [rebased, _ZEROS[: _pad(len(rebased)) - len(rebased)]]
+        parts += [self.names[first:last], _ZEROS[: _pad(last - first) - (last - first)]]
+        parts += [data_bytes, _ZEROS[: _pad(len(data_bytes)) - len(data_bytes)]]
+        return b"".join(parts)
+
+
+_ZEROS = bytes(8)
 
 
 def _sections(encoded: bytes) -> tuple[IntColumns, np.ndarray, memoryview, int]:

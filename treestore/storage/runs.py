@@ -63,7 +63,7 @@ from treestore.storage.page_cache import cache
 from treestore.storage.pages import (
     Page,
     columns_of_span,
-    encode_page,
+    PageEncoder,
     int_dtypes,
 )
 from treestore.storage.pagestore import PageStore
@@ -210,15 +210,10 @@ def _write_pages(
             zip(parent_array[at].tolist(), name_array.take(at).to_pylist(), strict=True)
             for at in (starts_at, ends_at)
         )
+        typed = [c.astype(d, copy=False) for c, d in zip(ints, dtypes, strict=True)]
+        encoder = PageEncoder(typed, name_offsets, name_bytes)
         for (a, b), first, last in zip(itertools.pairwise(bounds), firsts, lasts, strict=True):
-            start, stop = int(name_offsets[a]), int(name_offsets[b])
-            encoded = encode_page(
-                tuple(c[a:b] for c in ints),  # type: ignore[arg-type]
-                dtypes,
-                name_offsets[a : b + 1] - start,
-                name_bytes[start:stop],
-                datas[a:b] if has_data else None,  # type: ignore[index]
-            )
+            encoded = encoder.page(a, b, datas[a:b] if has_data else None)  # type: ignore[index]
             pages.append([*first, *last, offset, len(encoded), b - a, _checksum(encoded)])
             out.write(encoded)
             offset += len(encoded)

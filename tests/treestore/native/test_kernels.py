@@ -53,7 +53,12 @@ def test_key_hashes_switch_to_the_kernels_at_their_size() -> None:
 
 
 @settings(deadline=None)
-@given(st.lists(st.integers(-5, 40), max_size=300))
+@given(
+    st.one_of(
+        st.lists(st.integers(-5, 40), max_size=300),  # dense: a table over the span
+        st.lists(st.integers(-(10**12), 10**12), max_size=300),  # sparse: hash table, sort
+    )
+)
 def test_groups_are_numpys(values: list[int]) -> None:
     array = np.array(values, dtype=np.int64)
     expected = unique_first_inverse(array)
