@@ -5,7 +5,8 @@ hash of the key's UTF-8 bytes with seed 42, read as a signed 64-bit integer, the
 taken modulo the shard count into ``0 .. shards-1``. This is exactly Spark SQL's
 ``pmod(xxhash64(CAST(key AS STRING)), shards)``, so the loader computes shards in
 Spark's engine and any Python code (tests, tools, other writers) gets the same
-answer from :func:`shard_of`. A null key hashes as Spark hashes a null: to the
+answer from :func:`shard_of` (one key) or :func:`treestore.native.shards_of` (an Arrow
+array of them, compiled). A null key hashes as Spark hashes a null: to the
 seed itself, 42.
 """
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from loaders.filters.arrow_compiler import ArrowCompiler, ArrowRecord
 from loaders.filters.kinds import (
     BundleKind,
     FilterCompiler,
@@ -80,6 +83,16 @@ class FieldFilter(BundleKind):
         passes = _passes(value, self.null_fail, self.negate)
         return passes, compiler.assign(record, self.target, value, is_array, self.null_fail)
 
+    def arrow(self, compiler: ArrowCompiler, record: ArrowRecord) -> tuple[np.ndarray, ArrowRecord]:
+        value, is_array = record.get(self.source), self.source in record.arrays
+        if self.filter is not None:
+            value, is_array = compiler.value(self.filter, value, is_array)
+        if self.null_fail:
+            passes = value.is_valid().to_numpy(zero_copy_only=False) != self.negate
+        else:
+            passes = np.full(record.size, not self.negate)
+        return passes, compiler.assign(record, self.target, value, is_array, self.null_fail)
+
 
 @bundle_filter
 @dataclass(frozen=True)
@@ -119,6 +132,15 @@ class ChainFilter(BundleKind):
         if not self.fail_stop:
             return F.lit(True), record
         return F.when(every, F.lit(True)).otherwise(F.lit(self.fail_return)), record
+
+    def arrow(self, compiler: ArrowCompiler, record: ArrowRecord) -> tuple[np.ndarray, ArrowRecord]:
+        every = np.ones(record.size, bool)
+        for inner in self.filters:
+            inner_passes, record = inner.arrow(compiler, record)
+            every &= inner_passes
+        if not self.fail_stop:
+            return np.ones(record.size, bool), record
+        return every | self.fail_return, record
 
 
 @bundle_filter

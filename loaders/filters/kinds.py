@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from loaders.job.text import JobText, KeyPath
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "BundleKind",
     "FieldMapping",
     "FilterCompiler",
+    "NoArrowForm",
     "Settings",
     "SymbolicRecord",
     "ValueFilter",
@@ -42,6 +44,11 @@ __all__ = [
     "parse_value_filter",
     "value_filter",
 ]
+
+
+class NoArrowForm(Exception):
+    """A filter kind without an Arrow form (:mod:`loaders.filters.arrow_compiler`): a job
+    that uses it maps its records in Spark."""
 
 
 class Settings:
@@ -158,6 +165,17 @@ class ValueKind:
         raise NotImplementedError
 
     @staticmethod
+    def arrow(spec: ValueFilter) -> Callable[[pa.Array], pa.Array]:
+        """The filter over one Arrow text array, value for value what :meth:`spark` gives
+        (:mod:`loaders.filters.arrow_compiler`); kinds without one raise ``NoArrowForm``."""
+        raise NoArrowForm(spec.op)
+
+    @staticmethod
+    def arrow_whole(spec: ValueFilter, column: pa.Array, is_array: bool) -> tuple[pa.Array, bool]:
+        """For ``whole`` kinds: :meth:`spark_whole` over Arrow arrays (or ``NoArrowForm``)."""
+        raise NoArrowForm(spec.op)
+
+    @staticmethod
     def gives_array(spec: ValueFilter) -> bool:
         """Whether the filter turns one text into an array (``regex`` without ``replace``)."""
         return False
@@ -184,6 +202,13 @@ class BundleKind:
     ) -> tuple[Column, SymbolicRecord]:
         """Whether a record passes, and the record after the filter's field updates."""
         raise NotImplementedError
+
+    def arrow(self, compiler: Any, record: Any) -> tuple[Any, Any]:
+        """:meth:`spark` over Arrow arrays: with an ``ArrowCompiler``, over an ``ArrowRecord``,
+        whether each record passes (numpy booleans) and the record after the filter
+        (:mod:`loaders.filters.arrow_compiler`, which imports this module); kinds without
+        an Arrow form raise ``NoArrowForm``."""
+        raise NoArrowForm(self.name)
 
 
 VALUE_FILTERS: dict[str, type[ValueKind]] = {}

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from loaders.filters.kinds import Settings, ValueFilter, ValueKind, value_filter
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from loaders.filters.arrow_compiler import split_lists
+from loaders.filters.kinds import NoArrowForm, Settings, ValueFilter, ValueKind, value_filter
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -66,6 +71,21 @@ class Split(ValueKind):
         if is_array:
             return F.flatten(F.transform(column, split)), True
         return F.when(column != "", split(column)), True
+
+    @staticmethod
+    def arrow_whole(spec: ValueFilter, column: pa.Array, is_array: bool) -> tuple[pa.Array, bool]:
+        if spec.get("fixedLength") > 0:  # Java's regex '.' over UTF-16: not mirrored
+            raise NoArrowForm("split with fixedLength")
+        separator, size = spec.get("split"), len(column)
+        if not is_array:  # null, and no list, for a null or empty text
+            empty = ~pc.fill_null(pc.not_equal(column, ""), False).to_numpy(zero_copy_only=False)
+            return split_lists(column, separator, np.arange(size), size, empty), True
+        texts = pc.list_flatten(column)
+        parents = pc.list_parent_indices(column).to_numpy()
+        # Spark's flatten: a list holding a null gives null
+        null_where = ~column.is_valid().to_numpy(zero_copy_only=False)
+        null_where[parents[~texts.is_valid().to_numpy(zero_copy_only=False)]] = True
+        return split_lists(texts, separator, parents, size, null_where), True
 
 
 @value_filter

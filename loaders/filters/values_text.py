@@ -7,6 +7,9 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from loaders.filters.kinds import FilterCompiler, Settings, ValueFilter, ValueKind, value_filter
 
 if TYPE_CHECKING:
@@ -33,6 +36,11 @@ class Empty(ValueKind):
         if spec.get("not"):
             return lambda x: F.when(x != "", x)
         return lambda x: F.when(x == "", x)
+
+    @staticmethod
+    def arrow(spec: ValueFilter) -> Callable[[pa.Array], pa.Array]:
+        test = pc.not_equal if spec.get("not") else pc.equal
+        return lambda x: pc.if_else(test(x, ""), x, pa.nulls(len(x), x.type))
 
 
 @value_filter

@@ -32,11 +32,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from loaders.formats.readers import REJECT
 from loaders.job.model import JobSpec, SourceSpec
 from loaders.listing.identity import location_of
 from loaders.load.inputs import InputFile, list_input_files, read_source
-from loaders.load.readers import REJECT
 from loaders.load.shard_frames import SHARD, load_partitions, partition_by_shard, shard_column
+from loaders.route.columns import DHASH, DKEY
 from treestore.arrays import distinct_sorted
 from treestore.errors import LoadError, StoreError
 from treestore.filesystems import is_file
@@ -70,7 +71,6 @@ __all__ = [
     "publish_index",
 ]
 
-DKEY, DHASH = "__dkey", "__dhash"
 WITHIN, EARLIER = "duplicates_in_load", "duplicates_of_earlier_loads"
 
 

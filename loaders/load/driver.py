@@ -1,19 +1,21 @@
 """One incremental load: new input files -> map -> shards -> trees -> a new store version.
 
-The steps, all in one Spark job:
+The steps, in two Spark jobs:
 
 1. For each source (in job order), read only the files the store has not
-   loaded yet, one task per file, with pyarrow (:mod:`loaders.load.readers`: every
-   record keeps its file and line; malformed lines become rejected records);
+   loaded yet, each file whole by one task, with pyarrow (:mod:`loaders.formats.readers`:
+   every record keeps its file and line; malformed lines become rejected records);
    compute the shard (``pmod(xxhash64(shard_by), shards)``, see
    :mod:`treestore.sharding`), the source's order and the dedup key.
 2. Union the sources, run ``map`` (``filter_in``, ``fields``, ``filter_out``),
-   every element filter and the reject tests as Spark SQL expressions.
-3. Repartition so that each shard's records are in one partition, sort each
-   partition in record order (source, file number, line), and in ``mapInArrow``
-   (:mod:`loaders.load.task`) set the rejected records aside, drop duplicates and
-   apply the records to the shard's tree in that order, writing new runs (a
-   retried task never clobbers: run names are fresh).
+   every element filter and the reject tests as Spark SQL expressions; the reading task
+   routes each mapped record to its shard's piece for its file
+   (:mod:`loaders.route.pieces`, Arrow files in the store's ``routed/`` folder).
+3. The second job runs the shard tasks (:mod:`loaders.load.task`): each reads its
+   shards' pieces in file number order, which is record order (source, file, line),
+   sets the rejected records aside, drops duplicates and applies the records to the
+   shard's tree in that order, writing new runs (a retried task never clobbers: run
+   names are fresh). The driver then removes the pieces.
 4. The driver folds the tasks' typed results into the load's report
    (:class:`~loaders.load.report.LoadReport`) and confirms that every file the tasks
    wrote is where it sees it (:mod:`treestore.store.written`: a store at a path only the
@@ -31,33 +33,24 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loaders.filters.catalogue import FilterCompiler, SymbolicRecord
-from loaders.job.model import JobSpec, SourceSpec
+from loaders.job.model import JobSpec
 from loaders.listing.identity import loaded_entry, scan_inputs
-from loaders.load.dedup_step import DHASH, DKEY, dedup_columns, prepare_index, publish_index
+from loaders.load.dedup_step import prepare_index, publish_index
 from loaders.load.inputs import (
-    Fingerprints,
     InputFile,
-    list_fields,
     list_input_files,
-    read_source,
 )
 from loaders.load.options import DEFAULT_MAX_REJECTED, LoadOptions
 from loaders.load.progress import spark_progress
 from loaders.load.protocol import (
-    KEEP,
-    ORDER,
     TASK_SCHEMA,
     ShardResult,
     TaskSpec,
     decode_results,
-    list_as_text,
 )
-from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.report import (
     LoadReport,
     RejectedRecords,
@@ -66,9 +59,11 @@ from loaders.load.report import (
     first_rejected,
     summarize,
 )
-from loaders.load.shard_frames import SHARD, load_partitions, partition_by_shard, shard_column
-from loaders.load.task import pending_task, shard_task
+from loaders.load.route_job import RouteJob
+from loaders.load.shard_frames import load_partitions
+from loaders.load.task import shard_task
 from loaders.load.timing import Timer
+from loaders.route.pieces import spread_shards
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.pending import merge_expired
 from treestore.errors import LoadError
@@ -76,14 +71,19 @@ from treestore.events import EventSink, Message, ignore_events
 from treestore.failpoints import failpoint
 from treestore.spark import check_executors_python, spark_errors
 from treestore.storage.pagestore import PageStore
-from treestore.store.layout import expired_file, expired_parts_folder, rejected_folder
+from treestore.store.layout import (
+    expired_file,
+    expired_parts_folder,
+    rejected_folder,
+    routed_folder,
+)
 from treestore.store.lock import store_lock
 from treestore.store.maintenance import collect_garbage
 from treestore.store.versions import StoreWriter
 from treestore.store.written import confirm_written, written_files
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 __all__ = ["DEFAULT_MAX_REJECTED", "LoadOptions", "LoadResult", "load_listed", "run_load"]
 
@@ -99,103 +99,6 @@ class LoadResult:
     files found changed."""
     load: LoadReport | None = None
     """The same report, typed (``None`` when nothing was new)."""
-
-
-def _source_frame(
-    spark: SparkSession,
-    index: int,
-    source: SourceSpec,
-    files: list[InputFile],
-    job: JobSpec,
-    lists: frozenset[str],
-    numbers: dict[str, int],
-    fingerprints: Fingerprints,
-) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    fields = job.input_fields(source)
-    frame = read_source(spark, source, files, fields, lists, numbers, fingerprints)
-    frame = frame.withColumn(SHARD, shard_column(frame, source, job.shards))
-    frame = frame.withColumn(ORDER, F.lit(index))
-    if source.inject_source_name:
-        paths = F.array(*[F.lit(f.path) for f in files])
-        injected = F.element_at(paths, F.col(FILE_COLUMN) - numbers[files[0].path] + 1)
-        if source.inject_source_name in lists:
-            injected = F.array(injected)
-        frame = frame.withColumn(source.inject_source_name, injected)
-    return dedup_columns(frame, source)
-
-
-def _attachment_checks(builder: TreeBuilder, record: SymbolicRecord) -> list[tuple[Column, str]]:
-    """Rejects for values a ``sum`` or ``time`` attachment, or a pending element's time,
-    cannot take."""
-    from pyspark.sql import functions as F
-
-    checks = []
-    for spec in builder.attachments:
-        if spec.kind not in ("sum", "time") or spec.key is None:
-            continue
-        kind = "double" if spec.kind == "sum" else "long"
-
-        def bad(x: Column, kind: str = kind) -> Column:
-            return (x != "") & x.try_cast(kind).isNull()
-
-        value = record.get(spec.key)
-        test = F.exists(value, bad) if spec.key in record.arrays else bad(value)
-        what = "a number" if spec.kind == "sum" else "a whole number"
-        checks.append((test, f"data {spec.name!r} ({spec.kind}): {spec.key!r} is not {what}"))
-    if builder.pending_time is not None:
-        value = record.get(builder.pending_time)
-
-        def late(x: Column) -> Column:  # what the task parses: an optional minus and digits
-            return (x != "") & (~x.rlike("^-?[0-9]+$") | x.try_cast("long").isNull())
-
-        test = F.exists(value, late) if builder.pending_time in record.arrays else late(value)
-        checks.append((test, f"pending time: {builder.pending_time!r} is not a whole number"))
-    return checks
-
-
-def _mapped(
-    frame: DataFrame, job: JobSpec, builder: TreeBuilder
-) -> tuple[DataFrame, tuple[str, ...]]:
-    """Add ``__keep`` (the map's verdict), element filter columns and reject reasons; also
-    the key fields that hold lists (they go to the tasks as text, :func:`list_as_text`)."""
-    from pyspark.sql import functions as F
-
-    names = [c for c in frame.columns if not c.startswith("__")]
-    record = SymbolicRecord({name: F.col(f"`{name}`") for name in names})
-    for spec in frame.schema.fields:
-        if spec.name in record.columns and spec.dataType.typeName() == "array":
-            record = record.with_field(spec.name, record.columns[spec.name], True)
-    compiler = FilterCompiler()
-    keep: Column = F.lit(True)
-    if job.map.filter_in is not None:
-        passes, record = compiler.bundle(job.map.filter_in, record)
-        keep = keep & passes
-    if job.map.fields:
-        projected = SymbolicRecord({})
-        for mapping in job.map.fields:
-            value, is_array = record.get(mapping.source), mapping.source in record.arrays
-            if mapping.filter is not None:
-                value, is_array = compiler.value(mapping.filter, value, is_array)
-            projected = projected.with_field(mapping.target, value, is_array)
-        record = projected
-    if job.map.filter_out is not None:
-        passes, record = compiler.bundle(job.map.filter_out, record)
-        keep = keep & passes
-    columns = [F.col(c) for c in (SHARD, ORDER, FILE_COLUMN, LINE, TEXT, DKEY, DHASH)]
-    columns.append(keep.alias(KEEP))
-    columns += [
-        (list_as_text(record.get(key)) if key in record.arrays else record.get(key)).alias(key)
-        for key in builder.key_fields
-    ]
-    for element in builder.filters:
-        assert element.filter is not None
-        passes, _ = compiler.bundle(element.filter, record)
-        columns.append(passes.alias(builder.filter_columns[element.where]))
-    compiler.rejects.extend(_attachment_checks(builder, record))
-    columns.append(F.coalesce(F.col(REJECT), compiler.reject_reason()).alias(REJECT))
-    return frame.select(*columns), tuple(k for k in builder.key_fields if k in record.arrays)
 
 
 def run_load(
@@ -285,53 +188,53 @@ def _load_locked(
     builder = TreeBuilder(job.tree)
     with phases.phase("dedup index"):
         index = prepare_index(spark, job, writer, log)
-    with phases.phase("prepare"), spark_errors(LoadError, "Reading the new input files"):
-        # a field that holds lists in one source is read as a list in all of them
-        lists = frozenset().union(
-            *(
-                list_fields(job.sources[i], files, job.input_fields(job.sources[i]))
-                for i, files in scan.fresh.items()
-            )
-        )
-        ordered = [f.path for _, files in sorted(scan.fresh.items()) for f in files]
-        numbers = {path: n for n, path in enumerate(ordered)}
-        fingerprints = Fingerprints()  # each file's, as its task reads it
-        frames = [
-            _source_frame(
-                spark, index, job.sources[index], files, job, lists, numbers, fingerprints
-            )
-            for index, files in sorted(scan.fresh.items())
-        ]
-    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-    mapped, text_lists = _mapped(union, job, builder)
     size = sum(f.size for files in scan.fresh.values() for f in files)
-    tasks = load_partitions(spark, job.shards, size)
-    arranged = partition_by_shard(spark, mapped, job.shards, tasks)
-    arranged = arranged.sortWithinPartitions(ORDER, FILE_COLUMN, LINE)  # the records' order
     dedup_sources = {i: s.name for i, s in enumerate(job.sources) if s.dedup_keys}
     stamp = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"  # this load's folders
-    spec = TaskSpec(
-        builder=builder,
-        source_names=tuple(s.name for s in job.sources),
-        dedup_sources=dedup_sources,
-        dedup_runs={name: index.runs(name) for name in dedup_sources.values()},
-        dedup_store=writer.owner,
-        states=dict(writer.base.trees),
-        files=tuple(ordered),
-        rejected_folder=rejected_folder(stamp),
-        expired_folder=expired_parts_folder(stamp),
-        max_rejected=max_rejected,
-        list_fields=text_lists,
-        partitions=tasks,
-        owner=writer.owner,
-    )
-    with (
-        phases.phase("read, map and apply (Spark)"),
-        spark_errors(LoadError, "The load's Spark job"),
-    ):
-        rows = arranged.mapInArrow(shard_task(writer.pages, spec), TASK_SCHEMA).collect()
-        shard_results, task_totals = decode_results(rows)
-        shard_results += _retry_unserved(spark, writer.pages, spec, shard_results)
+    routed = routed_folder(stamp)
+    try:
+        with phases.phase("prepare"), spark_errors(LoadError, "Reading the new input files"):
+            first = RouteJob.plan(spark, job, builder, scan.fresh, writer.pages, routed)
+        with (
+            phases.phase(f"read and map ({first.map_in})"),
+            spark_errors(LoadError, "The load's Spark job"),
+        ):
+            pieces = first.run()
+        tasks = load_partitions(spark, job.shards, size)
+        spec = TaskSpec(
+            builder=builder,
+            source_names=tuple(s.name for s in job.sources),
+            dedup_sources=dedup_sources,
+            dedup_runs={name: index.runs(name) for name in dedup_sources.values()},
+            dedup_store=writer.owner,
+            states=dict(writer.base.trees),
+            files=first.ordered,
+            rejected_folder=rejected_folder(stamp),
+            expired_folder=expired_parts_folder(stamp),
+            max_rejected=max_rejected,
+            list_fields=first.text_lists,
+            shard_tasks=spread_shards(pieces.rows, job.shards, tasks),
+            pieces=pieces.by_shard,
+            owner=writer.owner,
+        )
+        shard_results: list[ShardResult] = []
+        task_totals: list[Any] = []
+        if pieces.by_shard or spec.waiting_shards():
+            with (
+                phases.phase("apply (Spark)"),
+                spark_errors(LoadError, "The load's Spark job"),
+            ):
+                task_numbers = spark.range(0, tasks, 1, tasks)
+                rows = task_numbers.mapInArrow(
+                    shard_task(writer.pages, spec), TASK_SCHEMA
+                ).collect()
+                shard_results, task_totals = decode_results(rows)
+    finally:
+        for name in writer.pages.list(routed):
+            writer.pages.delete(name)
+    twice = sorted(shard for shard, n in Counter(r.shard for r in shard_results).items() if n > 1)
+    if twice:  # one of the two trees would be lost: publish nothing
+        raise LoadError(f"Two tasks of the load wrote shard(s) {twice}; nothing was published.")
     failpoint("after-tasks")
     summary = summarize(job, scan.fresh, (shard_results, task_totals), phases)
     with phases.phase("publish"):  # the tasks' files, where the driver sees them
@@ -343,7 +246,7 @@ def _load_locked(
         merged = expired_file(stamp)
         merge_expired(writer.pages, list(report.expired), merged)
         report = replace(report, expired=(merged,))
-    taken = fingerprints.taken(numbers)
+    taken = first.fingerprints.taken(first.numbers)
     inputs = {  # the files read; files found moved or with a new time: their new root
         **scan.refreshed,
         **{
@@ -369,30 +272,6 @@ def _load_locked(
         publish_index(writer.pages, index, job, summary.index_runs, manifest.version)
     report = replace(report, version=manifest.version, phases=dict(phases.seconds))
     return LoadResult(manifest.version, report.to_json(), report)
-
-
-def _retry_unserved(
-    spark: SparkSession, pages: PageStore, spec: TaskSpec, served: list[ShardResult]
-) -> list[ShardResult]:
-    """Retry the pending records of the shards no task of the load served, as a small Spark
-    job of their own; their results.
-
-    Each task of the load retries the shards with pending records that its partition serves
-    (:attr:`TaskSpec.partitions`), whether records reach them or not: Spark runs a task for
-    every partition of the repartition by shard, empty or not. Only when the load's input
-    holds no record at all does Spark run none (it plans an empty shuffle as no partitions),
-    and only then does this step run.
-    """
-    shards = [result.shard for result in served]
-    twice = sorted(shard for shard, n in Counter(shards).items() if n > 1)
-    if twice:  # one of the two trees would be lost: publish nothing
-        raise LoadError(f"Two tasks of the load wrote shard(s) {twice}; nothing was published.")
-    unserved = sorted(set(spec.waiting_shards()) - set(shards))
-    if not unserved:
-        return []
-    frame = spark.createDataFrame([(shard,) for shard in unserved], f"{SHARD} int")
-    rows = frame.mapInArrow(pending_task(pages, spec), TASK_SCHEMA).collect()
-    return decode_results(rows)[0]
 
 
 def _written_by_tasks(

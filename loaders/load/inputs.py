@@ -44,11 +44,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from loaders.filters.catalogue import fields_named
-from loaders.job.model import JobSpec, SourceSpec
-from loaders.job.text import JobText, KeyPath, format_key_path, read_job_file
-from loaders.listing.files import InputFile, list_input_files
-from loaders.listing.identity import fingerprint
-from loaders.load.readers import (
+from loaders.formats.readers import (
     FILE_COLUMN,
     LINE,
     TEXT,
@@ -57,6 +53,10 @@ from loaders.load.readers import (
     sample_field_names,
     sample_list_fields,
 )
+from loaders.job.model import JobSpec, SourceSpec
+from loaders.job.text import JobText, KeyPath, format_key_path, read_job_file
+from loaders.listing.files import InputFile, list_input_files
+from loaders.listing.identity import fingerprint
 from treestore.errors import TreestoreError
 from treestore.events import EventSink, Message
 from treestore.filesystems import FilesystemSettings
@@ -75,6 +75,7 @@ __all__ = [
     "list_fields",
     "list_input_files",
     "read_source",
+    "read_spec",
     "unknown_fields",
 ]
 
@@ -96,6 +97,12 @@ class Fingerprints:
 
     def __init__(self) -> None:
         self._observations: list[Any] = []
+        self._given: dict[int, str] = {}
+
+    def add(self, number: int, found: str) -> None:
+        """File ``number``'s fingerprint, as a task returned it with its result rows (the
+        Arrow path's reading tasks: :mod:`loaders.route.arrow_map`)."""
+        self._given[number] = found
 
     def observed(self, frame: DataFrame) -> DataFrame:
         """``frame`` (read by :func:`read_source` with this) without its fingerprint rows,
@@ -113,7 +120,7 @@ class Fingerprints:
         """The fingerprints the tasks took of the files ``numbers`` numbers (path ->
         fingerprint; a file whose fingerprint could not be taken is absent). Call it
         only once the Spark job that read them succeeded."""
-        by_number = {}
+        by_number = dict(self._given)
         for observation in self._observations:
             for pair in _observed_pairs(observation):
                 by_number[int(pair[0])] = str(pair[1])
@@ -152,6 +159,20 @@ def list_fields(
     return sample_list_fields(source.format, [f.path for f in files], fields)
 
 
+def read_spec(
+    source: SourceSpec,
+    files: list[InputFile],
+    fields: Iterable[str],
+    lists: frozenset[str] | None = None,
+) -> ReadSpec:
+    """How the tasks read ``source``'s ``files``: ``fields`` (its injected name aside) as
+    text, those of ``lists`` (default: those sampled as lists) as lists of text."""
+    wanted = tuple(sorted({f for f in fields if f and f != source.inject_source_name}))
+    if lists is None:
+        lists = list_fields(source, files, wanted)
+    return ReadSpec(source.format, source.header, source.columns, wanted, lists & set(wanted))
+
+
 def read_source(
     spark: SparkSession,
     source: SourceSpec,
@@ -163,17 +184,14 @@ def read_source(
 ) -> DataFrame:
     """Read ``files`` of ``source`` in Spark tasks, keeping ``fields`` (text) and line numbers.
 
-    Each file is read whole by one task (see :mod:`loaders.load.readers`); the rows
+    Each file is read whole by one task (see :mod:`loaders.formats.readers`); the rows
     carry ``__file``, ``__line``, ``__reject`` and ``__text``. ``lists`` names
     the fields read as lists of text (default: those sampled as lists);
     ``numbers`` gives each file's number for ``__file`` (default: its place in ``files``).
     With ``fingerprints``, the task that reads a file takes its content fingerprint (of
     its listed size) once it has read it, for :meth:`Fingerprints.taken`.
     """
-    wanted = tuple(sorted({f for f in fields if f and f != source.inject_source_name}))
-    if lists is None:
-        lists = list_fields(source, files, wanted)
-    spec = ReadSpec(source.format, source.header, source.columns, wanted, lists & set(wanted))
+    spec = read_spec(source, files, fields, lists)
     # Biggest files first, dealt round-robin over the tasks, so tasks get similar work.
     numbers = numbers or {f.path: i for i, f in enumerate(files)}
     settings = FilesystemSettings.capture()

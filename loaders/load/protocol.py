@@ -2,8 +2,9 @@
 
 Driver -> task: the columns every record row carries besides the job's fields
 (:data:`ORDER`, :data:`KEEP`) and a :class:`TaskSpec`, pickled to the executors with
-the task's function. Only records travel as rows: a task knows from its partition
-(:attr:`TaskSpec.partitions`) which shards it serves, and so which shards with pending
+the task's function. Records travel in the pieces the reading tasks routed them to
+(:mod:`loaders.route.pieces`); a shard task knows from its number
+(:attr:`TaskSpec.shard_tasks`) which shards it serves, and so which shards with pending
 records it retries even when no record reaches them. A field that holds lists travels as JSON text
 (:func:`list_as_text`, :func:`lists_from_text`): Spark's Arrow writer spends about
 0.3 us of CPU a row on a list column even where the list is empty (measured on the
@@ -32,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from loaders.route.columns import KEEP, ORDER
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.pending import PendingCounts, PendingState
 from treestore.storage.tree import ShardState
@@ -55,8 +57,6 @@ __all__ = [
     "lists_from_text",
 ]
 
-ORDER, KEEP = "__source_order", "__keep"
-"""A record's source, by its place in the job; whether the map's filters keep it."""
 TASK_SCHEMA = "kind tinyint, payload binary"
 _LISTED = pa.schema([pa.field("v", pa.list_(pa.string()))])
 _SHARD_RESULT, _TASK_TOTALS = 0, 1
@@ -81,12 +81,13 @@ class TaskSpec:
     dedup_store: str | None = None
     """The store's identity, which the dedup runs a task opens must record (and its new
     runs do): see :class:`~treestore.store.dedup_index.RunOwner`."""
-    partitions: int = 0
-    """How many partitions the records were put in by shard
-    (:func:`~loaders.load.shard_frames.partition_by_shard`): the task of partition ``p``
-    serves the shards whose :func:`~loaders.load.shard_frames.partition_of` is ``p``, and
-    opens those with pending records whether records reach them or not. 0: the task serves
-    only the shards its records (or its caller) name."""
+    shard_tasks: tuple[int, ...] = ()
+    """The shard task that serves each shard (by shard number;
+    :func:`~loaders.route.pieces.spread_shards`): it applies the shard's records and
+    opens the shard when it has pending records, whether records reach it or not."""
+    pieces: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Each shard's pieces of routed records, in file number order
+    (:class:`~loaders.route.pieces.Pieces`)."""
     owner: str | None = None
     """The store's identity, which the runs the tasks write carry (None: the store has none)."""
 

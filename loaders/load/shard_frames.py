@@ -6,6 +6,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from loaders.job.model import SourceSpec
+from loaders.route.columns import SHARD
 from treestore.spark import default_parallelism
 
 if TYPE_CHECKING:
@@ -20,7 +21,6 @@ __all__ = [
     "shard_column",
 ]
 
-SHARD = "__shard"
 _PART = "__part"
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from loaders.formats.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.dedup_step import EARLIER, WITHIN, BatchDedup
 from loaders.load.protocol import (
     KEEP,
@@ -32,9 +33,9 @@ from loaders.load.protocol import (
     encode_results,
     lists_from_text,
 )
-from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
-from loaders.load.shard_frames import SHARD, partition_of
+from loaders.load.shard_frames import SHARD
 from loaders.load.timing import Timer
+from loaders.route.pieces import shard_batches
 from loaders.tree.pending import with_origin
 from loaders.tree.shard_load import ShardLoad
 from treestore.arrays import distinct_sorted
@@ -42,7 +43,7 @@ from treestore.failpoints import failpoint
 from treestore.storage.page_cache import cache
 from treestore.storage.pagestore import PageStore
 
-__all__ = ["pending_task", "shard_task"]
+__all__ = ["shard_task"]
 
 _QUEUE_LIMIT = 500_000
 """Records queued before they are applied (bounds a task's memory)."""
@@ -179,48 +180,25 @@ def _per_source(counts: list[Counter[str]], key: str, orders: np.ndarray) -> Non
 def shard_task(
     pages: PageStore, spec: TaskSpec
 ) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function each Spark task runs over its shard's records (``mapInArrow``); it also
-    retries the pending records of the shards its partition serves that no record reaches."""
+    """The function the load's shard tasks run (``mapInArrow`` over the task numbers,
+    ``spark.range``): task ``t`` serves the shards :attr:`TaskSpec.shard_tasks` gives it,
+    applying their pieces' records (:mod:`loaders.route.pieces`) and retrying their
+    pending records, whether records reach them or not."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        numbers = [number for batch in batches for number in batch.column(0).to_pylist()]
         page_cache = cache()
-        with page_cache.lend(page_cache.budget // 2):  # the memtables get the whole budget
-            result = _run(pages, spec, batches, _waiting_here(spec))
-        yield result
+        for number in numbers:
+            shards = [s for s, task in enumerate(spec.shard_tasks) if task == number]
+            records = (
+                batch for s in shards for batch in shard_batches(pages, spec.pieces.get(s, ()))
+            )
+            waiting = [s for s in spec.waiting_shards() if s in shards]
+            with page_cache.lend(page_cache.budget // 2):  # the memtables get the whole budget
+                result = _run(pages, spec, records, waiting)
+            yield result
 
     return run
-
-
-def pending_task(
-    pages: PageStore, spec: TaskSpec
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The function a task runs over shard numbers (column :data:`SHARD`, ``mapInArrow``):
-    each shard's load without records, which retries its pending records. For the shards
-    with pending records that no task of the load served: when the load's input holds no
-    record at all, Spark runs no task over it."""
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        shards = [shard for batch in batches for shard in batch.column(SHARD).to_pylist()]
-        page_cache = cache()
-        with page_cache.lend(page_cache.budget // 2):
-            result = _run(pages, spec, (), shards)
-        yield result
-
-    return run
-
-
-def _waiting_here(spec: TaskSpec) -> list[int]:
-    """The shards with pending records that this task's partition serves (none outside a
-    Spark task, or when the records were not put in partitions by shard)."""
-    if not spec.partitions:
-        return []
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    if context is None:
-        return []
-    here = context.partitionId()
-    return [s for s in spec.waiting_shards() if partition_of(s, spec.partitions) == here]
 
 
 def _run(

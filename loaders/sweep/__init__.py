@@ -5,8 +5,8 @@ kernels, the cover index of the broadcast plan, the columns they share, its opti
 ``interval_sweep`` and ``SweepReport`` load on first use (PEP 562), so reading
 ``loaders.sweep.options`` stays light.
 
-May import: ``loaders.job``, ``loaders.load``, ``treestore``, ``treestore.storage``,
-``treestore.store``.
+May import: ``loaders.formats``, ``loaders.job``, ``loaders.load``, ``treestore``,
+``treestore.storage``, ``treestore.store``.
 """
 
 from __future__ import annotations

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from loaders.formats.readers import time_of_day_text
 from loaders.job.model import ElementSpec, JobSpec, MapSpec, SourceSpec
 from loaders.load.driver import load_listed
 from loaders.load.inputs import list_input_files
 from loaders.load.options import LoadOptions
-from loaders.load.readers import time_of_day_text
 from loaders.load.timing import Timer
 from loaders.sweep.driver import SweepReport, interval_sweep
 from loaders.sweep.inputs import list_table, read_table

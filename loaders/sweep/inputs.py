@@ -17,9 +17,9 @@ import posixpath
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loaders.formats.readers import sample_field_names
 from loaders.job.model import SourceSpec
 from loaders.load.inputs import InputFile, list_input_files, read_source
-from loaders.load.readers import sample_field_names
 from loaders.sweep.options import INPUT_FORMATS
 from treestore.errors import LoadError
 from treestore.filesystems import is_uri

@@ -135,7 +135,9 @@ def both(
     )
     (work / "bad" / "in" / "b.tsv").write_bytes(BAD_HEADER)
     (work / "java" / "in").mkdir(parents=True)
-    (work / "java" / "job.json").write_text((work / "bad" / "job.json").read_text())
+    java_job = json.loads((work / "bad" / "job.json").read_text())
+    java_job["source"][0]["dedup"] = {"keys": ["K", "V"]}  # a load that rebuilds its index
+    (work / "java" / "job.json").write_text(json.dumps(java_job))
     (work / "java" / "in" / "a.tsv").write_text(
         "K\tV\n" + "".join(f"k{i}\tv{i}\n" for i in range(500))
     )
@@ -154,9 +156,15 @@ def both(
     with pytest.raises(LoadError) as failed:
         run_load(spark, load_job(work / "bad" / "job.json"), work / "bad" / "store")
     classic["bad"] = str(failed.value)
+    # the JVM writes files in a load only to rebuild a dedup index (Spark's shuffle): a
+    # damaged index is rebuilt by the next load, which meets a full disk
+    java_job_file = work / "java" / "job.json"
+    _classic_load(spark, java_job_file, work / "java" / "classic")
+    (work / "java" / "classic" / "dedup" / "INDEX").write_text("damaged")
+    (work / "java" / "in" / "b.tsv").write_text("K\tV\nk1\tv1\n")
     spark.range(1).mapInArrow(lambda batches: batches, "id long").collect()  # workers up
     with file_size_limit(spark.sparkContext._gateway.proc.pid, 1), pytest.raises(LoadError) as full:
-        run_load(spark, load_job(work / "java" / "job.json"), work / "java" / "classic")
+        run_load(spark, load_job(java_job_file), work / "java" / "classic")
     classic["java"] = str(full.value)
     sweep_step = {
         "do": "sweep",
@@ -179,6 +187,9 @@ def both(
         {"do": "write", "path": "clicks/clicks/c2.tsv", "text": _clicks_text(CLICKS_SECOND)},
         {"do": "load", "job": "clicks/job.json", "store": "clicks/connect"},
         {"do": "load", "job": "bad/job.json", "store": "bad/store"},
+        {"do": "load", "job": "java/job.json", "store": "java/connect"},
+        {"do": "write", "path": "java/connect/dedup/INDEX", "text": "damaged"},
+        {"do": "write", "path": "java/in/c.tsv", "text": "K\tV\nk2\tv2\n"},
         {"do": "load", "job": "java/job.json", "store": "java/connect",
          "file_limit_pid": connect_server.process.pid},
         {"do": "load", "job": "java/job.json", "store": "java/connect"},
@@ -268,7 +279,7 @@ def test_dedup_on_connect_counts_a_repeated_click_once(spark: Any, both: dict[st
 
 
 def test_a_task_that_fails_on_connect_gives_the_classic_error_line(both: dict[str, Any]) -> None:
-    failed, full, after = _steps(both, "load")[-3:]
+    failed, _, full, after = _steps(both, "load")[-4:]
     assert failed["error"] == "LoadError"
     assert failed["message"] == both["classic"]["bad"]
     assert failed["message"].startswith("The load's Spark job failed: input file ")
@@ -276,8 +287,10 @@ def test_a_task_that_fails_on_connect_gives_the_classic_error_line(both: dict[st
     # a Java failure's root cause, from the server's stack trace
     assert full["error"] == "LoadError"
     assert full["message"] == both["classic"]["java"]
-    assert full["message"] == "The load's Spark job failed: java.io.IOException: File too large"
-    assert after["version"] == 1  # the limit is gone
+    assert full["message"] == (
+        "Indexing the records of source 's' failed: java.io.IOException: File too large"
+    )
+    assert after["version"] == 2  # the limit is gone
 
 
 def test_interval_sweep_on_connect_frames_equals_classic_with_each_plan(

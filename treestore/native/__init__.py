@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from treestore.arrays import distinct_sorted, unique_first_inverse
+from treestore.sharding import HASH_SEED
 
 __all__ = [
     "NATIVE_FROM",
@@ -31,8 +32,10 @@ __all__ = [
     "pair_groups",
     "parted_hashes",
     "repeats",
+    "shards_of",
     "string_buffers",
     "warm",
+    "xxhash64",
 ]
 
 NATIVE_FROM = 64
@@ -90,6 +93,7 @@ def warm() -> None:
     held = np.zeros(2 * NATIVE_FROM, np.uint64)
     compiled.place_slots(table, held, held[:1], values[:1], values[:1].copy(), values[:1].copy())
     compiled.probe_first(table, held, held[:1])
+    compiled.xxhash64(np.arange(NATIVE_FROM + 1, dtype=np.int64), text, text, 42)
 
 
 def string_buffers(names: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -130,6 +134,29 @@ def pair_groups(
         if values.min() < 0 or values.max() >= count:  # the kernel indexes without checks
             raise ValueError(f"pair_groups: a value out of [0, {count})")
     return kernels().pair_groups(nodes, codes, node_count, code_count)
+
+
+def xxhash64(strings: pa.Array, seed: int) -> np.ndarray:
+    """Spark's ``xxhash64(strings)`` with ``seed``: XXH64 of each string's UTF-8 bytes as a
+    signed 64-bit integer, a null hashed to the seed itself."""
+    offsets, data = string_buffers(strings)
+    valid = strings.is_valid().to_numpy(zero_copy_only=False).view(np.uint8)
+    return kernels().xxhash64(offsets, data, np.ascontiguousarray(valid), seed)  # type: ignore[no-any-return]
+
+
+def shards_of(keys: pa.Array, shards: int) -> np.ndarray:
+    """The shard of each of ``keys`` (strings; nulls allowed), as
+    :func:`~treestore.sharding.shard_of` gives it (Spark's ``pmod(xxhash64(key), shards)``).
+
+    >>> from treestore.sharding import shard_of
+    >>> shards_of(pa.array(["12345", None]), 8).tolist() == [shard_of("12345", 8), 42 % 8]
+    True
+    """
+    if shards < 1:
+        raise ValueError(f"shards must be at least 1, not {shards}")
+    if pa.types.is_large_string(keys.type):
+        keys = keys.cast(pa.string())
+    return np.mod(xxhash64(keys, HASH_SEED), shards).astype(np.int32)  # type: ignore[no-any-return]
 
 
 def members(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:

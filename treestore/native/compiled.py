@@ -247,3 +247,90 @@ def members(values, candidates):  # type: ignore[no-untyped-def]
                 break
             place = np.int64((np.uint64(place) + np.uint64(1)) & mask)
     return found
+
+
+_P1 = np.uint64(11400714785074694791)
+_P2 = np.uint64(14029467366897019727)
+_P3 = np.uint64(1609587929392839161)
+_P4 = np.uint64(9650029242287828579)
+_P5 = np.uint64(2870177450012600261)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rotl(x: np.uint64, r: int) -> np.uint64:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _read64(data, at):  # type: ignore[no-untyped-def]
+    word = np.uint64(0)
+    for k in range(8):
+        word |= np.uint64(data[at + k]) << np.uint64(8 * k)
+    return word
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _xx_round(acc: np.uint64, lane: np.uint64) -> np.uint64:
+    return _rotl(acc + lane * _P2, 31) * _P1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _xx_merge(acc: np.uint64, lane: np.uint64) -> np.uint64:
+    return (acc ^ _xx_round(np.uint64(0), lane)) * _P1 + _P4
+
+
+@njit(cache=True, nogil=True)
+def xxhash64(offsets, data, valid, seed):  # type: ignore[no-untyped-def]
+    """XXH64 of each string's UTF-8 bytes with ``seed``, as a signed 64-bit integer (Spark's
+    ``xxhash64`` of a string); where ``valid`` is 0 (a null), the seed itself, as Spark
+    hashes a null."""
+    size = len(offsets) - 1
+    out = np.empty(size, np.int64)
+    useed = np.uint64(seed)
+    for i in range(size):
+        if not valid[i]:
+            out[i] = seed
+            continue
+        at, stop = offsets[i], offsets[i + 1]
+        length = stop - at
+        if length >= 32:
+            v1 = useed + _P1 + _P2
+            v2 = useed + _P2
+            v3 = useed
+            v4 = useed - _P1
+            while at + 32 <= stop:
+                v1 = _xx_round(v1, _read64(data, at))
+                v2 = _xx_round(v2, _read64(data, at + 8))
+                v3 = _xx_round(v3, _read64(data, at + 16))
+                v4 = _xx_round(v4, _read64(data, at + 24))
+                at += 32
+            h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+            h = _xx_merge(h, v1)
+            h = _xx_merge(h, v2)
+            h = _xx_merge(h, v3)
+            h = _xx_merge(h, v4)
+        else:
+            h = useed + _P5
+        h += np.uint64(length)
+        while at + 8 <= stop:
+            h ^= _xx_round(np.uint64(0), _read64(data, at))
+            h = _rotl(h, 27) * _P1 + _P4
+            at += 8
+        if at + 4 <= stop:
+            word = np.uint64(0)
+            for k in range(4):
+                word |= np.uint64(data[at + k]) << np.uint64(8 * k)
+            h ^= word * _P1
+            h = _rotl(h, 23) * _P2 + _P3
+            at += 4
+        while at < stop:
+            h ^= np.uint64(data[at]) * _P5
+            h = _rotl(h, 11) * _P1
+            at += 1
+        h ^= h >> np.uint64(33)
+        h *= _P2
+        h ^= h >> np.uint64(29)
+        h *= _P3
+        h ^= h >> np.uint64(32)
+        out[i] = np.int64(h)
+    return out

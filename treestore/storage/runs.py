@@ -62,8 +62,8 @@ from treestore.storage.keyfilter import KeyFilter, KeyHashes
 from treestore.storage.page_cache import cache
 from treestore.storage.pages import (
     Page,
-    columns_of_span,
     PageEncoder,
+    columns_of_span,
     int_dtypes,
 )
 from treestore.storage.pagestore import PageStore

@@ -28,6 +28,9 @@ in a store takes it from here. A store holds::
     rejected/<load>/part-*.jsonl      a load's rejected records, with file and line
     expired/<load>.parquet            pending records that expired in a load
     expired/<load>-shards/            the shards' parts of it, until the driver merges them
+    routed/<load>/shard-0003/<file>.arrow  a load's records of one input file for one shard,
+                                      as its reading task routed them (Arrow IPC), until
+                                      the load's shard tasks have applied them
     stream/checkpoint/                a follower's Spark checkpoint (load --follow)
     stream/job.json                   the job the follower's checkpoint is tied to
     stream/unreadable.json            the files a follower could not read, set aside
@@ -51,6 +54,7 @@ __all__ = [
     "EXPIRED",
     "LOCKS",
     "REJECTED",
+    "ROUTED",
     "STREAM",
     "STREAM_CHECKPOINT",
     "STREAM_JOB",
@@ -66,6 +70,8 @@ __all__ = [
     "manifest_name",
     "number_of",
     "rejected_folder",
+    "routed_folder",
+    "routed_piece",
     "sweep_folder",
     "tree_folder",
 ]
@@ -89,6 +95,10 @@ REJECTED = "rejected"
 """The folder of rejected records, a folder per load (:func:`rejected_folder`)."""
 EXPIRED = "expired"
 """The folder of expired pending records, a Parquet file per load (:func:`expired_file`)."""
+ROUTED = "routed"
+"""The folder of the records loads routed to their shards, a folder per running load
+(:func:`routed_folder`): only a load holding the lock uses it, so any left is a killed
+load's and goes with the next gc."""
 STREAM = "stream"
 """A follower's folder (``load --follow``): Spark's checkpoint, its job, set-aside files."""
 STREAM_CHECKPOINT = f"{STREAM}/checkpoint"
@@ -100,7 +110,19 @@ STREAM_UNREADABLE = f"{STREAM}/unreadable.json"
 SWEEPS = "sweeps"
 """The folder of interval sweeps' results, a folder per sweep (:func:`sweep_folder`)."""
 
-TOP_LEVEL = (CONFIG, CURRENT, LOCKS, VERSIONS, TREES, DEDUP, REJECTED, EXPIRED, STREAM, SWEEPS)
+TOP_LEVEL = (
+    CONFIG,
+    CURRENT,
+    LOCKS,
+    VERSIONS,
+    TREES,
+    DEDUP,
+    REJECTED,
+    EXPIRED,
+    ROUTED,
+    STREAM,
+    SWEEPS,
+)
 """Every name a store keeps at its top level."""
 
 
@@ -133,6 +155,17 @@ def dedup_folder(source: str, shard: int) -> str:
 def rejected_folder(load: str) -> str:
     """The folder of the records load ``load`` (its stamp) rejected."""
     return f"{REJECTED}/{load}"
+
+
+def routed_folder(load: str) -> str:
+    """The folder of the records load ``load`` (its stamp) routed to their shards."""
+    return f"{ROUTED}/{load}"
+
+
+def routed_piece(folder: str, shard: int, file: int) -> str:
+    """The piece of ``folder`` (:func:`routed_folder`) that holds input file number ``file``'s
+    records for ``shard``: the names of a shard's pieces sort in file number order."""
+    return f"{folder}/shard-{shard:04d}/{file:08d}.arrow"
 
 
 def expired_file(load: str) -> str:

@@ -28,6 +28,7 @@ from treestore.store.layout import (
     CURRENT,
     EXPIRED,
     REJECTED,
+    ROUTED,
     TREES,
     VERSIONS,
     manifest_name,
@@ -116,8 +117,9 @@ def _remove_unused(
     failpoint: Callable[[str], None] | None = None,
 ) -> int:
     """Delete the files under ``trees/``, ``dedup/``, ``rejected/`` and ``expired/`` that
-    none of ``manifests`` uses; return how many. ``failpoint`` (gc's, for the kill tests)
-    is called after the first tree file removed and after the last."""
+    none of ``manifests`` uses, and everything under ``routed/``; return how many.
+    ``failpoint`` (gc's, for the kill tests) is called after the first tree file removed
+    and after the last."""
     referenced: set[str] = set()
     set_aside: set[str] = set()  # files of rejected and expired records kept versions name
     for manifest in manifests:
@@ -146,6 +148,7 @@ def _remove_unused(
         for name in [*pages.list(REJECTED), *pages.list(EXPIRED)]
         if name not in set_aside and not keep(name)
     ]
+    records += pages.list(ROUTED)  # a killed load's routed records (a live load holds the lock)
     for name in records:
         pages.delete(name)
     return len(unused) + len(dedup) + len(records)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loaders.formats import delimited, json_lines
-from loaders.load.readers import LINE, REJECT, TEXT, ReadSpec, read_files
+from loaders.formats.readers import LINE, REJECT, TEXT, ReadSpec, read_files
 from treestore.errors import LoadError
 
 RANDOM = random.Random(4).randbytes(3000)

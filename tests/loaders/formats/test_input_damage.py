@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from loaders.formats import lines as lines_module
 from loaders.formats.lines import SHOWN_BYTES
 from loaders.formats.quotes import ends_inside, open_quote_lines, quoted_spans
-from loaders.load.readers import (
+from loaders.formats.readers import (
     LINE,
     REJECT,
     TEXT,

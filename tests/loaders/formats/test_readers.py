@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from loaders.load.readers import LINE, REJECT, ReadSpec, read_files
+from loaders.formats.readers import LINE, REJECT, ReadSpec, read_files
 
 
 def _rows(spec: ReadSpec, path: Path) -> list[tuple[int, str | None, str | None]]:

@@ -227,7 +227,8 @@ def test_load_command_prints_the_report(spark: Any, tmp_path: Path, capsys: Any)
     assert "source s: 1 file, 3 read, 0 rejected" in out and "3 applied" in out
     created = [line for line in out.splitlines() if line.startswith("  shard ")]
     assert len(created) == 2 and sum(int(line.split()[2]) for line in created) == 4
-    assert "phases: list files" in out and "read, map and apply (Spark)" in out
+    assert "phases: list files" in out and "read and map (Arrow)" in out
+    assert "apply (Spark)" in out
     assert "spark stage" in out  # plain progress lines: not a terminal
 
 

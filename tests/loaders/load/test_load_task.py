@@ -1,20 +1,22 @@
-"""The load's task function without Spark: batches in, trees and counts out."""
+"""The load's task functions without Spark: batches routed to pieces, trees and counts out."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 
+from loaders.formats.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.job.model import load_job
 from loaders.load.dedup_step import DHASH, DKEY
 from loaders.load.protocol import KEEP, ORDER, TaskSpec, decode_results
-from loaders.load.readers import FILE_COLUMN, LINE, REJECT, TEXT
 from loaders.load.shard_frames import SHARD
 from loaders.load.task import shard_task
+from loaders.route.pieces import Pieces, route_task
 from loaders.tree.builder import ApplyStats, TreeBuilder
 from treestore.storage import page_cache
-from treestore.storage.pagestore import MemoryPageStore
+from treestore.storage.pagestore import MemoryPageStore, PageStore
 from treestore.storage.tree import ShardState, ShardTree
 from treestore.storage.visits import memtable_limit
 
@@ -47,12 +49,26 @@ def _spec(builder: TreeBuilder) -> TaskSpec:
     return TaskSpec(builder, ("attributes", "mapping"), {}, {}, {}, ("f.tsv",), "rejected/t", 10)
 
 
+def _routed_and_applied(pages: PageStore, spec: TaskSpec, batch: pa.RecordBatch) -> pa.Table:
+    """``batch``'s records routed to their shards' pieces by a reading task's function, then
+    applied by one shard task serving every shard: its output."""
+    (written,) = list(route_task(pages, "routed/t")([batch]))
+    pieces = Pieces.of(tuple(row.values()) for row in written.to_pylist())
+    spec = replace(spec, shard_tasks=(0,) * 8, pieces=pieces.by_shard)
+    (out,) = list(shard_task(pages, spec)([pa.record_batch({"id": [0]})]))
+    return out
+
+
 def test_a_task_holding_several_shards_keeps_their_records_apart(demo_dir: Path) -> None:
     builder = TreeBuilder(load_job(demo_dir / "job.json").tree)
     pages = MemoryPageStore()
     spec = _spec(builder)
     batch = _attribute_rows(builder, [2, 7, 2, 7, 2], ["a", "b", "c", "d", "e"])
-    (out,) = list(shard_task(pages, spec)([batch]))
+    out = _routed_and_applied(pages, spec, batch)
+    assert sorted(pages.list("routed/t")) == [
+        "routed/t/shard-0002/00000000.arrow",
+        "routed/t/shard-0007/00000000.arrow",
+    ]
     shard_results, (counts,) = decode_results(out.to_pylist())
     results = {result.shard: result for result in shard_results}
     trees = {
@@ -77,9 +93,7 @@ def test_a_task_lends_its_memtables_half_the_cache_so_they_spill_later(demo_dir:
     try:
         assert memtable_limit() == 1024
         pages = MemoryPageStore()
-        (out,) = list(
-            shard_task(pages, _spec(builder))([_attribute_rows(builder, [0] * 600, uids)])
-        )
+        out = _routed_and_applied(pages, _spec(builder), _attribute_rows(builder, [0] * 600, uids))
         (result,), _ = decode_results(out.to_pylist())
         assert not result.compacted  # nothing spilled, so nothing to merge at commit
         assert cache.lent == 0 and memtable_limit() == 1024  # given back

@@ -110,25 +110,16 @@ def test_a_record_before_its_node_waits_and_applies_when_the_node_appears(
 
 
 def test_shards_no_record_reaches_retry_their_records_in_every_load(
-    spark: Any, tmp_path: Path, monkeypatch: Any
+    spark: Any, tmp_path: Path
 ) -> None:
-    """A shard with waiting records is retried by the task its partition maps to when the
-    load's records all go to other shards; when the load's files hold no record at all
-    (Spark runs no task over them) a small step of its own retries them."""
-    import loaders.load.driver
-
+    """A shard with waiting records is retried by the shard task that serves it when the
+    load's records all go to other shards, and when the load's files hold no record at all."""
     (tmp_path / "job.json").write_text(json.dumps(PENDING_JOB))
     (tmp_path / "a").mkdir()
     known, late, _other = _uids()
     first = _load(spark, tmp_path, "first", "m", ["U,P", f"{late},p2"])  # waits in shard 1
     assert first["pending"] == {"buffered": 1, "applied": 0, "expired": 0, "waiting": 1}
-
-    def no_step(*args: Any) -> Any:
-        raise AssertionError("the load's own tasks should have retried every shard")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(loaders.load.driver, "pending_task", no_step)
-        second = _load(spark, tmp_path, "second", "a", ["U", known])  # only shard 0's record
+    second = _load(spark, tmp_path, "second", "a", ["U", known])  # only shard 0's record
     assert second["pending"] == {"buffered": 0, "applied": 0, "expired": 0, "waiting": 1}
 
     third = _load(spark, tmp_path, "third", "a", ["U"])  # a file without records

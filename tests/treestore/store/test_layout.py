@@ -137,8 +137,12 @@ def test_the_layout_names_are_the_on_disk_format() -> None:
         "dedup",
         "rejected",
         "expired",
+        "routed",
         "stream",
         "sweeps",
+    )
+    assert layout.routed_piece(layout.routed_folder("L"), 3, 12) == (
+        "routed/L/shard-0003/00000012.arrow"
     )
     assert layout.manifest_name(7) == "versions/000007.json"
     assert layout.lease_name(12) == "locks/000012.json"
