@@ -88,7 +88,9 @@ class PageEncoder:
     def __init__(
         self, typed: list[np.ndarray], offsets: np.ndarray, name_bytes: bytes | memoryview
     ) -> None:
-        self.columns = [(memoryview(c).cast("B"), c.itemsize) for c in typed]
+        self.columns = [
+            (memoryview(np.ascontiguousarray(c).data).cast("B"), c.itemsize) for c in typed
+        ]
         self.flags = sum(1 << k for k, c in enumerate(typed) if c.dtype == _INT32)
         self.offsets = np.asarray(offsets, dtype=_INT32)
         self.names = memoryview(name_bytes).cast("B")
