@@ -22,6 +22,7 @@ from loaders.load.protocol import lists_from_text
 from loaders.load.route_job import RouteJob
 from loaders.route.arrow_map import json_keys
 from loaders.tree.builder import TreeBuilder
+from shell.demo import DEMO_JOB
 from treestore import native
 from treestore.sharding import HASH_SEED
 from treestore.storage.pagestore import FilePageStore
@@ -65,15 +66,7 @@ def test_dedup_keys_are_sparks_to_json_and_hash(spark: Any, rows: list[Any]) -> 
 JOB: dict[str, Any] = {
     "shards": 4,
     "source": [
-        {
-            "name": "attributes",
-            "path": "attributes/",
-            "format": "tsv",
-            "header": True,
-            "shard_by": "UID",
-            "inject_source_name": "ATTR",
-            "dedup": {"keys": ["TIME", "UID", "ATTRIBUTE_IDS"]},
-        },
+        json.loads(json.dumps(DEMO_JOB["source"][0])),  # the demo's attributes, deduplicated
         {
             "name": "events",
             "path": "events/",
