@@ -90,7 +90,7 @@ class Router:
                 writer = self.writers.get(shard)
                 if writer is None:
                     name = routed_piece(self.folder, shard, number)
-                    handle = self.files.enter_context(self.pages.writer(name))
+                    handle = self.files.enter_context(self.pages.scratch_writer(name))
                     writer = self.writers[shard] = _PieceWriter(handle, batch.schema)
                 writer.add(rows)
 
@@ -197,6 +197,22 @@ def spread_shards(rows: dict[int, int], shards: int, tasks: int) -> tuple[int, .
 
 
 def shard_batches(pages: PageStore, pieces: Iterable[str]) -> Iterator[pa.RecordBatch]:
+    """The records of ``pieces`` (names, in file number order) in batches of about
+    :data:`_BATCH_ROWS` rows: a follower's micro-batch of many small files gives a shard
+    many small pieces, and a task's work per batch is better spent on few big ones."""
+    held: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in _piece_batches(pages, pieces):
+        if held and (batch.schema != held[0].schema or rows >= _BATCH_ROWS):
+            yield pa.concat_batches(held) if len(held) > 1 else held[0]
+            held, rows = [], 0
+        held.append(batch)
+        rows += batch.num_rows
+    if held:
+        yield pa.concat_batches(held) if len(held) > 1 else held[0]
+
+
+def _piece_batches(pages: PageStore, pieces: Iterable[str]) -> Iterator[pa.RecordBatch]:
     """The records of ``pieces`` (names, in file number order), batch by batch; a local
     store's pieces are mapped into memory, not read. A piece that is not there fails the
     load in one line (a store at a path each executor has its own copy of)."""

@@ -105,6 +105,13 @@ class PageStore(ABC):
         yield buffer
         self.write(name, buffer.getvalue())
 
+    @contextmanager
+    def scratch_writer(self, name: str) -> Iterator[BinaryIO]:
+        """:meth:`writer` for a blob that lives only while its writer's job runs: a store
+        may skip making it durable."""
+        with self.writer(name) as handle:
+            yield handle
+
     @abstractmethod
     def create(self, name: str, data: bytes) -> bool:
         """Create blob ``name`` only if it does not exist, atomically: two callers racing
@@ -317,15 +324,33 @@ class FilePageStore(PageStore):
 
     @contextmanager
     def writer(self, name: str) -> Iterator[BinaryIO]:
+        with self._writer(name, durable=True) as handle:
+            yield handle
+
+    @contextmanager
+    def scratch_writer(self, name: str) -> Iterator[BinaryIO]:
+        """:meth:`writer` for a blob that lives only while the process that asks for it
+        runs (a load's routed records): on a local store not synced to the disk (a power
+        cut fails that load anyway), still whole or not at all."""
+        with self._writer(name, durable=False) as handle:
+            yield handle
+
+    @contextmanager
+    def _writer(self, name: str, durable: bool) -> Iterator[BinaryIO]:
         path = self._path(name)
         folder = posixpath.dirname(path)
         temp = posixpath.join(folder, f".{posixpath.basename(path)}.{uuid.uuid4().hex}.tmp")
         try:
-            if self.is_local:
+            if self.is_local and durable:
                 _make_folders(folder)
                 with _new_file(temp) as handle:
                     yield handle
                 _publish_file(temp, path)
+            elif self.is_local:
+                os.makedirs(folder, exist_ok=True)
+                with open_for_writing(temp) as handle:
+                    yield handle
+                os.replace(temp, path)
             else:
                 # an object appears whole when its upload completes: no rename needed
                 self.fs.create_dir(folder, recursive=True)

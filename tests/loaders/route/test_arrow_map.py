@@ -34,8 +34,9 @@ _VALUE = st.none() | _TEXT
 _LIST = st.none() | st.lists(_VALUE, max_size=3)
 
 
-@settings(max_examples=15, deadline=None)
-@given(rows=st.lists(st.tuples(_VALUE, _LIST, _VALUE), min_size=1, max_size=12))
+# 6 examples of up to 40 rows, not the profile's count: each is a Spark job
+@settings(max_examples=6, deadline=None)
+@given(rows=st.lists(st.tuples(_VALUE, _LIST, _VALUE), min_size=1, max_size=40))
 def test_dedup_keys_are_sparks_to_json_and_hash(spark: Any, rows: list[Any]) -> None:
     from pyspark.sql import functions as F
 
