@@ -347,10 +347,13 @@ class FilePageStore(PageStore):
                     yield handle
                 _publish_file(temp, path)
             elif self.is_local:
-                os.makedirs(folder, exist_ok=True)
+                _make_folders(folder, durable=False)
                 with open_for_writing(temp) as handle:
                     yield handle
+                    handle.flush()
+                    _journal_written(temp)
                 os.replace(temp, path)
+                journal("rename", temp, path)
             else:
                 # an object appears whole when its upload completes: no rename needed
                 self.fs.create_dir(folder, recursive=True)
@@ -467,9 +470,9 @@ class FilePageStore(PageStore):
 
 # A local store's file operations, in the order that survives a power cut (see the
 # module's docstring), each journaled once done.
-def _make_folders(path: str) -> None:
+def _make_folders(path: str, durable: bool = True) -> None:
     """Make folder ``path`` and the folders above it that are missing, each made durable
-    (its parent synced).
+    (its parent synced) unless ``durable`` is False.
 
     A folder found already there is taken as durable: the process that made it syncs its
     parent before it publishes anything, and a load's driver publishes only after every
@@ -485,7 +488,8 @@ def _make_folders(path: str) -> None:
     os.makedirs(path, exist_ok=True)
     for folder in reversed(missing):  # from the top down
         journal("mkdir", folder)
-        sync_folder(os.path.dirname(folder))
+        if durable:
+            sync_folder(os.path.dirname(folder))
 
 
 @contextmanager
@@ -495,11 +499,16 @@ def _new_file(path: str) -> Iterator[BinaryIO]:
     with open_for_writing(path) as handle:
         yield handle
         handle.flush()
-        if journaling():
-            with open(path, "rb") as written:
-                journal("write", path, data=written.read())
+        _journal_written(path)
         os.fsync(handle.fileno())
         journal("fsync", path)
+
+
+def _journal_written(path: str) -> None:
+    """Journal the bytes the file ``path`` now holds (when journaling is on)."""
+    if journaling():
+        with open(path, "rb") as written:
+            journal("write", path, data=written.read())
 
 
 def _publish_file(temp: str, path: str) -> None:
