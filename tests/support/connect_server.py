@@ -88,6 +88,8 @@ def start_connect_server(folder: Path, cores: int = 2) -> ConnectServer:
         "--conf", f"spark.connect.grpc.binding.port={port}",
         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
         "--conf", "spark.ui.enabled=false",
+        # stages report progress every 100 ms (default 2 s): a test load's stages take less
+        "--conf", "spark.connect.progress.reportInterval=100ms",
         "--conf", "spark.sql.session.timeZone=UTC",
         "--conf", "spark.sql.shuffle.partitions=8",
         "--conf", f"spark.local.dir={folder / 'tmp'}",
