@@ -111,7 +111,7 @@ def _report_lines(out: str) -> list[str]:
     ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def both(
     spark: Any, connect_server: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
