@@ -20,13 +20,14 @@ from types import ModuleType
 import numpy as np
 import pyarrow as pa
 
-from treestore.arrays import distinct_sorted, unique_first_inverse
+from treestore.arrays import distinct_sorted, map_in_threads, unique_first_inverse
 from treestore.sharding import HASH_SEED
 
 __all__ = [
     "NATIVE_FROM",
     "first_inverse_groups",
     "folded_hashes",
+    "grouped_distinct_ranks",
     "kernels",
     "members",
     "pair_groups",
@@ -85,6 +86,7 @@ def warm() -> None:
     compiled.remap(values, values)
     compiled.dense_first_inverse(values, 0, NATIVE_FROM)
     compiled.pair_groups(values, values, NATIVE_FROM, NATIVE_FROM)
+    grouped_distinct_ranks(values, values, values % 2, values.astype(np.int32), NATIVE_FROM)
     compiled.members(values, values)
     text = np.frombuffer(bytes(NATIVE_FROM), np.uint8)  # read-only, as Arrow's buffers are
     hashes = compiled.folded_hashes(values, np.arange(NATIVE_FROM + 1, dtype=np.int64), text)
@@ -134,6 +136,46 @@ def pair_groups(
         if values.min() < 0 or values.max() >= count:  # the kernel indexes without checks
             raise ValueError(f"pair_groups: a value out of [0, {count})")
     return kernels().pair_groups(nodes, codes, node_count, code_count)
+
+
+def grouped_distinct_ranks(
+    owners: np.ndarray,
+    firsts: np.ndarray,
+    sizes: np.ndarray,
+    ranks: np.ndarray,
+    groups: int,
+    pieces: int = 1,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per group (below ``groups``), the distinct values among its rows' stretches of
+    ``ranks`` (row ``i`` belongs to group ``owners[i]`` and views ``ranks[firsts[i]:
+    firsts[i] + sizes[i]]``), ascending: each group's ranks are set as bits of a bitset
+    (``groups`` times the ranks' span over 8 bytes in all: the caller keeps that small),
+    the rows read in order, then the bits read out. In ``pieces`` ranges of consecutive
+    groups, each in its own thread: per range, its ranks one group after the other and
+    where each group's begin (from 0, and the last one's end).
+
+    >>> [(r.tolist(), b.tolist()) for r, b in grouped_distinct_ranks(
+    ...     np.array([1, 0, 1]), np.array([0, 2, 3]), np.array([2, 1, 2]),
+    ...     np.array([4, 2, 2, 2, 0]), 3)]
+    [([2, 0, 2, 4], [0, 1, 4, 4])]
+    """
+    owners, firsts, sizes = _int64s(owners), _int64s(firsts), _int64s(sizes)
+    ranks = np.ascontiguousarray(ranks, dtype=np.int64)
+    words = (int(ranks.max(initial=0)) >> 6) + 1
+    bits = np.zeros(groups * words, np.uint64)
+    compiled = kernels()
+    work = np.zeros(groups + 1, np.int64)  # the items up to each group
+    np.cumsum(np.bincount(owners, weights=sizes, minlength=groups).astype(np.int64), out=work[1:])
+    cuts = np.searchsorted(work, np.linspace(0, work[-1], max(1, pieces) + 1))
+    cuts[0], cuts[-1] = 0, groups
+
+    def piece(number: int) -> tuple[np.ndarray, np.ndarray]:
+        first, last = int(cuts[number]), int(cuts[number + 1])
+        compiled.mark_bits(owners, firsts, sizes, ranks, bits, words, first, last)
+        bound = min(int(work[last] - work[first]), (last - first) * words * 64)
+        return compiled.read_bits(bits, words, first, last, bound)  # type: ignore[no-any-return]
+
+    return map_in_threads(piece, range(len(cuts) - 1))
 
 
 def xxhash64(strings: pa.Array, seed: int) -> np.ndarray:

@@ -197,6 +197,58 @@ def _counting_order(keys, key_count, positions):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
+def mark_bits(owners, firsts, sizes, ranks, bits, words, first, last):  # type: ignore[no-untyped-def]
+    """Set, for each row whose owner is in ``first`` to ``last - 1``, the bits of the
+    ranks it views (``ranks[firsts[row]:firsts[row] + sizes[row]]``) in its owner's
+    ``words`` 64-bit words of ``bits``. Rows are read in order; threads given disjoint
+    owner ranges never write the same word."""
+    for row in range(len(owners)):
+        g = owners[row]
+        if g < first or g >= last:
+            continue
+        base = g * words
+        begin = firsts[row]
+        for t in range(begin, begin + sizes[row]):
+            x = ranks[t]
+            bits[base + (x >> 6)] |= np.uint64(1) << np.uint64(x & 63)
+
+
+@njit(cache=True, nogil=True)
+def read_bits(bits, words, first, last, bound):  # type: ignore[no-untyped-def]
+    """The set bits of owners ``first`` to ``last - 1`` (``words`` words each), ascending,
+    one owner after the other, and where each owner's begin (and the last one's end)."""
+    out = np.empty(bound, np.int32)
+    bounds = np.empty(last - first + 1, np.int64)
+    bounds[0] = 0
+    at = 0
+    for g in range(first, last):
+        for w in range(words):
+            word = bits[g * words + w]
+            while word:
+                low = word & (~word + np.uint64(1))  # the lowest set bit
+                out[at] = w * 64 + _bit_index(low)
+                at += 1
+                word ^= low
+        bounds[g - first + 1] = at
+    return out[:at], bounds
+
+
+_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DE_BRUIJN_PLACES = np.array(
+    [0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53, 51, 43,
+     22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44,
+     32, 23, 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9, 13, 8, 7, 6],
+    np.int64,
+)  # fmt: skip
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bit_index(bit: np.uint64) -> int:
+    """The position of the one set bit of ``bit`` (a de Bruijn multiplication)."""
+    return _DE_BRUIJN_PLACES[(bit * _DE_BRUIJN) >> np.uint64(58)]  # type: ignore[no-any-return]
+
+
+@njit(cache=True, nogil=True)
 def pair_groups(nodes, codes, node_count, code_count):  # type: ignore[no-untyped-def]
     """The distinct pairs ``(nodes[i], codes[i])`` in ascending order (as
     ``node * code_count + code``), each one's first position, and each pair's place among

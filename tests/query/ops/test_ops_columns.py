@@ -201,12 +201,13 @@ def test_coded_columns_cross_the_transport_as_rows_would(shards, driver_ops, sha
     st.lists(st.tuples(st.integers(0, 6), _VALUE), max_size=30),
     st.lists(st.integers(0, 30), max_size=4),
     st.integers(1, 4),
-    st.booleans(),
+    st.sampled_from(["marked", "sorted", "compiled"]),
 )
-def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads, marked) -> None:  # type: ignore[no-untyped-def]
+def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads, way) -> None:  # type: ignore[no-untyped-def]
     """Big J work splits over threads (pairs made by ranges of parts, lists put together
     by ranges of groups, joined text by ranges of rows): forced here on small inputs,
-    with the pairs marked in a table (read in bands of 2 groups) or sorted."""
+    with the pairs marked in a table (read in bands of 2 groups) or sorted, or folded by
+    the compiled kernel (bitsets, in ranges of groups)."""
     import numpy as np
 
     import query.ops.items
@@ -230,10 +231,10 @@ def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads
     marks = (query.ops.items.MARKS_PER_PAIR, query.ops.items._BAND_BYTES)
     treestore.arrays.THREADED_SIZE = 0
     treestore.arrays.os.cpu_count = lambda: threads  # type: ignore[assignment]
-    query.ops.items.MARKS_PER_PAIR = 10**9 if marked else 0
+    query.ops.items.MARKS_PER_PAIR = 10**9 if way == "marked" else 0
     query.ops.items._BAND_BYTES = 1
     try:
-        coded = distinct_items_of(parts, group, groups)
+        coded = distinct_items_of(parts, group, groups, 0 if way == "compiled" else 1 << 62)
         joined = plain(coded)
     finally:
         treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count = saved
@@ -308,11 +309,15 @@ def test_chunks_unified_in_two_halves_match_one_unification(chunks) -> None:  # 
     st.lists(st.integers(0, 40), max_size=4),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
-def test_cross_lists_fold_as_the_pairs_do(rows, cuts, few_sizes, flush_each_block) -> None:  # type: ignore[no-untyped-def]
+def test_cross_lists_fold_as_the_pairs_do(  # type: ignore[no-untyped-def]
+    rows, cuts, few_sizes, flush_each_block, compiled
+) -> None:
     """``cross ... list`` then ``gather=kJ`` gives what the pairs give, and its lists
     read as text what the rows give: with the output coded once or block by block
-    (forced), and the list views' items taken by size class or by one sort (forced).
+    (forced), the list views' items taken by size class or by one sort (forced), and the
+    lists folded by numpy's pairs or by the compiled kernel (forced).
     Values are single items (the lists are read as views) or any text (read as text)."""
     import query.ops.cross
     import query.ops.items
@@ -321,9 +326,14 @@ def test_cross_lists_fold_as_the_pairs_do(rows, cuts, few_sizes, flush_each_bloc
     # the lists leave null right values out: the pairs of the rows without them
     kept = [list(r) for r in rows if not (r[1] == "A" and r[2] is None)]
     expected = list(compile_ops("cross=0,1,2,M,A;gather=kJ").run(kept))
-    saved = (query.ops.items._FEW_SIZES, query.ops.cross.LIST_CHUNK_VALUES)
+    saved = (
+        query.ops.items._FEW_SIZES,
+        query.ops.cross.LIST_CHUNK_VALUES,
+        query.ops.items.NATIVE_ITEMS,
+    )
     query.ops.items._FEW_SIZES = 64 if few_sizes else 0
     query.ops.cross.LIST_CHUNK_VALUES = 1 if flush_each_block else 1 << 22
+    query.ops.items.NATIVE_ITEMS = 0 if compiled else 1 << 62
     try:
         for text, want in [
             ("cross=0,1,2,M,A,list;gather=kJ", expected),
@@ -334,7 +344,11 @@ def test_cross_lists_fold_as_the_pairs_do(rows, cuts, few_sizes, flush_each_bloc
             chunks = run_on_columns(prefix, _chunks(["str"] * 3, rows, sorted(cuts)))
             assert [tuple(r) for r in rows_of(chunks)] == [tuple(r) for r in want]
     finally:
-        query.ops.items._FEW_SIZES, query.ops.cross.LIST_CHUNK_VALUES = saved
+        (
+            query.ops.items._FEW_SIZES,
+            query.ops.cross.LIST_CHUNK_VALUES,
+            query.ops.items.NATIVE_ITEMS,
+        ) = saved
 
 
 _WORDS = st.lists(st.sampled_from(["a", "bb", "", "\u00e9t\u00e9", "x y", "10"]), max_size=5)
