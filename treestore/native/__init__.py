@@ -20,7 +20,7 @@ from types import ModuleType
 import numpy as np
 import pyarrow as pa
 
-from treestore.arrays import distinct_sorted, map_in_threads, unique_first_inverse
+from treestore.arrays import distinct_sorted, map_in_threads, pooled_empty, unique_first_inverse
 from treestore.sharding import HASH_SEED
 
 __all__ = [
@@ -96,6 +96,14 @@ def warm() -> None:
     compiled.place_slots(table, held, held[:1], values[:1], values[:1].copy(), values[:1].copy())
     compiled.probe_first(table, held, held[:1])
     compiled.xxhash64(np.arange(NATIVE_FROM + 1, dtype=np.int64), text, text, 42)
+    raw = bytes(64)  # a page span's views are read-only, as columns_of_span gives them
+    one, none = np.ones(1, np.int64), np.zeros(1, np.int64)
+    compiled.decode_pages(
+        np.frombuffer(raw, np.int32), np.frombuffer(raw, np.int64), np.frombuffer(raw, np.uint8),
+        np.zeros((5, 1), np.int64), one, none, none, none,
+        pooled_empty(4, np.int64).reshape(4, 1), pooled_empty(2, np.int32),
+        pooled_empty(0, np.uint8),
+    )  # fmt: skip
 
 
 def string_buffers(names: pa.Array) -> tuple[np.ndarray, np.ndarray]:

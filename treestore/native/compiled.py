@@ -301,6 +301,39 @@ def members(values, candidates):  # type: ignore[no-untyped-def]
     return found
 
 
+@njit(cache=True, nogil=True)
+def decode_pages(  # type: ignore[no-untyped-def]
+    words32, words64, raw, sections, counts, flags, names_at, name_sizes, ints, offsets, text
+):
+    """Decode the entries of pages laid out in ``raw`` (its int32 and int64 views too), as
+    :func:`~treestore.storage.pages.columns_of_span` finds their sections, into ``ints``
+    (the four int columns, int64), ``offsets`` (the names', int32, from 0 over every page)
+    and ``text`` (the names' bytes): each page's written straight into its place."""
+    total = len(offsets) - 1
+    row = 0
+    text_at = 0
+    for p in range(len(counts)):
+        c = counts[p]
+        for k in range(4):
+            at = sections[k, p]
+            if flags[p] & (1 << k):
+                base = at // 4
+                for i in range(c):
+                    ints[k, row + i] = words32[base + i]
+            else:
+                base = at // 8
+                for i in range(c):
+                    ints[k, row + i] = words64[base + i]
+        base = sections[4, p] // 4
+        for i in range(c):
+            offsets[row + i] = words32[base + i] + text_at
+        size = name_sizes[p]
+        text[text_at : text_at + size] = raw[names_at[p] : names_at[p] + size]
+        text_at += size
+        row += c
+    offsets[total] = text_at
+
+
 _P1 = np.uint64(11400714785074694791)
 _P2 = np.uint64(14029467366897019727)
 _P3 = np.uint64(1609587929392839161)

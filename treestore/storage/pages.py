@@ -27,7 +27,8 @@ import msgpack
 import numpy as np
 import pyarrow as pa
 
-from treestore.arrays import expand_ranges
+from treestore import native
+from treestore.arrays import expand_ranges, pooled_empty
 
 __all__ = ["IntColumns", "Page", "PageEncoder", "columns_of_span", "encode_page", "int_dtypes"]
 
@@ -130,6 +131,12 @@ def _sections(encoded: bytes) -> tuple[IntColumns, np.ndarray, memoryview, int]:
     return (ints[0], ints[1], ints[2], ints[3]), offsets, names, offset + _pad(name_size)
 
 
+NATIVE_ENTRIES = 1 << 14
+"""Spans of this many entries and more are decoded by the compiled kernel
+(:func:`treestore.native.compiled.decode_pages`); fewer, by numpy (a lookup's few pages
+import no numba)."""
+
+
 def columns_of_span(
     raw: bytes, starts: np.ndarray, lengths: np.ndarray, with_data: bool = False
 ) -> tuple[IntColumns, pa.Array, list[Any] | None] | None:
@@ -165,6 +172,54 @@ def columns_of_span(
     if total >= 1 << 31:
         raise ValueError("more than 2 GB of names in one read")
     words = (np.frombuffer(raw, _INT32), np.frombuffer(raw, _INT64))
+    entries = int(counts.sum())
+    if entries >= NATIVE_ENTRIES:
+        ints = pooled_empty(4 * entries, np.int64).reshape(4, entries)
+        offsets = pooled_empty(entries + 1, np.int32)
+        text = pooled_empty(total, np.uint8)
+        native.kernels().decode_pages(
+            words[0], words[1], buffer, np.stack(sections), counts, flags.astype(np.int64),
+            names_at, name_sizes, ints, offsets, text,
+        )  # fmt: skip
+        columns = list(ints)
+        names = pa.StringArray.from_buffers(
+            len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(text)
+        )
+    else:
+        columns, names = _decoded_columns(raw, words, sections, counts, flags, names_at, name_sizes)
+    data: list[Any] | None = None
+    if with_data:
+        view = memoryview(raw)
+        data_sizes = header["data"].astype(np.int64)
+        if not data_sizes.any():
+            data = [None] * len(names)
+        else:
+            data = []
+            data_at = (names_at + ((name_sizes + 7) & ~7)).tolist()
+            try:
+                for count, at, size in zip(
+                    counts.tolist(), data_at, data_sizes.tolist(), strict=True
+                ):
+                    found = msgpack.unpackb(view[at : at + size]) if size else [None] * count
+                    if not isinstance(found, list) or len(found) != count:
+                        return None
+                    data.extend(found)
+            except (ValueError, TypeError, msgpack.UnpackException):
+                return None
+    return (columns[0], columns[1], columns[2], columns[3]), names, data
+
+
+def _decoded_columns(
+    raw: bytes,
+    words: tuple[np.ndarray, np.ndarray],
+    sections: list[np.ndarray],
+    counts: np.ndarray,
+    flags: np.ndarray,
+    names_at: np.ndarray,
+    name_sizes: np.ndarray,
+) -> tuple[list[np.ndarray], pa.Array]:
+    """:func:`columns_of_span`'s int columns and names by numpy gathers (a span of few
+    entries; from :data:`NATIVE_ENTRIES` on, the compiled kernel writes them in place)."""
     offsets = np.empty(int(counts.sum()) + 1, dtype=np.int32)
     if bool(((flags & 0xF) == 0xF).all()):
         # every column int32 (the usual case): each column's values sit one padded
@@ -180,31 +235,13 @@ def columns_of_span(
         columns = [_gathered(words, sections[k], counts, (flags & (1 << k)) != 0) for k in range(4)]
         offsets[:-1] = words[0][expand_ranges(sections[4] // 4, counts)]
     offsets[:-1] += np.repeat((np.cumsum(name_sizes) - name_sizes).astype(np.int32), counts)
-    offsets[-1] = total
+    offsets[-1] = int(name_sizes.sum())
     view = memoryview(raw)
     text = b"".join(
         [view[a : a + n] for a, n in zip(names_at.tolist(), name_sizes.tolist(), strict=True)]
     )
     names = pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(text))
-    data: list[Any] | None = None
-    if with_data:
-        data_sizes = header["data"].astype(np.int64)
-        if not data_sizes.any():
-            data = [None] * (len(offsets) - 1)
-        else:
-            data = []
-            data_at = (names_at + ((name_sizes + 7) & ~7)).tolist()
-            try:
-                for count, at, size in zip(
-                    counts.tolist(), data_at, data_sizes.tolist(), strict=True
-                ):
-                    found = msgpack.unpackb(view[at : at + size]) if size else [None] * count
-                    if not isinstance(found, list) or len(found) != count:
-                        return None
-                    data.extend(found)
-            except (ValueError, TypeError, msgpack.UnpackException):
-                return None
-    return (columns[0], columns[1], columns[2], columns[3]), names, data
+    return columns, names
 
 
 def _gathered(

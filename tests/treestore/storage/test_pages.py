@@ -11,6 +11,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
+import treestore.storage.pages
 from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns
 from treestore.storage.pages import Page, columns_of_span, encode_page, int_dtypes
 from treestore.storage.runs import merge_entries
@@ -66,10 +67,14 @@ _ENTRY = st.tuples(_INT, st.text(), _INT, _INT, _INT, st.none() | st.dictionarie
 @given(
     st.lists(st.lists(_ENTRY, max_size=12), min_size=1, max_size=6),
     st.sampled_from(["int32", "mixed", "as drawn"]),
+    st.booleans(),
 )
-def test_a_span_of_pages_decodes_as_its_pages_do(pages: list[list[tuple]], widths: str) -> None:  # type: ignore[type-arg]
+def test_a_span_of_pages_decodes_as_its_pages_do(  # type: ignore[type-arg]
+    pages: list[list[tuple]], widths: str, compiled: bool
+) -> None:
     """Consecutive pages (all int32, int32 and int64 columns mixed, or as drawn; some with
-    data) decode at once into what their pages give one by one."""
+    data) decode at once into what their pages give one by one: by numpy's gathers, or
+    by the compiled decoder (forced: a span of any size)."""
     if widths != "as drawn":
         pages = [
             [(p % 9, n, i % 9, h % 9, c % 9, d) for p, n, i, h, c, d in page] for page in pages
@@ -82,7 +87,12 @@ def test_a_span_of_pages_decodes_as_its_pages_do(pages: list[list[tuple]], width
         has_data = any(d is not None for d in columns[5])
         encoded.append(_encode(*columns[:5], columns[5] if has_data else None))
     lengths = np.array([len(e) for e in encoded], dtype=np.int64)
-    found = columns_of_span(b"".join(encoded), np.cumsum(lengths) - lengths, lengths, True)
+    saved = treestore.storage.pages.NATIVE_ENTRIES
+    treestore.storage.pages.NATIVE_ENTRIES = 0 if compiled else 1 << 62
+    try:
+        found = columns_of_span(b"".join(encoded), np.cumsum(lengths) - lengths, lengths, True)
+    finally:
+        treestore.storage.pages.NATIVE_ENTRIES = saved
     assert found is not None
     ints, names, data = found
     decoded = [Page(e) for e in encoded]
