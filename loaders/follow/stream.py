@@ -21,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -194,22 +196,46 @@ def follow_job(
             spark, job, location, lease, on_event, options.load_options(), stop,
             SetAside.open(store_folder / STREAM_UNREADABLE),
         )  # fmt: skip
-        with spark_errors(LoadError, "Starting the follower's stream"):
-            query = _start(spark, job, follower, store_folder, options)
-        on_event(
-            Message(
-                f"following {len(job.sources)} source(s) into {location}"
-                + (" until every file there now is loaded" if options.available_now else
-                   f", a micro-batch every {options.trigger_seconds:g} s; Ctrl-C stops after the "
-                   "current one")
-            )
-        )  # fmt: skip
-        try:
-            _wait(query, follower, stop, stop_now, options.poll_seconds)
-        finally:
-            if query.isActive:
-                query.stop()
+        with _listing_in_the_driver(spark):
+            with spark_errors(LoadError, "Starting the follower's stream"):
+                query = _start(spark, job, follower, store_folder, options)
+            on_event(
+                Message(
+                    f"following {len(job.sources)} source(s) into {location}"
+                    + (" until every file there now is loaded" if options.available_now else
+                       f", a micro-batch every {options.trigger_seconds:g} s; Ctrl-C stops "
+                       "after the current one")
+                )
+            )  # fmt: skip
+            try:
+                _wait(query, follower, stop, stop_now, options.poll_seconds)
+            finally:
+                if query.isActive:
+                    query.stop()
         return follower.summary
+
+
+LISTING_SETTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+"""Spark lists the files of a micro-batch of more paths than this in a Spark job of its own
+(default 32): about 1 s for a backlog of 120 files, where listing them in the driver
+takes milliseconds (a follower's folders are local)."""
+LOCAL_LISTING_PATHS = 100_000
+
+
+@contextmanager
+def _listing_in_the_driver(spark: SparkSession) -> Iterator[None]:
+    """Inside the block, :data:`LISTING_SETTING` is :data:`LOCAL_LISTING_PATHS` on
+    ``spark`` (the follower's stream reads it at every micro-batch); after it, the
+    session's own value again."""
+    before = spark.conf.get(LISTING_SETTING, None)
+    spark.conf.set(LISTING_SETTING, str(LOCAL_LISTING_PATHS))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(LISTING_SETTING)
+        else:
+            spark.conf.set(LISTING_SETTING, before)
 
 
 def _start(

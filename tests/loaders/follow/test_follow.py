@@ -21,6 +21,7 @@ import pytest
 import treestore
 from loaders import load_job, run_load
 from loaders.follow import FollowSummary, follow_job, parse_trigger
+from loaders.follow.stream import LISTING_SETTING, LOCAL_LISTING_PATHS
 from loaders.listing.identity import location_of
 from shell.cli import main
 from shell.output.info import write_info
@@ -82,6 +83,35 @@ def test_available_now_loads_a_backlog_in_micro_batches_as_a_batch_load_does(
     loads = open_version(store).manifest.loads
     assert [load["stream"]["batch"] for load in loads] == [0, 1, 2, 3]
     assert any(line.startswith("batch 3: 1 file(s), 1 record(s)") for line in summary.lines)  # type: ignore[attr-defined]
+
+
+def test_a_backlog_of_many_files_is_listed_in_the_driver_and_the_session_kept_as_it_was(
+    spark: Any, demo_dir: Path
+) -> None:
+    """A micro-batch of more than 32 files (Spark's default) is listed in the driver, not
+    in a Spark job of its own (about 1 s for 120 files): the follower sets Spark's
+    threshold while it runs, and gives the session its own value back after."""
+    for number in range(40):
+        (demo_dir / "mapping" / f"mapping-{number + 2:04d}.tsv").write_text(
+            MAPPINGS[number % len(MAPPINGS)]
+        )
+    spark.conf.set(LISTING_SETTING, "48")
+    during: list[str] = []
+
+    def on_line(line: str) -> None:
+        if line.startswith("batch "):
+            during.append(spark.conf.get(LISTING_SETTING))
+
+    try:
+        summary = follow_job(
+            spark, load_job(demo_dir / "job.json"), demo_dir / "followed",
+            on_event=as_lines(on_line), available_now=True,
+        )  # fmt: skip
+        assert spark.conf.get(LISTING_SETTING) == "48"
+    finally:
+        spark.conf.unset(LISTING_SETTING)
+    assert summary.files == 42 and during == [str(LOCAL_LISTING_PATHS)]
+    assert _hits(demo_dir / "followed") == _reference(spark, demo_dir)
 
 
 def test_load_and_follow_share_the_files_already_loaded(spark: Any, demo_dir: Path) -> None:
