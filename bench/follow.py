@@ -14,7 +14,9 @@ with). For treestore it also times a query after all the micro-batches against t
 same files loaded at once. Both sides first take a small warm-up pair (not measured):
 the figures are those of a follower already running, not of its first micro-batch.
 Goals: p95 latency under 2x the trigger at 10k records/s; throughput at least 1.5x
-the peer's; print the ratios.
+the peer's; print the ratios. The follower has Spark list a micro-batch's files in the
+driver while it runs (``loaders.follow.stream.LISTING_SETTING``); the peer runs with
+Spark's defaults, or with the same setting given ``--peer-driver-listing``.
 
     .venv/bin/python bench/follow.py [--rate 10000] [--seconds 30] [--every 1] [--trigger 1]
     .venv/bin/python bench/follow.py --compaction 500   # the read cost after N micro-batches
@@ -45,6 +47,7 @@ import numpy as np  # noqa: E402
 
 from loaders import load_job, run_load  # noqa: E402
 from loaders.follow import follow_job  # noqa: E402
+from loaders.follow.stream import LISTING_SETTING, LOCAL_LISTING_PATHS  # noqa: E402
 from loaders.listing.identity import location_of  # noqa: E402
 from shell.demo import DEMO_OPS, DEMO_PATH, write_demo_inputs  # noqa: E402
 from treestore.events import Message  # noqa: E402
@@ -326,6 +329,10 @@ def main() -> None:
         "--burst", type=int, default=20, help="pairs landed at once to measure throughput"
     )
     parser.add_argument(
+        "--peer-driver-listing", action="store_true",
+        help="run the peer with the follower's listing setting too (files listed in the driver)",
+    )  # fmt: skip
+    parser.add_argument(
         "--compaction", type=int, metavar="N",
         help="instead: N micro-batches of small files, then the query against one load",
     )  # fmt: skip
@@ -340,6 +347,8 @@ def main() -> None:
         return
     try:
         ours = run_treestore(spark, folder / "treestore", args)
+        if args.peer_driver_listing:
+            spark.conf.set(LISTING_SETTING, str(LOCAL_LISTING_PATHS))
         peer = run_peer(spark, folder / "peer", args)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
