@@ -5,7 +5,8 @@ compiler of op strings into a pipeline (``compiler``) and the running of a chain
 any length (``chain``). What every op is made of is the
 room below, ``base``; the analysis ops are the ``analysis`` subpackage, registered here.
 
-May import: ``query.ops.analysis``, ``query.ops.base``, ``query.syntax``, ``treestore``.
+May import: ``query.ops.analysis``, ``query.ops.base``, ``query.syntax``, ``treestore``,
+``treestore.native``.
 """
 
 from __future__ import annotations
