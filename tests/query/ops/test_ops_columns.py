@@ -242,6 +242,36 @@ def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads
     assert joined.to_pylist() == expected
 
 
+def test_items_too_wide_for_a_bitset_per_group_fold_by_the_pairs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A bitset per group takes groups x distinct items bits: 5,000 groups of one item
+    each among 5,000 distinct (3.2 MB of bitsets for 5,000 items) fold by numpy's pairs;
+    1,000 groups among 100 items take the kernel. Both give each group's sorted set."""
+    import numpy as np
+
+    import query.ops.items
+    from query.ops.items import Items, distinct_items_of
+
+    called: list[int] = []
+    real = query.ops.items.grouped_distinct_ranks
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        called.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(query.ops.items, "grouped_distinct_ranks", counted)
+    for groups, distinct, kernel in ((5000, 5000, False), (1000, 100, True)):
+        called.clear()
+        words = [f"w{(k * 7) % distinct}" for k in range(5000)]
+        group = np.arange(5000, dtype=np.int64) % groups
+        found = plain(distinct_items_of([Items.of(pa.array(words))], group, groups, 0))
+        expected = [
+            ",".join(sorted({w for w, g in zip(words, group.tolist(), strict=True) if g == k}))
+            for k in range(groups)
+        ]
+        assert found.to_pylist() == expected
+        assert bool(called) == kernel
+
+
 @given(st.lists(st.integers(0, 5), max_size=40), st.integers(1, 8))
 def test_first_rows_in_order_is_found_without_a_sort(codes, block) -> None:  # type: ignore[no-untyped-def]
     """Codes that number their values in first-appearance order give each code's first
