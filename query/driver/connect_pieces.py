@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from query.driver.plan import QueryPlan
 from query.driver.result import Piece, Rows
+from query.driver.shard_groups import shard_frame, shard_groups
 from query.driver.shard_output import cached_tree, encoded_shard, shard_output
 from query.driver.transport import as_piece, decode_piece
 from treestore.errors import StoreError
@@ -150,20 +151,13 @@ def connect_pieces(
     first shard walked here, as the job's tasks would (a task's rows reach the client only
     once it ends: this brings the first rows as soon as a classic session does), the
     others from one Spark job (a generator: closing it early interrupts the job)."""
-    from pyspark.sql import functions as F
-
     shards = list(plan.shards)
     if not shards:
         return
     here, remote = (shards[:1], shards[1:]) if len(shards) > 1 else ([], shards)
     states = {s: version.manifest.trees[s] for s in remote}
-    shard_of_partition = F.element_at(
-        F.array(*[F.lit(s) for s in remote]), (F.col("id") + 1).cast("int")
-    )
-    partitions = min(len(remote), default_parallelism(spark), MAX_PARTITIONS)
-    frame = spark.range(0, len(remote), 1, partitions).select(
-        shard_of_partition.cast("int").alias("shard")
-    )
+    partitions = min(default_parallelism(spark), MAX_PARTITIONS)
+    frame = shard_frame(spark, shard_groups(remote, states, partitions))
     task = _result_task(version.pages, states, plan, version.owner)
     tag = f"treestore-query-{uuid.uuid4().hex}"
     if rows is not None:

@@ -32,6 +32,7 @@ from query.driver.channel_tls import SECURITY_SETTINGS, tls_reason
 from query.driver.connect_pieces import connect_pieces
 from query.driver.plan import LOCAL_LIMIT_SETTING, QueryPlan, QueryRequest, plan_query
 from query.driver.result import Piece, Rows
+from query.driver.shard_groups import shard_frame, shard_groups
 from query.driver.shard_output import (
     PIECE_ROWS,
     cached_tree,
@@ -308,29 +309,20 @@ class QueryStore:
     ) -> Iterator[Piece]:
         """The shards' rows as the tasks send them (a generator), in shard order.
 
-        ONE Spark job runs every shard: a few tasks, each over consecutive shards, the
-        first shard first; the rows come through the driver's :class:`RowChannel` and
-        are read while later tasks still run. Closing the generator early (a
+        ONE Spark job runs every shard: a task per core, each over consecutive shards of
+        about equal size (:mod:`query.driver.shard_groups`), the first shard first; the
+        rows come through the driver's :class:`RowChannel` and are read while later tasks
+        still run. Closing the generator early (a
         ``limit``, a ``break``, Ctrl-C) cancels the job, and so does ``rows.cancel()``
         from another thread.
         """
-        from pyspark.sql import functions as F
-
         states = {s: version.manifest.trees[s] for s in plan.shards}
         if not states:
             return
         spark = self._session()
         shards = list(plan.shards)
-        shard_of_partition = F.element_at(
-            F.array(*[F.lit(s) for s in shards]), (F.col("id") + 1).cast("int")
-        )
         context = spark.sparkContext
-        # a Python task costs ~50 ms on its own: a few tasks, each running its
-        # consecutive shards one after the other
-        partitions = min(len(shards), 2 * context.defaultParallelism)
-        frame = spark.range(0, len(shards), 1, partitions).select(
-            shard_of_partition.cast("int").alias("shard")
-        )
+        frame = shard_frame(spark, shard_groups(shards, states, context.defaultParallelism))
         group = self.last_job_group = f"treestore-query-{uuid.uuid4().hex}"
         host, bind = _driver_address(spark)
         conf = context.getConf()

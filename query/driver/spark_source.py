@@ -270,7 +270,8 @@ def frame_of_plan(spark: SparkSession, plan: QueryPlan) -> DataFrame:
     if plan.location is None:
         raise StoreError("these rows come from no store: there is nothing to read as a DataFrame")
     register(spark)
-    # a few tasks, each over consecutive shards (a Python task costs ~50 ms), as a query's
+    # a few tasks, each over consecutive shards (a Python task costs ~50 ms); twice the
+    # cores, so that the DataFrame's own later stages start with that many partitions
     partitions = min(len(plan.shards), 2 * default_parallelism(spark)) or 1
     reader = spark.read.format(FORMAT).option("query", plan.text)
     reader = reader.option("partitions", str(partitions))

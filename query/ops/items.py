@@ -165,9 +165,9 @@ def distinct_items_of(
     group is as small as the marks' table would have to be (:data:`MARKS_PER_PAIR`, with
     a bit per possible pair instead of a byte), no pairs are made: a compiled kernel sets
     each group's items as bits of its bitset, the rows read in order, and reads the bits
-    out in order
+    out in order, the rows taken a block of groups at a time
     (:func:`~treestore.native.grouped_distinct_ranks`): 30M items of 200k groups (the
-    seed's answer) in 0.35 s against 0.7 s for the pairs."""
+    seed's answer) in 0.1 s against 0.7 s for the pairs."""
     unified = unified_chunks([p.codes for p in parts], pa.dictionary(pa.int32(), pa.string()))
     dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], pa.string())
     ordered = pc.array_sort_indices(dictionary).to_numpy()
@@ -181,9 +181,8 @@ def distinct_items_of(
     if total >= (NATIVE_ITEMS if native_from is None else native_from) and bitsets <= min(
         MARKS_PER_PAIR * total, MARKS_MOST
     ):
-        folded = _lists_compiled(parts, unified, rank, group, groups, total)
-        made = [_coded_lists(items, bounds, sorted_words) for items, bounds in folded]
-        return made[0] if len(made) == 1 else pa.concat_arrays(made)
+        items, bounds = _lists_compiled(parts, unified, rank, group, groups, total)
+        return _coded_lists(items, bounds, sorted_words)
     group = group.astype(kind, copy=False)
     sizes = [part.items for part in parts]
     pairs = pooled_empty(sum(sizes), kind)
@@ -214,26 +213,31 @@ def _lists_compiled(
     group: np.ndarray,
     groups: int,
     total: int,
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per group its distinct items (ranks), by the compiled kernel: every part's rows as
-    stretches of one array of ranks (rows that hold their own items view consecutive
-    stretches), in ranges of groups of about equal work (threads; ``total`` items)."""
-    ranks, firsts, sizes = [], [], []
-    base = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per group its distinct items (ranks), one group after the other, and where each
+    group's begin, by the compiled kernel: every part's rows as stretches of one array of
+    ranks (rows that hold their own items view consecutive stretches), in threads when
+    there are ``total`` items enough."""
+    rows = sum(part.count for part in parts)
+    kind = np.int32 if total < 1 << 31 and rows < 1 << 31 else np.int64
+    ranks, firsts, sizes = [], pooled_empty(rows, kind), pooled_empty(rows, kind)
+    base = at = 0
     for i, part in enumerate(parts):
         ranks.append(rank[unified.chunk(i).indices.to_numpy(zero_copy_only=False)])
-        counts = np.ones(part.count, np.int64) if part.counts is None else part.counts
-        starts = part.firsts if part.firsts is not None else np.cumsum(counts) - counts
-        firsts.append(starts.astype(np.int64) + base)
-        sizes.append(counts)
+        end = at + part.count
+        if part.counts is None:
+            sizes[at:end] = 1
+        else:
+            sizes[at:end] = part.counts
+        if part.firsts is not None:
+            np.add(part.firsts, base, out=firsts[at:end], casting="unsafe")
+        else:  # consecutive stretches: each row's first is the sizes before it
+            np.cumsum(sizes[at:end], out=firsts[at:end])
+            firsts[at:end] -= sizes[at:end] - base
         base += len(ranks[-1])
+        at = end
     return grouped_distinct_ranks(
-        group,
-        np.concatenate(firsts),
-        np.concatenate(sizes),
-        np.concatenate(ranks),
-        groups,
-        thread_count(total),
+        group, firsts, sizes, np.concatenate(ranks), groups, thread_count(total)
     )
 
 

@@ -47,6 +47,11 @@ _DENSE_SPAN = 4
 """Values spanning less than this many times their count are grouped through a table over
 their span (:func:`first_inverse_groups`) instead of a hash table and a sort."""
 
+BLOCK_BYTES = 1 << 19
+"""The bitsets of a block of groups that :func:`grouped_distinct_ranks` marks together:
+half of one core's second-level cache here (1 MB)."""
+
+
 _loaded: ModuleType | None = None
 
 
@@ -153,37 +158,58 @@ def grouped_distinct_ranks(
     ranks: np.ndarray,
     groups: int,
     pieces: int = 1,
-) -> list[tuple[np.ndarray, np.ndarray]]:
+    block_bytes: int = BLOCK_BYTES,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per group (below ``groups``), the distinct values among its rows' stretches of
     ``ranks`` (row ``i`` belongs to group ``owners[i]`` and views ``ranks[firsts[i]:
     firsts[i] + sizes[i]]``), ascending: each group's ranks are set as bits of a bitset
     (``groups`` times the ranks' span over 8 bytes in all: the caller keeps that small),
-    the rows read in order, then the bits read out. In ``pieces`` ranges of consecutive
-    groups, each in its own thread: per range, its ranks one group after the other and
-    where each group's begin (from 0, and the last one's end).
+    then the bits are read out. The rows are first put in order of blocks of groups
+    whose bitsets take ``block_bytes`` (they stay in the cache while their rows mark
+    them); the blocks are marked, and the groups read, in ``pieces`` threads. Gives every
+    group's ranks one after the other (int32) and where each group's begin (and the
+    last one's end).
 
-    >>> [(r.tolist(), b.tolist()) for r, b in grouped_distinct_ranks(
+    >>> ranks, bounds = grouped_distinct_ranks(
     ...     np.array([1, 0, 1]), np.array([0, 2, 3]), np.array([2, 1, 2]),
-    ...     np.array([4, 2, 2, 2, 0]), 3)]
-    [([2, 0, 2, 4], [0, 1, 4, 4])]
+    ...     np.array([4, 2, 2, 2, 0]), 3)
+    >>> ranks.tolist(), bounds.tolist()
+    ([2, 0, 2, 4], [0, 1, 4, 4])
     """
-    owners, firsts, sizes = _int64s(owners), _int64s(firsts), _int64s(sizes)
-    ranks = np.ascontiguousarray(ranks, dtype=np.int64)
+    small = len(ranks) < 1 << 31 and groups < 1 << 31
+    kind = np.int32 if small else np.int64
+    owners, firsts, sizes = (np.ascontiguousarray(a, dtype=kind) for a in (owners, firsts, sizes))
+    ranks = np.ascontiguousarray(ranks, dtype=np.int32)
     words = (int(ranks.max(initial=0)) >> 6) + 1
-    bits = np.zeros(groups * words, np.uint64)
+    shift = max(0, (block_bytes // (words * 8)).bit_length() - 1)  # 2**shift groups a block
+    blocks = (max(groups, 1) - 1 >> shift) + 1
     compiled = kernels()
-    work = np.zeros(groups + 1, np.int64)  # the items up to each group
-    np.cumsum(np.bincount(owners, weights=sizes, minlength=groups).astype(np.int64), out=work[1:])
-    cuts = np.searchsorted(work, np.linspace(0, work[-1], max(1, pieces) + 1))
-    cuts[0], cuts[-1] = 0, groups
-
-    def piece(number: int) -> tuple[np.ndarray, np.ndarray]:
-        first, last = int(cuts[number]), int(cuts[number + 1])
-        compiled.mark_bits(owners, firsts, sizes, ranks, bits, words, first, last)
-        bound = min(int(work[last] - work[first]), (last - first) * words * 64)
-        return compiled.read_bits(bits, words, first, last, bound)  # type: ignore[no-any-return]
-
-    return map_in_threads(piece, range(len(cuts) - 1))
+    owners, firsts, sizes, starts = compiled.rows_by_block(owners, firsts, sizes, shift, blocks)
+    bits = pooled_empty(groups * words, np.uint64)
+    bits.fill(0)
+    threads = max(1, pieces)
+    block_cuts = np.searchsorted(starts, np.linspace(0, len(owners), threads + 1))
+    block_cuts[0], block_cuts[-1] = 0, blocks
+    map_in_threads(
+        lambda i: compiled.mark_bits(
+            owners, firsts, sizes, ranks, bits, words,
+            starts[block_cuts[i]], starts[block_cuts[i + 1]],
+        ),
+        range(threads),
+    )  # fmt: skip
+    cuts = np.linspace(0, groups, threads + 1).astype(np.int64)
+    bounds = np.zeros(groups + 1, np.int64)
+    counts = bounds[1:]
+    map_in_threads(
+        lambda i: compiled.count_bits(bits, words, cuts[i], cuts[i + 1], counts), range(threads)
+    )
+    np.cumsum(counts, out=counts)
+    out = pooled_empty(int(bounds[-1]), np.int32)
+    map_in_threads(
+        lambda i: compiled.read_bits(bits, words, cuts[i], cuts[i + 1], bounds, out),
+        range(threads),
+    )
+    return out, bounds
 
 
 def xxhash64(strings: pa.Array, seed: int) -> np.ndarray:

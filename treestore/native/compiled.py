@@ -197,31 +197,63 @@ def _counting_order(keys, key_count, positions):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
-def mark_bits(owners, firsts, sizes, ranks, bits, words, first, last):  # type: ignore[no-untyped-def]
-    """Set, for each row whose owner is in ``first`` to ``last - 1``, the bits of the
-    ranks it views (``ranks[firsts[row]:firsts[row] + sizes[row]]``) in its owner's
-    ``words`` 64-bit words of ``bits``. Rows are read in order; threads given disjoint
-    owner ranges never write the same word."""
-    for row in range(len(owners)):
-        g = owners[row]
-        if g < first or g >= last:
-            continue
-        base = g * words
-        begin = firsts[row]
-        for t in range(begin, begin + sizes[row]):
+def rows_by_block(owners, firsts, sizes, shift, blocks):  # type: ignore[no-untyped-def]
+    """The rows (owner, first, size) put in order of their owner's block (``owner >>
+    shift``), in row order within a block (one counting sort, each field written as a
+    sequential stream per block), and where each block's rows begin (and the last end)."""
+    rows = len(owners)
+    starts = np.zeros(blocks + 1, np.int64)
+    for i in range(rows):
+        starts[(owners[i] >> shift) + 1] += 1
+    for b in range(blocks):
+        starts[b + 1] += starts[b]
+    at = starts[:-1].copy()
+    owner_out = np.empty(rows, owners.dtype)
+    first_out = np.empty(rows, firsts.dtype)
+    size_out = np.empty(rows, sizes.dtype)
+    for i in range(rows):
+        b = owners[i] >> shift
+        k = at[b]
+        owner_out[k] = owners[i]
+        first_out[k] = firsts[i]
+        size_out[k] = sizes[i]
+        at[b] = k + 1
+    return owner_out, first_out, size_out, starts
+
+
+@njit(cache=True, nogil=True)
+def mark_bits(owners, firsts, sizes, ranks, bits, words, begin, end):  # type: ignore[no-untyped-def]
+    """Set, for rows ``begin`` to ``end - 1``, the bits of the ranks each views
+    (``ranks[firsts[row]:firsts[row] + sizes[row]]``) in its owner's ``words`` 64-bit
+    words of ``bits``. Rows of a block of owners together keep those words in the
+    cache; threads given different blocks never write the same word."""
+    for row in range(begin, end):
+        base = owners[row] * words
+        f = firsts[row]
+        for t in range(f, f + sizes[row]):
             x = ranks[t]
             bits[base + (x >> 6)] |= np.uint64(1) << np.uint64(x & 63)
 
 
 @njit(cache=True, nogil=True)
-def read_bits(bits, words, first, last, bound):  # type: ignore[no-untyped-def]
-    """The set bits of owners ``first`` to ``last - 1`` (``words`` words each), ascending,
-    one owner after the other, and where each owner's begin (and the last one's end)."""
-    out = np.empty(bound, np.int32)
-    bounds = np.empty(last - first + 1, np.int64)
-    bounds[0] = 0
-    at = 0
+def count_bits(bits, words, first, last, counts):  # type: ignore[no-untyped-def]
+    """Into ``counts[g]``: the set bits of owner ``g``, for owners ``first`` to ``last - 1``."""
     for g in range(first, last):
+        total = 0
+        for w in range(words):
+            word = bits[g * words + w]
+            while word:
+                word &= word - np.uint64(1)
+                total += 1
+        counts[g] = total
+
+
+@njit(cache=True, nogil=True)
+def read_bits(bits, words, first, last, bounds, out):  # type: ignore[no-untyped-def]
+    """The set bits of owners ``first`` to ``last - 1`` (``words`` words each), ascending,
+    written into ``out`` from ``bounds[g]`` on for owner ``g``."""
+    for g in range(first, last):
+        at = bounds[g]
         for w in range(words):
             word = bits[g * words + w]
             while word:
@@ -229,8 +261,6 @@ def read_bits(bits, words, first, last, bound):  # type: ignore[no-untyped-def]
                 out[at] = w * 64 + _bit_index(low)
                 at += 1
                 word ^= low
-        bounds[g - first + 1] = at
-    return out[:at], bounds
 
 
 _DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)

@@ -37,6 +37,9 @@ def test_one_spark_job_runs_every_shard_and_the_first_row_comes_before_it_ends(
     assert len([first, *rest]) == 12
     assert tracker.getJobIdsForGroup(handle.last_job_group) == [job]  # one job, every shard
     assert handle.query("root/+/+/+").to_list() == [first, *rest]  # same rows, same order
+    (stage,) = tracker.getJobInfo(job).stageIds
+    tasks = tracker.getStageInfo(stage).numTasks
+    assert tasks == min(shards, spark.sparkContext.defaultParallelism)  # a task per core
 
 
 def test_rows_come_in_shard_order(spark: Any, demo_store: Path) -> None:

@@ -165,20 +165,21 @@ def test_a_fresh_process_compiles_into_the_user_cache_and_loads_from_it(tmp_path
 @given(
     st.lists(st.tuples(st.integers(0, 9), st.lists(st.integers(0, 300), max_size=6)), max_size=60),
     st.integers(1, 4),
+    st.sampled_from([8, 64, 1 << 19]),
 )
 def test_grouped_distinct_ranks_are_each_groups_sorted_set(
-    rows: list[tuple[int, list[int]]], pieces: int
+    rows: list[tuple[int, list[int]]], pieces: int, block_bytes: int
 ) -> None:
     """Ranks across several 64-bit words (up to 300), rows of any size (empty too), every
-    group's set once, over 1 to 4 ranges of groups."""
+    group's set once, over 1 to 4 threads, with blocks of one group, of a few, or all."""
     groups = 10
     ranks = np.array([r for _, stretch in rows for r in stretch], dtype=np.int64)
     sizes = np.array([len(stretch) for _, stretch in rows], dtype=np.int64)
     firsts = np.cumsum(sizes) - sizes
     owners = np.array([g for g, _ in rows], dtype=np.int64)
-    found = native.grouped_distinct_ranks(owners, firsts, sizes, ranks, groups, pieces)
-    lists = []
-    for items, bounds in found:
-        lists += [items[a:b].tolist() for a, b in itertools.pairwise(bounds)]
+    items, bounds = native.grouped_distinct_ranks(
+        owners, firsts, sizes, ranks, groups, pieces, block_bytes
+    )
+    lists = [items[a:b].tolist() for a, b in itertools.pairwise(bounds)]
     expected = [sorted({r for g, s in rows if g == k for r in s}) for k in range(groups)]
     assert lists == expected
