@@ -46,7 +46,9 @@ def shard_output(tree: ShardTree, plan: QueryPlan) -> Iterator[Chunk | list[Any]
     to :data:`PIECE_ROWS` (so the first rows leave early)."""
     rows: Iterable[tuple[Value, ...]]
     if plan.path_on_columns:
-        chunks = run_on_columns(plan.rops.on_columns, run_path_columns(tree, plan.path))
+        ops = plan.rops.on_columns
+        coded = bool(ops) and ops[0].takes_coded  # its keys need not be taken as text
+        chunks = run_on_columns(ops, run_path_columns(tree, plan.path, coded=coded))
         if not plan.rops.on_rows:
             yield from chunks
             return

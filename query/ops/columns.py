@@ -196,6 +196,8 @@ def group_starts(keys: list[pa.Array], rows: int) -> np.ndarray:
     for key in keys:
         if key.type == pa.null():
             continue  # every value null: one run
+        if isinstance(key, pa.DictionaryArray):
+            key = key.indices  # coded: each value one code, within one array
         before, after = key.slice(0, rows - 1), key.slice(1)
         changed = pc.fill_null(pc.not_equal(after, before), False).to_numpy(zero_copy_only=False)
         nulls = pc.is_null(after).to_numpy(zero_copy_only=False) != pc.is_null(before).to_numpy(
@@ -242,8 +244,8 @@ def _continues(
 ) -> bool:
     """Whether ``after``'s first row has the keys of ``before``'s last row."""
     rows, columns = before
-    pair = [
-        pa.concat_arrays([a.slice(rows - 1, 1), b.slice(0, 1)])
+    pair = [  # as text: two coded chunks need not share a dictionary
+        pa.concat_arrays([plain(a.slice(rows - 1, 1)), plain(b.slice(0, 1))])
         for a, b in zip(columns, after[1], strict=True)
     ]
     return len(group_starts(keys_of(pair, 2), 2)) == 1

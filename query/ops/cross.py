@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from query.ops.base import Op, OpArgs, Row, Value, as_text, cell, column_number
-from query.ops.columns import Chunk, as_text_column, column_at, whole_runs
+from query.ops.columns import Chunk, as_text_column, column_at, plain, whole_runs
 from query.syntax.ast import unique_names
 
 __all__ = ["CrossOp"]
@@ -39,6 +39,7 @@ class CrossOp(Op):
     """
 
     name = "cross"
+    takes_coded = True  # its KEY and SIDE columns are read as codes; VALUE as text
     arguments = (
         ("KEY", "the column whose runs of equal values hold one key's rows"),
         ("SIDE", "the column that tells left rows from right rows"),
@@ -136,11 +137,12 @@ class CrossOp(Op):
             yield _list_chunk(held)
 
     def _key_of(self, columns: list[pa.Array], rows: int) -> list[pa.Array]:
-        return [column_at(columns, self.key, rows)]
+        key = column_at(columns, self.key, rows)  # coded text stays coded
+        return [key if isinstance(key, pa.DictionaryArray) else plain(key)]
 
     def _pairs(self, rows: int, columns: list[pa.Array], starts: np.ndarray) -> Chunk:
         """Every (left, right) pair of each key whose rows start at ``starts``."""
-        values = column_at(columns, self.value, rows)
+        values = plain(column_at(columns, self.value, rows))
         group, left, right, right_counts, right_first = self._sides(rows, columns, starts)
         per_left = right_counts[group[left]]
         total = int(per_left.sum())
@@ -167,7 +169,9 @@ class CrossOp(Op):
         """For keys whose rows start at ``starts``: each row's key, the left rows, the
         right rows (those ``present`` marks, if given), and per key its number of right
         rows and where they start among the right rows."""
-        side = as_text_column(column_at(columns, self.side, rows), rows)
+        side = column_at(columns, self.side, rows)
+        if not isinstance(side, pa.DictionaryArray):  # coded text stays coded
+            side = as_text_column(plain(side), rows)
         group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, rows)))
         left = _rows_where(side, self.left, rows)
         right = _rows_where(side, self.right, rows)
@@ -181,7 +185,7 @@ class CrossOp(Op):
         values (not null), as a list view (see :class:`_Lists`). Every left row of a key
         views the same stretch of the right values, so nothing is repeated. None when
         the values are all null."""
-        values = column_at(columns, self.value, rows)
+        values = plain(column_at(columns, self.value, rows))
         if values.type == pa.null():
             return None
         present = pc.is_valid(values) if values.null_count else None
@@ -247,8 +251,14 @@ def _repeated(coded: pa.Array, pick: Callable[[np.ndarray], np.ndarray], total: 
 
 
 def _rows_where(side: pa.Array | str, text: str, rows: int) -> np.ndarray:
-    """The row numbers (ascending) whose side column reads ``text``."""
+    """The row numbers (ascending) whose side column reads ``text`` (a null reads as
+    the empty text); a coded column is compared on its dictionary, then its codes."""
     if isinstance(side, str):
         return np.arange(rows) if side == text else np.zeros(0, dtype=np.int64)
+    if isinstance(side, pa.DictionaryArray):
+        reads = pc.fill_null(pc.equal(side.dictionary.cast(pa.string()), text), False)
+        matches = np.append(reads.to_numpy(zero_copy_only=False), text == "")
+        codes = pc.fill_null(side.indices.cast(pa.int64()), -1)  # a null: the last mark
+        return np.flatnonzero(matches[codes.to_numpy(zero_copy_only=False)])
     matches = pc.fill_null(pc.equal(side, text), False)
     return np.flatnonzero(matches.to_numpy(zero_copy_only=False))

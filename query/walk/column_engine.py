@@ -340,11 +340,28 @@ def _rows(levels: list[_Level]) -> tuple[int, list[pa.Array]]:
     return len(levels[-1]), [column for part in reversed(parts) for column in part]
 
 
+def _coded_level(level: _Level) -> _Level:
+    """``level`` with its text columns coded (each distinct value once)."""
+    columns = tuple(
+        pc.dictionary_encode(c) if pa.types.is_string(c.type) else c for c in level.columns
+    )
+    return _Level(level.nodes, level.src, columns)
+
+
 def run_path_columns(
-    tree: ShardTree, path: Path, chunk_rows: int = CHUNK_ROWS, first_rows: int = FIRST_CHUNK_ROWS
+    tree: ShardTree,
+    path: Path,
+    chunk_rows: int = CHUNK_ROWS,
+    first_rows: int = FIRST_CHUNK_ROWS,
+    coded: bool = False,
 ) -> Iterator[tuple[int, list[pa.Array]]]:
     """``path``'s rows over ``tree``, in tree order, a chunk at a time: each chunk's row
-    count and columns (a path that shows nothing makes rows without columns)."""
+    count and columns (a path that shows nothing makes rows without columns).
+
+    With ``coded``, the text columns of every element but the last come coded (see
+    :mod:`query.ops.columns`): each level's text is coded once, and its rows' columns are
+    its codes taken, not its text taken again for every row below it (for ops that take
+    coded columns: ``cross``'s keys and sides, ``gather``'s keys)."""
     elements = path.elements
     if not elements:
         return
@@ -370,6 +387,8 @@ def run_path_columns(
 
     def enter(first: bool) -> None:
         level = _step(source, elements[len(levels) - 1], levels)
+        if coded and len(levels) < len(elements):
+            level = _coded_level(level)
         # the walk to the tree's first rows takes a small slice first, so they go out
         # before the rest of the tree is read
         cuts = [0, first_rows] if first and len(level) > first_rows else [0]

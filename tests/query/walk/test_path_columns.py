@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from unittest import mock
 
+import pyarrow as pa
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -35,11 +36,22 @@ def _tree(batches: list[list[list[str]]]) -> ShardTree:
 
 
 def _rows(tree: ShardTree, path: Path, chunk_rows: int = 3, first_rows: int = 2) -> list[tuple]:  # type: ignore[type-arg]
-    rows: list[tuple] = []  # type: ignore[type-arg]
-    for count, columns in run_path_columns(tree, path, chunk_rows, first_rows):
-        chunk = list(zip(*(c.to_pylist() for c in columns), strict=True))
-        rows.extend(chunk if columns else [()] * count)
-    return rows
+    """The rows, the same whether the engine codes the upper levels' text or not (coded,
+    each distinct value once in a chunk's dictionary)."""
+    found = []
+    for coded in (False, True):
+        rows: list[tuple] = []  # type: ignore[type-arg]
+        for count, columns in run_path_columns(tree, path, chunk_rows, first_rows, coded):
+            for column in columns:
+                if isinstance(column, pa.DictionaryArray):
+                    assert coded
+                    words = column.dictionary.to_pylist()
+                    assert len(set(words)) == len(words)
+            chunk = list(zip(*(c.to_pylist() for c in columns), strict=True))
+            rows.extend(chunk if columns else [()] * count)
+        found.append(rows)
+    assert found[0] == found[1]
+    return found[0]
 
 
 _BOUND = st.builds(Bound, st.sampled_from([">", "<", "="]), st.integers(0, 3))
@@ -131,3 +143,18 @@ def test_a_scan_of_a_bigger_tree_in_slices() -> None:
 def test_paths_reading_attachments_are_not_run_on_columns() -> None:
     assert not supports(parse_path("root/+/%top"))
     assert not supports(parse_path("root/+$count"))
+
+
+def test_coded_upper_levels_come_as_codes_and_the_last_as_text() -> None:
+    tree = _tree([[["u1", "A", "1"], ["u1", "M", "p"], ["u2", "A", "1"], ["u2", "M", "p"]]])
+    path = parse_path("+/+/+")
+    (count, columns), *_ = list(run_path_columns(tree, path, coded=True))
+    assert count == 4
+    assert [type(c) for c in columns] == [pa.DictionaryArray, pa.DictionaryArray, pa.StringArray]
+    assert columns[0].dictionary.to_pylist() == ["u1", "u2"]  # each value once
+    assert columns[1].dictionary.to_pylist() == ["A", "M"]
+    assert [c.to_pylist() for c in columns] == [
+        ["u1", "u1", "u2", "u2"],
+        ["A", "M", "A", "M"],
+        ["1", "p", "1", "p"],
+    ]
