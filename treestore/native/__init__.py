@@ -28,6 +28,7 @@ __all__ = [
     "first_inverse_groups",
     "folded_hashes",
     "grouped_distinct_ranks",
+    "inserted_strings",
     "kernels",
     "members",
     "pair_groups",
@@ -101,6 +102,7 @@ def warm() -> None:
     compiled.place_slots(table, held, held[:1], values[:1], values[:1].copy(), values[:1].copy())
     compiled.probe_first(table, held, held[:1])
     compiled.xxhash64(np.arange(NATIVE_FROM + 1, dtype=np.int64), text, text, 42)
+    inserted_strings(pa.array(["a", "c"]), np.array([1]), pa.array(["b"]))
     raw = bytes(64)  # a page span's views are read-only, as columns_of_span gives them
     one, none = np.ones(1, np.int64), np.zeros(1, np.int64)
     compiled.decode_pages(
@@ -210,6 +212,33 @@ def grouped_distinct_ranks(
         range(threads),
     )
     return out, bounds
+
+
+def inserted_strings(base: pa.Array, places: np.ndarray, added: pa.Array) -> pa.Array:
+    """``base`` (strings, no nulls) with each of ``added`` (no nulls) inserted before base
+    string ``places[j]`` (ascending; at ``len(base)``: at the end), as ``numpy.insert``
+    does it for numbers: one pass that copies runs of base strings whole. The type is
+    ``base``'s, or ``large_string`` when the text outgrows it.
+
+    >>> inserted_strings(pa.array(["a", "c"]), np.array([1, 2]), pa.array(["b", "d"])).to_pylist()
+    ['a', 'b', 'c', 'd']
+    """
+    if base.null_count or added.null_count:
+        raise ValueError("inserted_strings: nulls are not taken")
+    base_offsets, base_data = string_buffers(base)
+    added_offsets, added_data = string_buffers(added)
+    size = int(base_offsets[-1] - base_offsets[0] + added_offsets[-1] - added_offsets[0])
+    offsets = np.empty(len(base) + len(added) + 1, np.int64)
+    out = pooled_empty(size, np.uint8)
+    kernels().insert_strings(
+        base_offsets, base_data, _int64s(places), added_offsets, added_data, offsets, out
+    )
+    wide = pa.types.is_large_string(base.type) or size >= 1 << 31
+    kind = pa.large_string() if wide else pa.string()
+    bounds = offsets if wide else offsets.astype(np.int32)
+    return pa.Array.from_buffers(
+        kind, len(offsets) - 1, [None, pa.py_buffer(bounds), pa.py_buffer(out)]
+    )
 
 
 def xxhash64(strings: pa.Array, seed: int) -> np.ndarray:

