@@ -47,7 +47,7 @@ def shard_output(tree: ShardTree, plan: QueryPlan) -> Iterator[Chunk | list[Any]
     rows: Iterable[tuple[Value, ...]]
     if plan.path_on_columns:
         ops = plan.rops.on_columns
-        coded = bool(ops) and ops[0].takes_coded  # its keys need not be taken as text
+        coded = bool(ops) and ops[0].codes_path_levels  # keys and sides read as codes
         chunks = run_on_columns(ops, run_path_columns(tree, plan.path, coded=coded))
         if not plan.rops.on_rows:
             yield from chunks

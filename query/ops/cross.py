@@ -40,6 +40,7 @@ class CrossOp(Op):
 
     name = "cross"
     takes_coded = True  # its KEY and SIDE columns are read as codes; VALUE as text
+    codes_path_levels = True
     arguments = (
         ("KEY", "the column whose runs of equal values hold one key's rows"),
         ("SIDE", "the column that tells left rows from right rows"),

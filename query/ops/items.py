@@ -219,7 +219,8 @@ def _lists_compiled(
     ranks (rows that hold their own items view consecutive stretches), in threads when
     there are ``total`` items enough."""
     rows = sum(part.count for part in parts)
-    kind = np.int32 if total < 1 << 31 and rows < 1 << 31 else np.int64
+    codes = sum(len(unified.chunk(i)) for i in range(len(parts)))  # what firsts index
+    kind = np.int32 if max(total, rows, codes) < 1 << 31 else np.int64
     ranks, firsts, sizes = [], pooled_empty(rows, kind), pooled_empty(rows, kind)
     base = at = 0
     for i, part in enumerate(parts):

@@ -358,10 +358,12 @@ def run_path_columns(
     """``path``'s rows over ``tree``, in tree order, a chunk at a time: each chunk's row
     count and columns (a path that shows nothing makes rows without columns).
 
-    With ``coded``, the text columns of every element but the last come coded (see
-    :mod:`query.ops.columns`): each level's text is coded once, and its rows' columns are
-    its codes taken, not its text taken again for every row below it (for ops that take
-    coded columns: ``cross``'s keys and sides, ``gather``'s keys)."""
+    With ``coded``, the text columns of the upper elements come coded (see
+    :mod:`query.ops.columns`) where every element below takes all children (so about
+    every row of the level is read again below it): each level's text is coded once,
+    and its rows' columns are its codes taken, not its text taken again for every row
+    below it (``cross``'s keys and sides). The dictionaries hold the whole level: for an
+    op that reads them, not one that sends them on."""
     elements = path.elements
     if not elements:
         return
@@ -387,7 +389,8 @@ def run_path_columns(
 
     def enter(first: bool) -> None:
         level = _step(source, elements[len(levels) - 1], levels)
-        if coded and len(levels) < len(elements):
+        below = elements[len(levels) :]
+        if coded and below and all(element.kind == "all" for element in below):
             level = _coded_level(level)
         # the walk to the tree's first rows takes a small slice first, so they go out
         # before the rest of the tree is read

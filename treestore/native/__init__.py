@@ -178,6 +178,8 @@ def grouped_distinct_ranks(
     >>> ranks.tolist(), bounds.tolist()
     ([2, 0, 2, 4], [0, 1, 4, 4])
     """
+    if len(owners) and (int(owners.min()) < 0 or int(owners.max()) >= groups):
+        raise ValueError(f"grouped_distinct_ranks: an owner out of [0, {groups})")
     small = len(ranks) < 1 << 31 and groups < 1 << 31
     kind = np.int32 if small else np.int64
     owners, firsts, sizes = (np.ascontiguousarray(a, dtype=kind) for a in (owners, firsts, sizes))
@@ -218,13 +220,19 @@ def inserted_strings(base: pa.Array, places: np.ndarray, added: pa.Array) -> pa.
     """``base`` (strings, no nulls) with each of ``added`` (no nulls) inserted before base
     string ``places[j]`` (ascending; at ``len(base)``: at the end), as ``numpy.insert``
     does it for numbers: one pass that copies runs of base strings whole. The type is
-    ``base``'s, or ``large_string`` when the text outgrows it.
+    ``base``'s, or ``large_string`` when the text outgrows it (callers that must keep the
+    type check the size first).
 
     >>> inserted_strings(pa.array(["a", "c"]), np.array([1, 2]), pa.array(["b", "d"])).to_pylist()
     ['a', 'b', 'c', 'd']
     """
     if base.null_count or added.null_count:
         raise ValueError("inserted_strings: nulls are not taken")
+    if len(places) != len(added) or (
+        len(places)
+        and (places[0] < 0 or places[-1] > len(base) or bool(np.any(np.diff(places) < 0)))
+    ):  # the kernel copies without checks
+        raise ValueError("inserted_strings: places must ascend within the base, one a string")
     base_offsets, base_data = string_buffers(base)
     added_offsets, added_data = string_buffers(added)
     size = int(base_offsets[-1] - base_offsets[0] + added_offsets[-1] - added_offsets[0])

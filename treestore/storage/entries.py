@@ -193,7 +193,9 @@ names: 19 ms -> about 3 ms); below it Arrow's concatenation and take."""
 
 def _inserted_names(base: pa.Array, places: np.ndarray, added: pa.Array) -> pa.Array:
     """``base`` with ``added`` inserted before ``places`` (``numpy.insert`` on names)."""
-    if len(base) >= NATIVE_INSERT and not base.null_count and not added.null_count:
+    text = base.nbytes + added.nbytes  # a bound on the text (offsets and all)
+    fits = pa.types.is_large_string(base.type) or text < 1 << 31  # the type stays
+    if len(base) >= NATIVE_INSERT and fits and not base.null_count and not added.null_count:
         return inserted_strings(base, places, added)
     order = np.insert(np.arange(len(base)), places, len(base) + np.arange(len(added)))
     return pa.concat_arrays([base, added]).take(order)

@@ -104,6 +104,9 @@ class Op:
     takes_coded: ClassVar[bool] = False
     """True when :meth:`run_columns` takes coded columns (dictionary-encoded text, lists
     of items: see :func:`query.ops.columns.plain`); other ops are given plain ones."""
+    codes_path_levels: ClassVar[bool] = False
+    """True when the op, first on a shard's path, reads the path's upper levels better
+    coded (its keys and sides read by codes, never output): the walk then codes them."""
 
     def __init__(self, args: OpArgs) -> None:
         self.args = args

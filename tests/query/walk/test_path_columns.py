@@ -158,3 +158,13 @@ def test_coded_upper_levels_come_as_codes_and_the_last_as_text() -> None:
         ["A", "M", "A", "M"],
         ["1", "p", "1", "p"],
     ]
+
+
+def test_a_level_read_selectively_below_stays_text() -> None:
+    """Under ``+/M/+`` most UIDs are not read again: coding all of them would cost more
+    than taking the few that are, and their dictionary would hold every UID."""
+    tree = _tree([[["u1", "A", "1"], ["u1", "M", "p"], ["u2", "A", "2"]]])
+    (count, columns), *_ = list(run_path_columns(tree, parse_path("+/M/+"), coded=True))
+    assert count == 1
+    assert not any(isinstance(c, pa.DictionaryArray) for c in columns)
+    assert [c.to_pylist() for c in columns] == [["u1"], ["p"]]  # a name is not shown

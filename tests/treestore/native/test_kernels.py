@@ -183,3 +183,19 @@ def test_grouped_distinct_ranks_are_each_groups_sorted_set(
     lists = [items[a:b].tolist() for a, b in itertools.pairwise(bounds)]
     expected = [sorted({r for g, s in rows if g == k for r in s}) for k in range(groups)]
     assert lists == expected
+
+
+def test_kernels_that_index_without_checks_refuse_what_would_go_out_of_bounds() -> None:
+    one = np.ones(1, np.int64)
+    with pytest.raises(ValueError, match="owner"):
+        native.grouped_distinct_ranks(np.array([3]), np.zeros(1, np.int64), one, one, 3)
+    base, added = pa.array(["a", "c"]), pa.array(["b", "d"])
+    for places in ([2, 1], [0, 3], [-1, 0], [0]):
+        with pytest.raises(ValueError, match="places"):
+            native.inserted_strings(base, np.array(places), added)
+    assert native.inserted_strings(base, np.array([0, 2]), added).to_pylist() == [
+        "b",
+        "a",
+        "c",
+        "d",
+    ]
