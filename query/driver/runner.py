@@ -127,8 +127,7 @@ class _BackgroundSparkJob:
         def run() -> None:
             spark.sparkContext.setJobGroup(group, "treestore query", interruptOnCancel=True)
             try:
-                context = spark.sparkContext
-                context.parallelize(groups, len(groups)).mapPartitions(task).collect()
+                self._context.parallelize(groups, len(groups)).mapPartitions(task).collect()
             except BaseException as exc:
                 self.error = exc
 
@@ -314,9 +313,8 @@ class QueryStore:
         ONE Spark job runs every shard: a task per core, each over consecutive shards of
         about equal size (:mod:`query.driver.shard_groups`), the first shard first; the
         rows come through the driver's :class:`RowChannel` and are read while later tasks
-        still run. Closing the generator early (a
-        ``limit``, a ``break``, Ctrl-C) cancels the job, and so does ``rows.cancel()``
-        from another thread.
+        still run. Closing the generator early (a ``limit``, a ``break``, Ctrl-C) cancels
+        the job, and so does ``rows.cancel()`` from another thread.
         """
         states = {s: version.manifest.trees[s] for s in plan.shards}
         if not states:
