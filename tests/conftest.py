@@ -51,9 +51,11 @@ costly servers starts once, not once per worker (the S3 server, quick to start, 
 start on both)."""
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test by the costly fixtures it uses (:data:`FIXTURE_MARKS`), and keep
-    the tests of the run's servers on one worker (:data:`SERVERS`)."""
+    the tests of the run's servers on one worker (:data:`SERVERS`). It runs first: a
+    worker's xdist plugin names each item by its ``xdist_group`` in its own hook."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         for fixture, marks in FIXTURE_MARKS.items():

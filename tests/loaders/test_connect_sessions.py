@@ -262,8 +262,10 @@ def test_demo_and_incremental_loads_on_connect_equal_the_classic_ones(
     inputs = _inputs(demo / "connect")
     assert inputs == _inputs(demo / "classic")
     assert len(inputs) == 3 and all(entry["fingerprint"] for entry in inputs.values())
-    # the stages' progress came through the session's progress handler
-    assert any(line.startswith("spark stage ") for line in first["events"])
+    # the stages' progress came through the session's progress handler (the server reports
+    # every 100 ms: a stage that ends after the operation's last report is seen running,
+    # never done, so a line "spark stage N done" is not certain)
+    assert first["stage_events"] > 0
 
 
 def test_dedup_on_connect_counts_a_repeated_click_once(spark: Any, both: dict[str, Any]) -> None:

@@ -51,24 +51,31 @@ def sweep_rows(rows: list[Any]) -> list[list[Any]]:
 def _load(spark: Any, work: Path, step: dict[str, Any]) -> dict[str, Any]:
     from loaders import load_job, run_load
     from treestore.errors import TreestoreError
-    from treestore.events import as_lines
+    from treestore.events import Event, StageFinished, StageProgress, as_lines
 
     lines: list[str] = []
+    stages: list[Event] = []
+    write_line = as_lines(lines.append)
+
+    def sink(event: Event) -> None:
+        if isinstance(event, (StageProgress, StageFinished)):
+            stages.append(event)
+        write_line(event)
+
     limit: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if "file_limit_pid" in step:  # the server's JVM may not grow a file past a byte
         spark.range(1).mapInArrow(lambda batches: batches, "id long").collect()  # workers up
         limit = file_size_limit(int(step["file_limit_pid"]), 1)
     try:
         with limit:
-            result = run_load(
-                spark, load_job(work / step["job"]), work / step["store"], as_lines(lines.append)
-            )
+            result = run_load(spark, load_job(work / step["job"]), work / step["store"], sink)
     except TreestoreError as exc:
         return {"error": type(exc).__name__, "message": str(exc), "events": lines}
     return {
         "version": result.version,
         "sources": result.report.get("sources"),
         "events": lines,
+        "stage_events": len(stages),
     }
 
 
