@@ -44,6 +44,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from query.driver.frame_filters import NOTHING, push_filters
 from query.driver.frame_schema import arrow_schema, batch_of, frame_schema
 from query.driver.plan import QueryPlan, QueryRequest, plan_query
+from query.driver.shard_groups import shard_groups
 from query.driver.shard_output import cached_tree, shard_output
 from treestore.errors import OpError, StoreError, TreestoreError
 from treestore.spark import default_parallelism, spark_errors
@@ -180,6 +181,7 @@ class TreestoreReader(DataSourceReader):
         self.path_text: str | None = options.request.path
         self.schema = arrow_schema(schema)
         self.shards = tuple(sorted(version.manifest.trees))
+        self.states = dict(version.manifest.trees)
         self._plan: QueryPlan | None = None
 
     def plan(self) -> QueryPlan | None:
@@ -193,20 +195,14 @@ class TreestoreReader(DataSourceReader):
         return self._plan
 
     def partitions(self) -> list[InputPartition]:
-        """Groups of consecutive shards, at most :data:`MAX_PARTITIONS` (or the
-        ``partitions`` option), none when the filters leave no row."""
+        """Groups of consecutive shards of about equal nodes (:func:`shard_groups`), at
+        most :data:`MAX_PARTITIONS` (or the ``partitions`` option), none when the filters
+        leave no row."""
         plan = self.plan()
         if plan is None or not plan.shards:
             return []
-        shards = list(plan.shards)
-        count = min(len(shards), self.wanted_partitions or MAX_PARTITIONS)
-        size, extra = divmod(len(shards), count)
-        groups, start = [], 0
-        for number in range(count):
-            end = start + size + (1 if number < extra else 0)
-            groups.append(InputPartition(tuple(shards[start:end])))
-            start = end
-        return groups
+        count = self.wanted_partitions or MAX_PARTITIONS
+        return [InputPartition(group) for group in shard_groups(plan.shards, self.states, count)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of the partition's shards, shard by shard, as Arrow batches."""

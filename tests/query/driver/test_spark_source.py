@@ -210,3 +210,48 @@ def test_a_bad_path_read_by_spark_is_said_with_its_caret_and_no_deep_traceback(
     with pytest.raises(Exception, match="does not exist or is empty") as missing:
         reader.option("query", "root/+").load(str(demo_store / "nope")).collect()
     assert str(missing.value).count('File "') <= 1
+
+
+def _skewed_store(spark: Any, folder: Path) -> Path:
+    """8 shards by K: the shard of K=a holds 300 nodes, the others a few each."""
+    (folder / "in").mkdir(parents=True)
+    rows = [f"a,{n}" for n in range(300)] + [f"{key},1" for key in "bcdefghijklmnop"]
+    (folder / "in" / "a.csv").write_text("K,V\n" + "\n".join(rows) + "\n")
+    (folder / "job.json").write_text(json.dumps({
+        "shards": 8,
+        "source": [{"name": "c", "path": "in/", "format": "csv", "header": True,
+                    "shard_by": "K"}],
+        "tree": {"root": [
+            {"type": "const", "value": "root"},
+            {"type": "value", "key": "K"},
+            {"type": "value", "key": "V"},
+        ]},
+    }))  # fmt: skip
+    run_load(spark, load_job(folder / "job.json"), folder / "store")
+    return folder / "store"
+
+
+def test_a_dataframes_partitions_are_shards_cut_by_their_nodes(spark: Any, tmp_path: Path) -> None:
+    from query.driver.shard_groups import shard_groups
+    from query.driver.spark_source import TreestoreDataSource
+
+    store, count = _skewed_store(spark, tmp_path), 3
+    source = TreestoreDataSource(
+        {"path": str(store), "query": "root/+/+", "partitions": str(count)}
+    )
+    groups = [partition.value for partition in source.reader(source.schema()).partitions()]
+    states = open_version(store).manifest.trees
+    big = max(states, key=lambda shard: states[shard].nodes)
+    assert [shard for group in groups for shard in group] == sorted(states)
+    assert len(groups) == count
+    assert groups == shard_groups(sorted(states), states, count)
+    assert (big,) in groups  # the big shard alone (by count: 3 shards with it)
+    treestore.register(spark)
+    frame = (
+        spark.read.format("treestore")
+        .option("query", "root/+/+")
+        .option("partitions", str(count))
+        .load(str(store))
+    )
+    assert frame.rdd.getNumPartitions() == count
+    assert _frame_rows(frame) == _query_rows(store, "root/+/+")
