@@ -40,17 +40,22 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 from query.driver.channel_tls import ChannelKeys, client_context
 from query.driver.result import Piece
 from query.driver.transport import decode_piece
 from treestore.errors import StoreError
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 __all__ = ["ARRIVAL_SECONDS", "DONE", "MEMORY_BUDGET", "JobState", "RowChannel", "TaskSender"]
 
 DONE = 3
 _HEADER = struct.Struct("!iiBI")
+_JOINED_PAYLOAD = 1 << 16
+"""A payload under this many bytes is sent joined to its header (one call)."""
 _TOKEN_BYTES = 16
 MEMORY_BUDGET = 256 << 20
 """Bytes of waiting pieces kept in memory before they go to a temporary file."""
@@ -316,10 +321,15 @@ class TaskSender:
             return True
         return bool(readable)
 
-    def send(self, shard: int, kind: int, payload: bytes) -> None:
-        """Send ``shard``'s next piece."""
+    def send(self, shard: int, kind: int, payload: bytes | pa.Buffer) -> None:
+        """Send ``shard``'s next piece (a big one after its header, not copied behind it)."""
         number = self._numbers.get(shard, 0)
-        self._socket.sendall(_HEADER.pack(shard, number, kind, len(payload)) + payload)
+        header = _HEADER.pack(shard, number, kind, len(payload))
+        if len(payload) < _JOINED_PAYLOAD:
+            self._socket.sendall(header + memoryview(payload))
+        else:
+            self._socket.sendall(header)
+            self._socket.sendall(payload)
         self._numbers[shard] = number + 1
 
     def finish(self, shard: int) -> None:

@@ -34,7 +34,7 @@ from query.driver.plan import QueryPlan
 from query.driver.result import Piece, Rows
 from query.driver.shard_groups import shard_frame, shard_groups
 from query.driver.shard_output import cached_tree, encoded_shard, shard_output
-from query.driver.transport import as_piece, decode_piece
+from query.driver.transport import Payload, as_piece, decode_piece
 from treestore.errors import StoreError
 from treestore.failpoints import failpoint
 from treestore.spark import default_parallelism, spark_errors
@@ -76,9 +76,12 @@ def _result_task(
     return run
 
 
-def _piece_row(shard: int, kind: int, payload: bytes) -> pa.RecordBatch:
+def _piece_row(shard: int, kind: int, payload: Payload) -> pa.RecordBatch:
+    data = payload if isinstance(payload, pa.Buffer) else pa.py_buffer(payload)
+    offsets = pa.array([0, len(data)], pa.int32()).buffers()[1]
+    column = pa.Array.from_buffers(pa.binary(), 1, [None, offsets, data])  # not copied
     return pa.RecordBatch.from_arrays(
-        [pa.array([shard], pa.int32()), pa.array([kind], pa.int32()), pa.array([payload])],
+        [pa.array([shard], pa.int32()), pa.array([kind], pa.int32()), column],
         schema=_ARROW_SCHEMA,
     )
 

@@ -34,7 +34,7 @@ from query.driver.shard_groups import shard_groups
 from query.driver.shard_output import (
     PIECE_ROWS,
     cached_tree,
-    encoded_shard,
+    encoded_shards,
     shard_output,
     shard_rows,
 )
@@ -91,10 +91,12 @@ def _shard_task(
         sender = TaskSender(address, token, certificate)
         try:
             for group in groups:  # read to the end even when stopped: Spark keeps the worker
-                for shard in group:
+                shards = encoded_shards(
+                    pages, states, plan, group, owner, compress, stopped=sender.stopped
+                )
+                for shard, pieces in shards:
                     if sender.stopped():
                         continue  # the driver wants no more rows: end without an error
-                    pieces = encoded_shard(pages, states[shard], plan, shard, owner, compress)
                     for kind, payload in pieces:
                         if sender.stopped():
                             break

@@ -7,7 +7,7 @@ treestore error to raise on the driver). :mod:`query.driver.channel` carries the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgpack
 import pyarrow as pa
@@ -20,6 +20,7 @@ __all__ = [
     "COLUMNS",
     "ERROR",
     "ROWS",
+    "Payload",
     "as_piece",
     "decode_piece",
     "encode_error",
@@ -27,6 +28,10 @@ __all__ = [
 ]
 
 ROWS, ERROR, COLUMNS = 0, 1, 2
+Payload: TypeAlias = bytes | pa.Buffer
+"""A piece's encoded bytes: column chunks stay in the Arrow buffer they were written to
+(copying a 40 MB piece into ``bytes`` took 25 ms, and as much again to put a header
+before it)."""
 _COMPRESSED = pa.ipc.IpcWriteOptions(compression="lz4")
 """Column chunks sent from another machine are LZ4-compressed: names compress well."""
 
@@ -58,7 +63,7 @@ def _error_classes() -> dict[str, type[TreestoreError]]:
     return found
 
 
-def _raise_error(payload: bytes) -> None:
+def _raise_error(payload: Payload | bytearray) -> None:
     error = msgpack.unpackb(payload)
     kind = _error_classes().get(error["type"], StoreError)  # unknown: still a store error
     positioned = error.get("positioned")
@@ -85,22 +90,34 @@ def as_piece(output: Chunk | list[Any]) -> Piece:
     return pa.RecordBatch.from_arrays(columns, [f"c{i}" for i in range(len(columns))])
 
 
-def encode_piece(output: Chunk | list[Any], compress: bool = True) -> tuple[int, bytes]:
-    """A shard's output chunk (columns, or a list of rows) as ``(kind, payload)``."""
+def encode_piece(output: Chunk | list[Any], compress: bool = True) -> tuple[int, Payload]:
+    """A shard's output chunk (columns, or a list of rows) as ``(kind, payload)``: columns
+    written once into a buffer of their size (measured first: a growing buffer copies
+    itself as it grows)."""
     if isinstance(output, list):
         return ROWS, msgpack.packb(output)
     count, columns = output
     if not columns:
         return ROWS, msgpack.packb([()] * count)
     batch = pa.RecordBatch.from_arrays(columns, [f"c{i}" for i in range(len(columns))])
-    sink = pa.BufferOutputStream()
     options = _COMPRESSED if compress else None
+    if compress:  # the size is known only once compressed
+        sink = pa.BufferOutputStream()
+        _write_batch(sink, batch, options)
+        return COLUMNS, sink.getvalue()
+    size = pa.MockOutputStream()
+    _write_batch(size, batch, options)
+    payload = pa.allocate_buffer(size.size())
+    _write_batch(pa.FixedSizeBufferWriter(payload), batch, options)
+    return COLUMNS, payload
+
+
+def _write_batch(sink: Any, batch: pa.RecordBatch, options: pa.ipc.IpcWriteOptions | None) -> None:
     with pa.ipc.new_stream(sink, batch.schema, options=options) as writer:
         writer.write_batch(batch)
-    return COLUMNS, sink.getvalue().to_pybytes()
 
 
-def decode_piece(kind: int, payload: bytes) -> Piece:
+def decode_piece(kind: int, payload: Payload | bytearray) -> Piece:
     """A received ``(kind, payload)`` as a piece of the result (an error is raised)."""
     if kind == ERROR:
         _raise_error(payload)

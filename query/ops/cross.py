@@ -13,7 +13,7 @@ from query.ops.base import Op, OpArgs, Row, Value, as_text, cell, column_number
 from query.ops.columns import Chunk, as_text_column, column_at, plain, whole_runs
 from query.syntax.ast import unique_names
 
-__all__ = ["CrossOp"]
+__all__ = ["LIST_CHUNK_VALUES", "CrossOp", "ListsOfBlock", "list_chunk"]
 
 
 class CrossOp(Op):
@@ -124,18 +124,33 @@ class CrossOp(Op):
         values (or the input ends) and coded together: one dictionary for many blocks
         (a shard's left values repeat across its blocks: each is coded, sent and
         unified once per chunk, not once per block)."""
-        held: list[_Lists] = []
+        held: list[ListsOfBlock] = []
         values = 0
+        for found in self._blocks_lists(blocks):
+            held.append(found)
+            values += found.values
+            if values >= LIST_CHUNK_VALUES:
+                yield list_chunk(held)
+                held, values = [], 0
+        if held:
+            yield list_chunk(held)
+
+    def uncoded_lists(self, chunks: Iterator[Chunk]) -> Iterator[ListsOfBlock]:
+        """With ``list``: the lists of ``chunks`` (a path's columns) block by block, not
+        yet coded, for a caller that codes the lists of several shards together
+        (:func:`list_chunk`): their dictionaries then hold each value once for all of
+        them, not once per shard."""
+        if not self.lists:
+            raise ValueError("cross gives lists only with 'list'")
+        return self._blocks_lists(whole_runs(chunks, self._key_of))
+
+    def _blocks_lists(
+        self, blocks: Iterable[tuple[int, list[pa.Array], np.ndarray]]
+    ) -> Iterator[ListsOfBlock]:
         for rows, columns, starts in blocks:
             found = self._lists(rows, columns, starts)
             if found is not None:
-                held.append(found)
-                values += len(found.left) + len(found.right)
-            if values >= LIST_CHUNK_VALUES:
-                yield _list_chunk(held)
-                held, values = [], 0
-        if held:
-            yield _list_chunk(held)
+                yield found
 
     def _key_of(self, columns: list[pa.Array], rows: int) -> list[pa.Array]:
         key = column_at(columns, self.key, rows)  # coded text stays coded
@@ -181,9 +196,9 @@ class CrossOp(Op):
         right_counts = np.bincount(group[right], minlength=len(starts))
         return group, left, right, right_counts, np.cumsum(right_counts) - right_counts
 
-    def _lists(self, rows: int, columns: list[pa.Array], starts: np.ndarray) -> _Lists | None:
+    def _lists(self, rows: int, columns: list[pa.Array], starts: np.ndarray) -> ListsOfBlock | None:
         """Each left row of a key whose rows start at ``starts`` with the key's right
-        values (not null), as a list view (see :class:`_Lists`). Every left row of a key
+        values (not null), as a list view (see :class:`ListsOfBlock`). Every left row of a key
         views the same stretch of the right values, so nothing is repeated. None when
         the values are all null."""
         values = plain(column_at(columns, self.value, rows))
@@ -192,7 +207,7 @@ class CrossOp(Op):
         present = pc.is_valid(values) if values.null_count else None
         group, left, right, right_counts, right_first = self._sides(rows, columns, starts, present)
         left = left[right_counts[group[left]] > 0]
-        return _Lists(
+        return ListsOfBlock(
             values.take(pa.array(left)),
             right_first[group[left]],
             right_counts[group[left]],
@@ -200,8 +215,8 @@ class CrossOp(Op):
         )
 
 
-class _Lists(NamedTuple):
-    """Left rows with list views of right values, not yet coded."""
+class ListsOfBlock(NamedTuple):
+    """A block's left rows with list views of right values, not yet coded."""
 
     left: pa.Array
     """The left rows' values."""
@@ -212,14 +227,19 @@ class _Lists(NamedTuple):
     right: pa.Array
     """The right values, each key's together."""
 
+    @property
+    def values(self) -> int:
+        """How many values it holds (left and right)."""
+        return len(self.left) + len(self.right)
+
 
 LIST_CHUNK_VALUES = 1 << 22
 """``cross ... list`` codes its output this many values (left and right) at a time."""
 
 
-def _list_chunk(held: list[_Lists]) -> Chunk:
-    """The lists of :meth:`CrossOp._lists` one after another as one chunk: the left
-    values coded, and a list view of the right values coded."""
+def list_chunk(held: list[ListsOfBlock]) -> Chunk:
+    """The lists of blocks one after another as one chunk: the left values coded, and a
+    list view of the right values coded."""
     bases = np.cumsum([0, *(len(lists.right) for lists in held)])
     offsets = np.concatenate(
         [lists.firsts + base for lists, base in zip(held, bases[:-1], strict=True)]

@@ -152,3 +152,27 @@ def test_a_task_that_cannot_reach_the_driver_says_so() -> None:
     channel.close()
     with pytest.raises(StoreError, match="cannot reach the driver"):
         TaskSender(address, channel.token)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("tls", [False, True])
+def test_a_big_piece_stays_in_its_arrow_buffer_and_arrives_whole(compress: bool, tls: bool) -> None:
+    """A column chunk is written once into a buffer of its size and sent after its header
+    (not copied into bytes, nor behind the header); small and big pieces, over plain and
+    TLS connections, arrive in order and whole."""
+    values = [f"name-{n}" for n in range(40_000)]  # about 700 KB of columns
+    kind, payload = encode_piece(_columns(values), compress=compress)
+    assert isinstance(payload, pa.Buffer) and len(payload) > 1 << 16
+    channel = RowChannel("127.0.0.1", tls=tls)
+    sender = TaskSender(channel.address, channel.token, channel.certificate)
+    sender.send(0, *encode_piece([("small",)]))
+    sender.send(0, kind, payload)
+    sender.send(0, *encode_piece(_columns(["after"]), compress=compress))
+    sender.finish(0)
+    pieces = list(channel.pieces([0], _Job()))
+    sender.close()
+    channel.close()
+    assert pieces[0] == [("small",)]
+    assert pieces[1].column(0).to_pylist() == values
+    assert pieces[1].column(1).to_pylist() == list(range(len(values)))
+    assert pieces[2].column(0).to_pylist() == ["after"]
