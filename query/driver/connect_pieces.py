@@ -33,7 +33,7 @@ import pyarrow as pa
 from query.driver.plan import QueryPlan
 from query.driver.result import Piece, Rows
 from query.driver.shard_groups import shard_frame, shard_groups
-from query.driver.shard_output import cached_tree, encoded_shard, shard_output
+from query.driver.shard_output import cached_tree, encoded_shards, shard_output
 from query.driver.transport import Payload, as_piece, decode_piece
 from treestore.errors import StoreError
 from treestore.failpoints import failpoint
@@ -69,8 +69,9 @@ def _result_task(
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         failpoint("in-query-task")
         for batch in batches:
-            for shard in batch.column(0).to_pylist():
-                for kind, payload in encoded_shard(pages, states[shard], plan, shard, owner, True):
+            shards = encoded_shards(pages, states, plan, batch.column(0).to_pylist(), owner, True)
+            for shard, pieces in shards:
+                for kind, payload in pieces:
                     yield _piece_row(shard, kind, payload)
 
     return run

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import treestore
+from tests.support.cluster_scenario import QUERIES
 from tests.support.connect_queries import damaged_error, query_answers
 from tests.support.connect_server import ConnectServer
 
@@ -47,8 +48,9 @@ def test_queries_on_a_connect_session_answer_as_on_a_classic_one(
     assert answers["walked"] == {path: {"rows": found["rows"]} for path, found in classic.items()}
     assert answers["spark"] == classic
     assert answers["runs"] == "spark"  # the last query ran as a Spark job on the server
-    for path, found in classic.items():  # the DataFrames: the classic rows, sorted
-        frame = answers["frames"][path]
+    assert len(classic["answer"]["rows"]) == 3  # the seed's answer, PUID -> attribute ids
+    for path, _ in QUERIES:  # the DataFrames: the classic rows, sorted
+        found, frame = classic[path], answers["frames"][path]
         assert frame["equal"] and frame["rows"] == sorted(found["rows"], key=repr)
     assert len(answers["frames"]["join"]) == 4
     assert answers["read_schema"] == "struct<name:string,name2:string,hits:bigint>"

@@ -158,3 +158,13 @@ def test_lists_are_coded_together_only_before_an_op_that_reads_every_row(
     seed_store: Path, rops: str, ops: str | None, together: bool
 ) -> None:
     assert (lists_coded_together(_plan(seed_store, rops, ops)) is not None) is together
+
+
+def test_the_answer_from_the_spark_job_equals_the_driver_walk(spark: Any, seed_store: Path) -> None:
+    handle = open_store(seed_store, spark=spark)
+    walked = handle.query(DEMO_PATH, rops=DEMO_ANSWER_ROPS, ops="gather=kJ").to_list()
+    assert handle.last_run != "spark" and len(walked) == 40
+    handle.local_limit = -1  # every query through Spark: the tasks code their shards together
+    in_spark = handle.query(DEMO_PATH, rops=DEMO_ANSWER_ROPS, ops="gather=kJ").to_list()
+    assert handle.last_run == "spark"
+    assert in_spark == walked
