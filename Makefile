@@ -16,7 +16,7 @@ demo: check-env $(STAMP)
 # The whole suite on two workers (pytest-xdist): each has its own local SparkSession;
 # the tests of each of the run's servers (cluster, Spark Connect, serve, browser) run on
 # one worker (tests/conftest.py), so each server starts once. Bytecode is cached as in
-# test-fast. On 2 cores about 10 minutes (14.5-15.5 in one process).
+# test-fast. On 2 cores 10-12 minutes (14.5-15.5 in one process).
 test: check-env check-browser $(DEV)
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2 --dist loadgroup
 
