@@ -245,13 +245,23 @@ def list_chunk(held: list[ListsOfBlock]) -> Chunk:
         [lists.firsts + base for lists, base in zip(held, bases[:-1], strict=True)]
     )
     sizes = np.concatenate([lists.sizes for lists in held])
-    left = pc.dictionary_encode(pa.concat_arrays([lists.left for lists in held]))
-    right = pc.dictionary_encode(pa.concat_arrays([lists.right for lists in held]))
+    left = pc.dictionary_encode(_concatenated([lists.left for lists in held]))
+    right = pc.dictionary_encode(_concatenated([lists.right for lists in held]))
     kind = np.int32 if bases[-1] < 1 << 31 else np.int64
     view = pa.ListViewArray.from_arrays(
         pa.array(offsets.astype(kind)), pa.array(sizes.astype(kind)), right
     )
     return len(left), [left, view]
+
+
+def _concatenated(parts: list[pa.Array]) -> pa.Array:
+    """``parts`` as one array; text of both widths (the blocks of several shards: a level
+    whose names outgrow 2 GB reads as ``large_string``) as ``large_string``."""
+    if len({part.type for part in parts}) > 1 and all(
+        pa.types.is_string(part.type) or pa.types.is_large_string(part.type) for part in parts
+    ):
+        parts = [part.cast(pa.large_string()) for part in parts]
+    return pa.concat_arrays(parts)
 
 
 def _coded(values: pa.Array, rows: np.ndarray) -> pa.Array:

@@ -167,7 +167,6 @@ class DepivotOp(Op):
     """
 
     name = "depivot"
-    table = True
     arguments = (
         ("row", "the row label"),
         ("col", "the column label"),

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import treestore
-from shell.demo import DEMO_ANSWER_OPS, DEMO_ANSWER_ROPS, DEMO_PATH
+from shell.demo import DEMO_ANSWER_ROPS, DEMO_PATH
 from tests.support.cluster_scenario import QUERIES, frame_answers, plain
 
 __all__ = ["connect_answers", "query_answers"]
@@ -34,8 +34,9 @@ def query_answers(handle: Any, every_form: bool = True) -> dict[str, Any]:
             found[path]["arrow"] = handle.query(path, rops=rops).to_arrow().to_pylist()
             frame = handle.query(path, rops=rops).to_pandas()
             found[path]["pandas"] = frame.to_dict("records")
-    # the seed's answer: a gather after cross's lists (the tasks code shards together)
-    answer = handle.query(DEMO_PATH, rops=DEMO_ANSWER_ROPS, ops=DEMO_ANSWER_OPS)
+    # the seed's answer: a gather after cross's lists (the tasks code shards together),
+    # in the order its PUIDs first come (no sort: the shards' rows in order)
+    answer = handle.query(DEMO_PATH, rops=DEMO_ANSWER_ROPS, ops="gather=kJ")
     found["answer"] = {"rows": answer.to_list()}
     return plain(found)
 

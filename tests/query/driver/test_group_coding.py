@@ -10,6 +10,7 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -20,6 +21,7 @@ from query.driver.runner import open_store
 from query.driver.shard_output import encoded_shard, encoded_shards, lists_coded_together
 from query.driver.transport import COLUMNS, ERROR, decode_piece
 from query.ops.columns import plain
+from query.ops.cross import ListsOfBlock, list_chunk
 from shell.demo import DEMO_ANSWER_ROPS, DEMO_JOB, DEMO_PATH
 from treestore.errors import TreestoreError
 
@@ -104,18 +106,18 @@ def test_shards_coded_together_give_each_shards_rows_in_order(
     assert len(dictionary) < sum(len(decode_piece(*piece).column(0).dictionary) for piece in alone)
 
 
-def test_a_piece_is_sent_once_it_holds_enough_values(
+def test_a_piece_is_cut_once_it_holds_enough_values(
     seed_store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(shard_output, "GROUP_LIST_VALUES", 1)
+    """Every block of lists makes a piece: a shard whose walk gives two blocks (its first
+    64 rows, then the rest) sends two, so no shard's piece grows past the limit."""
     plan = _plan(seed_store, *ANSWER)
-    grouped = _grouped(seed_store, plan, compress=False)
-    with_rows = [shard for shard, pieces in grouped if pieces]
-    assert len(with_rows) > 1
-    assert all(len(pieces) <= 1 for _, pieces in grouped)
-    monkeypatch.undo()
     whole = _grouped(seed_store, plan, compress=False)
-    assert _rows([p for _, pieces in grouped for p in pieces]) == _rows(
+    monkeypatch.setattr(shard_output, "GROUP_LIST_VALUES", 1)
+    cut = _grouped(seed_store, plan, compress=False)
+    assert all(pieces for _, pieces in cut)  # every shard sends its own rows
+    assert max(len(pieces) for _, pieces in cut) > 1  # and a big one several pieces
+    assert _rows([p for _, pieces in cut for p in pieces]) == _rows(
         [p for _, pieces in whole for p in pieces]
     )
 
@@ -128,14 +130,33 @@ def test_an_error_in_a_shard_comes_after_the_rows_held_before_it(seed_store: Pat
     states[broken] = dataclasses.replace(states[broken], runs=("no-such-run",))
     shards = encoded_shards(version.pages, states, plan, plan.shards, version.owner, False)
     grouped = [(shard, list(pieces)) for shard, pieces in shards]
-    kinds = {shard: [kind for kind, _ in pieces] for shard, pieces in grouped}
-    assert kinds[broken][-1] == ERROR
+    at_broken = grouped[plan.shards.index(broken)][1]
+    assert at_broken[-1][0] == ERROR
     with pytest.raises(TreestoreError):
-        decode_piece(*grouped[plan.shards.index(broken)][1][-1])
-    before = [p for shard, pieces in grouped if shard <= broken for p in pieces[:-1] or pieces]
-    before = [(kind, payload) for kind, payload in before if kind == COLUMNS]
-    assert before  # the shards before it were sent, not lost
-    assert grouped[-1][1] and grouped[-1][1][-1][0] == COLUMNS  # and the shards after it
+        decode_piece(*at_broken[-1])
+    sent = [piece for _, pieces in grouped for piece in pieces if piece[0] == COLUMNS]
+    others = [
+        piece
+        for shard in plan.shards
+        if shard != broken
+        for piece in encoded_shard(version.pages, states[shard], plan, shard, version.owner, False)
+    ]
+    # the shards before it were sent once, before its error, and the shards after it too
+    assert _rows(sent) == _rows(others)
+    assert at_broken[0][0] == COLUMNS and grouped[-1][1][-1][0] == COLUMNS
+
+
+def test_text_of_both_widths_is_coded_together() -> None:
+    narrow = ListsOfBlock(
+        pa.array(["p1", "p2"]), np.array([0, 0]), np.array([1, 1]), pa.array(["1"])
+    )
+    wide = ListsOfBlock(
+        pa.array(["p1"], pa.large_string()), np.array([0]), np.array([1]),
+        pa.array(["2"], pa.large_string()),
+    )  # fmt: skip
+    count, (left, lists) = list_chunk([narrow, wide])
+    assert count == 3 and left.dictionary.to_pylist() == ["p1", "p2"]
+    assert plain(lists).to_pylist() == ["1", "1", "2"]
 
 
 def test_no_shard_is_read_once_the_driver_stops(seed_store: Path) -> None:
