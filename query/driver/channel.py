@@ -40,15 +40,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, Protocol
 
 from query.driver.channel_tls import ChannelKeys, client_context
 from query.driver.result import Piece
-from query.driver.transport import decode_piece
+from query.driver.transport import Payload, decode_piece
 from treestore.errors import StoreError
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 __all__ = ["ARRIVAL_SECONDS", "DONE", "MEMORY_BUDGET", "JobState", "RowChannel", "TaskSender"]
 
@@ -321,7 +318,7 @@ class TaskSender:
             return True
         return bool(readable)
 
-    def send(self, shard: int, kind: int, payload: bytes | pa.Buffer) -> None:
+    def send(self, shard: int, kind: int, payload: Payload) -> None:
         """Send ``shard``'s next piece (a big one after its header, not copied behind it)."""
         number = self._numbers.get(shard, 0)
         header = _HEADER.pack(shard, number, kind, len(payload))

@@ -19,7 +19,7 @@ from query.driver.transport import ERROR, Payload, encode_error, encode_piece
 from query.ops import Value
 from query.ops.columns import Chunk, rows_of, run_on_columns
 from query.ops.compiler import OpsPipeline
-from query.ops.cross import CrossOp, ListsOfBlock, list_chunk
+from query.ops.cross import CrossOp, ListCoder
 from query.syntax.ast import Path
 from query.walk.column_engine import run_path_columns
 from query.walk.row_walker import run_path
@@ -139,50 +139,39 @@ def encoded_shards(
         for shard in shards:
             yield shard, encoded_shard(pages, states[shard], plan, shard, owner, compress)
         return
-    held = _HeldLists(cross, compress)
+    coder = ListCoder(GROUP_LIST_VALUES)
     order = list(shards)
     for place, shard in enumerate(order):
         if stopped():
             yield shard, ()
             continue
-        state = states[shard]
-        tree = partial(ShardTree, pages, state, shard=shard, owner=owner)
-        yield shard, held.pieces(tree, plan.path, last=place == len(order) - 1)
+        tree = partial(ShardTree, pages, states[shard], shard=shard, owner=owner)
+        last = place == len(order) - 1
+        yield shard, _coded_pieces(cross, coder, tree, plan.path, last, compress)
 
 
-class _HeldLists:
-    """The lists of a task's shards held until they are coded as one piece."""
-
-    def __init__(self, cross: CrossOp, compress: bool) -> None:
-        self.cross = cross
-        self.compress = compress
-        self.held: list[ListsOfBlock] = []
-        self.values = 0
-
-    def pieces(
-        self, tree: Callable[[], ShardTree], path: Path, last: bool
-    ) -> Iterator[tuple[int, Payload]]:
-        """The pieces cut while the ``tree``'s lists are added (the rest, too, when it is
-        the task's ``last`` shard); a treestore error as a last piece, after what was held."""
-        try:
-            chunks = run_path_columns(tree(), path, coded=True)
-            for lists in self.cross.uncoded_lists(chunks):
-                self.held.append(lists)
-                self.values += lists.values
-                if self.values >= GROUP_LIST_VALUES:
-                    yield self._coded()
-        except TreestoreError as exc:
-            if self.held:
-                yield self._coded()
-            yield ERROR, encode_error(exc)
-            return
-        if self.held and last:
-            yield self._coded()
-
-    def _coded(self) -> tuple[int, Payload]:
-        piece = encode_piece(list_chunk(self.held), compress=self.compress)
-        self.held, self.values = [], 0
-        return piece
+def _coded_pieces(
+    cross: CrossOp,
+    coder: ListCoder,
+    tree: Callable[[], ShardTree],
+    path: Path,
+    last: bool,
+    compress: bool,
+) -> Iterator[tuple[int, Payload]]:
+    """The pieces ``coder`` cuts while the ``tree``'s lists are added to it (the rest,
+    too, when it is the task's ``last`` shard); a treestore error as a last piece, after
+    what was held."""
+    try:
+        for lists in cross.uncoded_lists(run_path_columns(tree(), path, coded=True)):
+            if (chunk := coder.add(lists)) is not None:
+                yield encode_piece(chunk, compress=compress)
+    except TreestoreError as exc:
+        if (chunk := coder.take()) is not None:
+            yield encode_piece(chunk, compress=compress)
+        yield ERROR, encode_error(exc)
+        return
+    if last and (chunk := coder.take()) is not None:
+        yield encode_piece(chunk, compress=compress)
 
 
 def lists_coded_together(plan: QueryPlan) -> CrossOp | None:

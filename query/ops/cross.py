@@ -13,7 +13,7 @@ from query.ops.base import Op, OpArgs, Row, Value, as_text, cell, column_number
 from query.ops.columns import Chunk, as_text_column, column_at, plain, whole_runs
 from query.syntax.ast import unique_names
 
-__all__ = ["LIST_CHUNK_VALUES", "CrossOp", "ListsOfBlock", "list_chunk"]
+__all__ = ["LIST_CHUNK_VALUES", "CrossOp", "ListCoder", "ListsOfBlock", "list_chunk"]
 
 
 class CrossOp(Op):
@@ -124,16 +124,12 @@ class CrossOp(Op):
         values (or the input ends) and coded together: one dictionary for many blocks
         (a shard's left values repeat across its blocks: each is coded, sent and
         unified once per chunk, not once per block)."""
-        held: list[ListsOfBlock] = []
-        values = 0
+        coder = ListCoder(LIST_CHUNK_VALUES)
         for found in self._blocks_lists(blocks):
-            held.append(found)
-            values += found.values
-            if values >= LIST_CHUNK_VALUES:
-                yield list_chunk(held)
-                held, values = [], 0
-        if held:
-            yield list_chunk(held)
+            if (chunk := coder.add(found)) is not None:
+                yield chunk
+        if (chunk := coder.take()) is not None:
+            yield chunk
 
     def uncoded_lists(self, chunks: Iterator[Chunk]) -> Iterator[ListsOfBlock]:
         """With ``list``: the lists of ``chunks`` (a path's columns) block by block, not
@@ -235,6 +231,30 @@ class ListsOfBlock(NamedTuple):
 
 LIST_CHUNK_VALUES = 1 << 22
 """``cross ... list`` codes its output this many values (left and right) at a time."""
+
+
+class ListCoder:
+    """Lists of blocks held until they hold ``limit`` values (left and right), then coded
+    together as one chunk (:func:`list_chunk`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held: list[ListsOfBlock] = []
+        self.values = 0
+
+    def add(self, lists: ListsOfBlock) -> Chunk | None:
+        """Hold ``lists``; the chunk of all held once they reach the limit."""
+        self.held.append(lists)
+        self.values += lists.values
+        return self.take() if self.values >= self.limit else None
+
+    def take(self) -> Chunk | None:
+        """The chunk of the lists held (None when none are)."""
+        if not self.held:
+            return None
+        chunk = list_chunk(self.held)
+        self.held, self.values = [], 0
+        return chunk
 
 
 def list_chunk(held: list[ListsOfBlock]) -> Chunk:

@@ -71,24 +71,29 @@ def test_the_schema_comes_from_the_path_without_a_spark_job(spark: Any, demo_sto
     ]
 
 
-def _attachment_store(spark: Any, folder: Path) -> Path:
+def _csv_store(spark: Any, folder: Path, csv: str, shards: int, levels: list[Any]) -> Path:
+    """A store loaded from one CSV file (header included), sharded by its column K, its
+    tree ``root`` then ``levels``."""
     (folder / "in").mkdir(parents=True)
-    (folder / "in" / "a.csv").write_text("K,V,N,W\na,1,5,x\na,1,7,y\nb,2,2.5,x\nc,3,4,z\n")
+    (folder / "in" / "a.csv").write_text(csv)
     (folder / "job.json").write_text(json.dumps({
-        "shards": 4,
+        "shards": shards,
         "source": [{"name": "c", "path": "in/", "format": "csv", "header": True,
                     "shard_by": "K"}],
-        "tree": {"root": [
-            {"type": "const", "value": "root"},
-            {"type": "value", "key": "K"},
-            {"type": "value", "key": "V", "data": {
-                "n": {"type": "sum", "key": "N"},
-                "w": {"type": "count", "key": "W"},
-            }},
-        ]},
+        "tree": {"root": [{"type": "const", "value": "root"}, *levels]},
     }))  # fmt: skip
     run_load(spark, load_job(folder / "job.json"), folder / "store")
     return folder / "store"
+
+
+def _attachment_store(spark: Any, folder: Path) -> Path:
+    return _csv_store(spark, folder, "K,V,N,W\na,1,5,x\na,1,7,y\nb,2,2.5,x\nc,3,4,z\n", 4, [
+        {"type": "value", "key": "K"},
+        {"type": "value", "key": "V", "data": {
+            "n": {"type": "sum", "key": "N"},
+            "w": {"type": "count", "key": "W"},
+        }},
+    ])  # fmt: skip
 
 
 def test_attachment_values_keep_their_types(spark: Any, tmp_path: Path) -> None:
@@ -214,21 +219,9 @@ def test_a_bad_path_read_by_spark_is_said_with_its_caret_and_no_deep_traceback(
 
 def _skewed_store(spark: Any, folder: Path) -> Path:
     """8 shards by K: the shard of K=a holds 300 nodes, the others a few each."""
-    (folder / "in").mkdir(parents=True)
     rows = [f"a,{n}" for n in range(300)] + [f"{key},1" for key in "bcdefghijklmnop"]
-    (folder / "in" / "a.csv").write_text("K,V\n" + "\n".join(rows) + "\n")
-    (folder / "job.json").write_text(json.dumps({
-        "shards": 8,
-        "source": [{"name": "c", "path": "in/", "format": "csv", "header": True,
-                    "shard_by": "K"}],
-        "tree": {"root": [
-            {"type": "const", "value": "root"},
-            {"type": "value", "key": "K"},
-            {"type": "value", "key": "V"},
-        ]},
-    }))  # fmt: skip
-    run_load(spark, load_job(folder / "job.json"), folder / "store")
-    return folder / "store"
+    levels = [{"type": "value", "key": "K"}, {"type": "value", "key": "V"}]
+    return _csv_store(spark, folder, "K,V\n" + "\n".join(rows) + "\n", 8, levels)
 
 
 def test_a_dataframes_partitions_are_shards_cut_by_their_nodes(spark: Any, tmp_path: Path) -> None:
