@@ -1,18 +1,22 @@
-"""Settings read from ``TREESTORE_*`` environment variables."""
+"""Settings read from ``TREESTORE_*`` environment variables, and how treestore's processes
+(the driver, the executors' Python workers) prepare themselves."""
 
 from __future__ import annotations
 
+import gc
 import os
 
 from treestore.errors import SettingError
 
 __all__ = [
+    "FREEZE_AT_TASK",
     "HUGE_PAGES_ENV",
     "MEMORY_SETTINGS",
     "WORKER_HUGE_PAGES",
     "env_number",
     "memory_settings",
     "prepare_process",
+    "task_started",
     "worker_settings",
 ]
 
@@ -82,3 +86,29 @@ def env_number(name: str, default: float, whole: bool = False) -> float:
         raise SettingError(
             f"{name}={text!r} is not {kind}; set it to {kind} (default {default}) or unset it."
         ) from None
+
+
+FREEZE_AT_TASK = 2
+"""The task at whose start a reused Python worker moves every object alive into the
+permanent generation (``gc.freeze()``).
+
+PySpark keeps a Python worker for the next task (``spark.python.worker.reuse``, on by
+default) and runs a full ``gc.collect()`` in it after every task. A full collection
+visits every object the process tracks, and a treestore worker holds about 250k, most
+of them its imports' (numba's registries and kernels, pyarrow, lark, the rooms'
+modules): 90-100 ms a collection after each task, a query's or a load's (about 0.3 s of
+CPU per answer of the seed's query). Frozen, they are left out: 5-9 ms. By the second
+task the first task's imports and lazily loaded kernels are in place and the daemon's
+collection after it has freed its garbage, so what is frozen is what the process keeps."""
+
+_STARTED = [0]  # tasks started in this process
+
+
+def task_started() -> None:
+    """Call first in each function Spark's Python workers run for treestore: counts the
+    process's tasks and freezes what is alive at :data:`FREEZE_AT_TASK` in a reused
+    worker (``SPARK_REUSE_WORKER`` set, as PySpark's daemon sets it); elsewhere (the
+    driver, a worker used once) it changes nothing."""
+    _STARTED[0] += 1
+    if _STARTED[0] == FREEZE_AT_TASK and os.environ.get("SPARK_REUSE_WORKER"):
+        gc.freeze()

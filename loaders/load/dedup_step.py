@@ -41,6 +41,7 @@ from loaders.route.columns import DHASH, DKEY
 from treestore.arrays import distinct_sorted
 from treestore.errors import LoadError, StoreError
 from treestore.filesystems import is_file
+from treestore.settings import task_started
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.store.dedup_index import (
@@ -209,6 +210,7 @@ def _index_task(
     """Add records' keys to each shard's index; report new runs and duplicate counts."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         dedup = BatchDedup(pages, {0: name}, {name: base}, store)
         within = earlier = rows = 0
         for batch in batches:

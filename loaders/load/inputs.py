@@ -60,6 +60,7 @@ from loaders.listing.identity import fingerprint
 from treestore.errors import TreestoreError
 from treestore.events import EventSink, Message
 from treestore.filesystems import FilesystemSettings
+from treestore.settings import task_started
 from treestore.spark import default_parallelism
 
 if TYPE_CHECKING:
@@ -202,6 +203,7 @@ def read_source(
     schema, fingerprinted = spec.schema(), fingerprints is not None
 
     def read(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         settings.apply()
         for batch in batches:
             for task in batch.column(0).to_pylist():

@@ -40,6 +40,7 @@ from loaders.tree.pending import with_origin
 from loaders.tree.shard_load import ShardLoad
 from treestore.arrays import distinct_sorted
 from treestore.failpoints import failpoint
+from treestore.settings import task_started
 from treestore.storage.page_cache import cache
 from treestore.storage.pagestore import PageStore
 
@@ -186,6 +187,7 @@ def shard_task(
     pending records, whether records reach them or not."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         numbers = [number for batch in batches for number in batch.column(0).to_pylist()]
         page_cache = cache()
         for number in numbers:

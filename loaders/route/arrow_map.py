@@ -37,6 +37,7 @@ from loaders.route.pieces import Router
 from loaders.tree.builder import TreeBuilder
 from treestore import native
 from treestore.filesystems import FilesystemSettings
+from treestore.settings import task_started
 from treestore.sharding import HASH_SEED
 from treestore.storage.pagestore import PageStore
 
@@ -287,6 +288,7 @@ def read_task(
     settings = FilesystemSettings.capture()
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         settings.apply()
         router = Router(pages, folder)
         try:

@@ -26,6 +26,7 @@ import pyarrow as pa
 from loaders.formats.readers import FILE_COLUMN
 from loaders.route.columns import SHARD
 from treestore.errors import LoadError, StoreError
+from treestore.settings import task_started
 from treestore.storage.pagestore import PageStore
 from treestore.store.layout import routed_piece
 
@@ -136,6 +137,7 @@ def route_task(
     :data:`ROUTE_SCHEMA` per piece."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         router = Router(pages, folder)
         try:
             for batch in batches:

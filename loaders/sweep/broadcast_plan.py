@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from loaders.sweep.columns import arrow_type, interval_bounds, time_as_long
 from loaders.sweep.cover_index import CoverIndex
 from loaders.sweep.parquet_inputs import read_intervals
+from treestore.settings import task_started
 from treestore.spark import is_connect
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ def _lookup_task(
     id_column, time_column = looked_up
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         cover = index.value
         for batch in _grouped(batches, LOOKUP_ROWS):
             times = batch.column(time_column).to_numpy(zero_copy_only=False)

@@ -46,6 +46,7 @@ from treestore.errors import LoadError, StoreError
 from treestore.events import EventSink, Message, ignore_events
 from treestore.failpoints import failpoint
 from treestore.filesystems import is_uri
+from treestore.settings import task_started
 from treestore.spark import spark_errors
 from treestore.storage.pagestore import FilePageStore, PageStore, page_store_for
 from treestore.store.layout import CONFIG, sweep_folder
@@ -148,6 +149,7 @@ def _parts_writer(
     that holds microseconds since midnight (written as a ``time``)."""
 
     def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         import pyarrow.parquet as pq
         from pyspark import TaskContext
 

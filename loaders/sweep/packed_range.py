@@ -48,6 +48,7 @@ from loaders.sweep.kernels import (
     summable,
     sweep_rows,
 )
+from treestore.settings import task_started
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -324,6 +325,7 @@ def _sweep_task(
         role_of_rank[rank] = role
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         kept = [b for b in batches if b.num_rows]
         if not kept:
             return

@@ -49,6 +49,7 @@ from loaders.sweep.kernels import (
 from loaders.sweep.packed_range import KeySample, Packing, packed_sweep, sample_fraction
 from loaders.sweep.parquet_inputs import read_ranges
 from loaders.sweep.report import SweepReport
+from treestore.settings import task_started
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -257,6 +258,7 @@ def _summary_task() -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBa
     """Pass one: per partition, its first and last id and their net open values."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         from pyspark import TaskContext
 
         context = TaskContext.get()
@@ -282,6 +284,7 @@ def _sweep_task(
     """Pass two: sweep each partition from its carry-in; emit event rows with their value."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         from pyspark import TaskContext
 
         context = TaskContext.get()
@@ -380,6 +383,7 @@ def _sorted_rows_task(
     names = [*event_columns, "value", PART, HEAD, SUMMARY]
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         partition = _partition()
         sums = RunningSums(aggregation)
         for batch in batches:

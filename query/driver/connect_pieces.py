@@ -37,6 +37,7 @@ from query.driver.shard_output import cached_tree, encoded_shards, shard_output
 from query.driver.transport import Payload, as_piece, decode_piece
 from treestore.errors import StoreError
 from treestore.failpoints import failpoint
+from treestore.settings import task_started
 from treestore.spark import default_parallelism, spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState, ShardTree
@@ -67,6 +68,7 @@ def _result_task(
     error as a piece too, raised on the client)."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        task_started()
         failpoint("in-query-task")
         for batch in batches:
             shards = encoded_shards(pages, states, plan, batch.column(0).to_pylist(), owner, True)

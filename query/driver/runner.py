@@ -40,7 +40,7 @@ from query.driver.shard_output import (
 )
 from treestore.errors import StoreError, TreestoreError
 from treestore.failpoints import failpoint
-from treestore.settings import env_number
+from treestore.settings import env_number, task_started
 from treestore.spark import check_executors_python, is_connect, spark_errors
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState, ShardTree
@@ -87,6 +87,7 @@ def _shard_task(
     """
 
     def run(groups: Iterable[tuple[int, ...]]) -> Iterator[Any]:
+        task_started()
         failpoint("in-query-task")
         sender = TaskSender(address, token, certificate)
         try:

@@ -47,6 +47,7 @@ from query.driver.plan import QueryPlan, QueryRequest, plan_query
 from query.driver.shard_groups import shard_groups
 from query.driver.shard_output import cached_tree, shard_output
 from treestore.errors import OpError, StoreError, TreestoreError
+from treestore.settings import task_started
 from treestore.spark import default_parallelism, spark_errors
 from treestore.storage.tree import ShardTree
 from treestore.store.versions import StoreVersion, open_version
@@ -206,6 +207,7 @@ class TreestoreReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of the partition's shards, shard by shard, as Arrow batches."""
+        task_started()
         plan = self.plan()
         if plan is None or partition.value is None:
             return
