@@ -28,6 +28,7 @@ __all__ = [
     "first_inverse_groups",
     "folded_hashes",
     "grouped_distinct_ranks",
+    "inserted_ints",
     "inserted_strings",
     "kernels",
     "members",
@@ -103,6 +104,7 @@ def warm() -> None:
     compiled.probe_first(table, held, held[:1])
     compiled.xxhash64(np.arange(NATIVE_FROM + 1, dtype=np.int64), text, text, 42)
     inserted_strings(pa.array(["a", "c"]), np.array([1]), pa.array(["b"]))
+    inserted_ints(values, values[:1], values[:1])
     raw = bytes(64)  # a page span's views are read-only, as columns_of_span gives them
     one, none = np.ones(1, np.int64), np.zeros(1, np.int64)
     compiled.decode_pages(
@@ -214,6 +216,25 @@ def grouped_distinct_ranks(
         range(threads),
     )
     return out, bounds
+
+
+def inserted_ints(base: np.ndarray, places: np.ndarray, added: np.ndarray) -> np.ndarray:
+    """``numpy.insert(base, places, added)`` for int64 columns with ``places`` ascending
+    (within the base), by a compiled kernel that copies the runs of base values between
+    them whole: a merge's four columns in about a tenth of ``numpy.insert``'s time (which
+    sorts the places and builds a mask for each).
+
+    >>> inserted_ints(np.array([1, 3]), np.array([1, 2]), np.array([2, 4])).tolist()
+    [1, 2, 3, 4]
+    """
+    if len(places) != len(added) or (
+        len(places)
+        and (places[0] < 0 or places[-1] > len(base) or bool(np.any(np.diff(places) < 0)))
+    ):  # the kernel copies without checks
+        raise ValueError("inserted_ints: places must ascend within the base, one a value")
+    out = np.empty(len(base) + len(added), np.int64)
+    kernels().insert_ints(_int64s(base), _int64s(places), _int64s(added), out)
+    return out
 
 
 def inserted_strings(base: pa.Array, places: np.ndarray, added: pa.Array) -> pa.Array:

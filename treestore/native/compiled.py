@@ -478,3 +478,20 @@ def insert_strings(base_offsets, base_data, places, added_offsets, added_data, o
             at += end - start
             row += 1
     offsets[row] = at
+
+
+@njit(cache=True, nogil=True)
+def insert_ints(base, places, added, out):  # type: ignore[no-untyped-def]
+    """``numpy.insert(base, places, added)`` into ``out`` (int64s; ``places`` ascending,
+    checked by the caller): runs of base values copied whole."""
+    done = 0  # base values copied so far
+    row = 0
+    for j in range(len(places)):
+        stop = places[j]
+        if stop > done:
+            out[row : row + stop - done] = base[done:stop]
+            row += stop - done
+            done = stop
+        out[row] = added[j]
+        row += 1
+    out[row : row + len(base) - done] = base[done:]

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from treestore.arrays import expand_ranges
-from treestore.native import inserted_strings
+from treestore.native import inserted_ints, inserted_strings
 
 __all__ = [
     "SMALL_SHARE",
@@ -175,20 +175,29 @@ def _merge_into(base: ChildColumns, later: ChildColumns) -> ChildColumns:
         order = np.insert(np.arange(len(base)), places, len(base) + np.arange(len(added)))
         both = [*data, *(added.data or [None] * len(added))]
         data = [both[i] for i in order.tolist()]
+    parents, ids, hits, counts = _inserted(
+        places, (base.parents, added.parents), (base.ids, added.ids), (hits, added.hits),
+        (counts, added.counts),
+    )  # fmt: skip
     return ChildColumns(
-        np.insert(base.parents, places, added.parents),
-        _inserted_names(base.names, places, added.names),
-        np.insert(base.ids, places, added.ids),
-        np.insert(hits, places, added.hits),
-        np.insert(counts, places, added.counts),
-        data,
+        parents, _inserted_names(base.names, places, added.names), ids, hits, counts, data
     )
 
 
+def _inserted(places: np.ndarray, *pairs: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
+    """For each ``(base, added)`` int column, ``numpy.insert(base, places, added)`` with
+    ``places`` ascending: by the compiled kernel from :data:`NATIVE_INSERT` base values
+    (0.05 s -> about 0.005 s for the seed's 16 shards' four columns), else numpy's."""
+    if len(pairs[0][0]) < NATIVE_INSERT:
+        return [np.insert(base, places, added) for base, added in pairs]
+    return [inserted_ints(base, places, added) for base, added in pairs]
+
+
 NATIVE_INSERT = 1 << 14
-"""From this many base names, new names are inserted by a compiled kernel that copies the
-runs of base names between them whole (a delta run merged into a whole tree of 620k
-names: 19 ms -> about 3 ms); below it Arrow's concatenation and take."""
+"""From this many base entries, new entries are inserted by compiled kernels that copy
+the runs of base names and numbers between them whole (a delta run merged into a whole
+tree of 620k names: 19 ms -> about 3 ms); below it Arrow's concatenation and take, and
+``numpy.insert``."""
 
 
 def _inserted_names(base: pa.Array, places: np.ndarray, added: pa.Array) -> pa.Array:

@@ -48,6 +48,13 @@ def checksum(data: bytes | memoryview) -> int:
     return xxhash.xxh64_intdigest(data)
 
 
+def checksums(data: memoryview, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """:func:`checksum` of each stretch ``starts[i]:ends[i]`` of ``data`` (uint64)."""
+    digest = xxhash.xxh64_intdigest
+    found = (digest(data[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True))
+    return np.fromiter(found, np.uint64, len(starts))
+
+
 class PageInfo(NamedTuple):
     """One page's place in its run."""
 
@@ -73,6 +80,8 @@ class RunIndex:
     last_parents: np.ndarray
     spans: np.ndarray
     """Each page's (offset, length) in the pages file."""
+    checksums: np.ndarray
+    """Each page's checksum (uint64), to check many pages at once."""
     pages_bytes: int
     """The encoded size of the run's pages."""
     shard: int | None = None
@@ -124,6 +133,7 @@ def _parse(data: bytes) -> RunIndex:
         first_parents=np.array([p.first[0] for p in pages], dtype=np.int64),
         last_parents=np.array([p.last[0] for p in pages], dtype=np.int64),
         spans=np.array([(p.offset, p.length) for p in pages], np.int64).reshape(-1, 2),
+        checksums=np.array([p.checksum for p in pages], np.uint64),
         pages_bytes=sum(p.length for p in pages),
         shard=None if shard is None else int(shard),
         owner=None if owner is None else str(owner),

@@ -71,6 +71,7 @@ from treestore.storage.pagestore import PageStore
 from treestore.storage.run_index import INDEX_FORMAT as _INDEX_FORMAT
 from treestore.storage.run_index import check_belongs, parsed_index
 from treestore.storage.run_index import checksum as _checksum
+from treestore.storage.run_index import checksums as _checksums
 
 __all__ = [
     "Entry",
@@ -305,9 +306,12 @@ class RunReader:
         raw = self._read(begin, self.pages[stop - 1].offset + self.pages[stop - 1].length - begin)
         infos = self.pages[start:stop]
         view = memoryview(raw)
-        for number, info in enumerate(infos, start):
-            self._check(number, view[info.offset - begin : info.offset - begin + info.length])
         spans = self._index.spans[start:stop]
+        starts = spans[:, 0] - begin
+        found = _checksums(view, starts, starts + spans[:, 1])
+        for bad in np.flatnonzero(found != self._index.checksums[start:stop]).tolist()[:1]:
+            info = infos[bad]  # raises, saying which page
+            self._check(start + bad, view[info.offset - begin : info.offset - begin + info.length])
         found = columns_of_span(raw, spans[:, 0] - begin, spans[:, 1], with_data)
         if found is not None:
             ints, names, data = found

@@ -199,3 +199,22 @@ def test_kernels_that_index_without_checks_refuse_what_would_go_out_of_bounds() 
         "c",
         "d",
     ]
+    ints = np.array([1, 3])
+    for places in ([2, 1], [0, 3], [-1, 0], [0]):
+        with pytest.raises(ValueError, match="places"):
+            native.inserted_ints(ints, np.array(places), np.array([2, 4]))
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.integers(-(1 << 62), 1 << 62), max_size=40),
+    st.lists(st.tuples(st.integers(0, 40), st.integers(-(1 << 62), 1 << 62)), max_size=20),
+)
+def test_inserted_ints_is_numpy_insert(base: list[int], inserts: list[tuple[int, int]]) -> None:
+    """At the start, the end, several at one place, none: what ``numpy.insert`` gives."""
+    chosen = sorted((min(place, len(base)), value) for place, value in inserts)
+    places = np.array([p for p, _ in chosen], dtype=np.int64)
+    added = np.array([v for _, v in chosen], dtype=np.int64)
+    values = np.array(base, dtype=np.int64)
+    found = native.inserted_ints(values, places, added)
+    assert found.tolist() == np.insert(values, places, added).tolist()

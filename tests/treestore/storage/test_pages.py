@@ -162,8 +162,8 @@ def test_merged_columns_equal_the_entry_merge(
     block_sizes: list[int],
     compiled: bool,
 ) -> None:
-    """Both merges (sorting, and merging small runs into a big base, its new names put in
-    by the compiled kernel or by Arrow), whole or block by block, give merge_entries'
+    """Both merges (sorting, and merging small runs into a big base, its new entries put in
+    by the compiled kernels or by Arrow and numpy), whole or block by block, give merge_entries'
     result."""
     with mock.patch.object(entries_module, "NATIVE_INSERT", 0 if compiled else 1 << 62):
         _check_merges(runs, big_base, sparse_ids, block_sizes)

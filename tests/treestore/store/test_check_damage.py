@@ -349,6 +349,26 @@ def test_check_and_the_query_name_the_same_damaged_page(tmp_path: Path) -> None:
     assert named in _outcome(lambda: _query(store))
 
 
+@pytest.mark.parametrize("span", ["whole run", "blocks", "from the damaged page"])
+def test_reading_many_pages_at_once_names_the_damaged_one(tmp_path: Path, span: str) -> None:
+    """Pages read together (a whole run, a merge's blocks) are checked together; the one
+    that fails is named, not the first of the read."""
+    store = tmp_path / "store"
+    _store(store)
+    run = _one_run(store, ".pages")
+    reader = RunReader(FilePageStore(store), str(run.relative_to(store))[: -len(".pages")], 0)
+    damaged = len(reader.pages) // 2
+    _flip(run, reader.pages[damaged].offset + reader.pages[damaged].length // 2)
+    read = {
+        "whole run": lambda: reader.pages_columns(0, len(reader.pages)),
+        "blocks": lambda: list(reader.column_blocks(block_bytes=1)),
+        "from the damaged page": lambda: reader.pages_columns(damaged, len(reader.pages)),
+    }[span]
+    with pytest.raises(StoreError, match=rf"page {damaged} of .* fails its checksum"):
+        read()
+    assert len(reader.pages_columns(0, damaged)) == sum(p.entries for p in reader.pages[:damaged])
+
+
 def test_check_notes_stray_files_under_trees_and_gc_removes_them(tmp_path: Path) -> None:
     store = tmp_path / "store"
     _store(store)
