@@ -308,11 +308,11 @@ class RunReader:
         view = memoryview(raw)
         spans = self._index.spans[start:stop]
         starts = spans[:, 0] - begin
-        found = _checksums(view, starts, starts + spans[:, 1])
-        for bad in np.flatnonzero(found != self._index.checksums[start:stop]).tolist()[:1]:
+        sums = _checksums(view, starts, starts + spans[:, 1])
+        for bad in np.flatnonzero(sums != self._index.checksums[start:stop]).tolist()[:1]:
             info = infos[bad]  # raises, saying which page
             self._check(start + bad, view[info.offset - begin : info.offset - begin + info.length])
-        found = columns_of_span(raw, spans[:, 0] - begin, spans[:, 1], with_data)
+        found = columns_of_span(raw, starts, spans[:, 1], with_data)
         if found is not None:
             ints, names, data = found
             return ChildColumns(ints[0], names, ints[1], ints[2], ints[3], data)
