@@ -159,7 +159,8 @@ class Rows:
         if split.input_types is None or not split.on_columns:
             return None, self._driver
         types = list(split.input_types)
-        chunks = run_on_columns(split.on_columns, (_chunk_of(p, types) for p in self._pieces()))
+        pieces = (_chunk_of(p, types) for p in self._pieces())
+        chunks = run_on_columns(split.on_columns, pieces, plain_output=True)  # read as plain
         return chunks, split.on_rows
 
     def _rows(self) -> Iterator[tuple[Value, ...]]:

@@ -147,16 +147,26 @@ def plain_columns(columns: Iterable[pa.Array]) -> list[pa.Array]:
     return [plain(column) for column in columns]
 
 
-def run_on_columns(ops: Iterable[Op], chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+def run_on_columns(
+    ops: Iterable[Op], chunks: Iterator[Chunk], plain_output: bool = False
+) -> Iterator[Chunk]:
     """``ops`` run one after the other on ``chunks`` (any number of them, see
     :func:`query.ops.chain.chain`); an op that does not take coded columns is given plain
-    ones. The chunks that come out may be coded."""
-    return chain([partial(_run_columns, op) for op in ops], chunks)
+    ones. The chunks that come out may be coded; with ``plain_output`` (for a reader that
+    makes them plain anyway), the last op may give plain columns where it makes them more
+    cheaply than coded ones (:attr:`~query.ops.base.Op.gives_plain`)."""
+    stages = [partial(_run_columns, op) for op in ops]
+    last = stages and stages[-1].args[0]
+    if plain_output and last and last.gives_plain:
+        stages[-1] = partial(_run_columns, last, plain_output=True)
+    return chain(stages, chunks)
 
 
-def _run_columns(op: Op, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+def _run_columns(op: Op, chunks: Iterator[Chunk], plain_output: bool = False) -> Iterator[Chunk]:
     if not op.takes_coded:
         chunks = ((count, plain_columns(columns)) for count, columns in chunks)
+    if plain_output:
+        return op.run_columns(chunks, plain_output=True)  # type: ignore[call-arg,no-any-return]
     return op.run_columns(chunks)  # type: ignore[no-any-return]
 
 

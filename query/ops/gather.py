@@ -49,6 +49,7 @@ class GatherOp(MergeOp):
     table = True
     takes_top = True
     takes_coded = True
+    gives_plain = True  # J as text, read straight out of its fold
     arguments = (*MergeOp.arguments, ("t", "the next column ranks the keys (with digits: top N)"))
 
     def __init__(self, args: OpArgs) -> None:
@@ -87,11 +88,12 @@ class GatherOp(MergeOp):
                 out.append(kind)
         return [*out, "int"] if self.count_rows else out
 
-    def run_columns(self, chunks: Iterator[Chunk]) -> Iterator[Chunk]:
+    def run_columns(self, chunks: Iterator[Chunk], plain_output: bool = False) -> Iterator[Chunk]:
         """Read every chunk (encoding its keys and ``J`` items as it arrives), then fold
         each key's rows with vectorized kernels: one chunk of keys in the order they
         first appeared. Coded keys and items are read as they are; coded keys stay coded,
-        and ``J`` gives each key its items coded (see :mod:`query.ops.columns`)."""
+        and ``J`` gives each key its items coded (see :mod:`query.ops.columns`), or with
+        ``plain_output`` as text, read straight out of its fold."""
         whole = [i for i, column in enumerate(self.columns) if column.letter not in "ikJ"]
         kept: dict[int, list[pa.Array]] = {i: [] for i in whole}  # what a fold reads whole
         rows = 0
@@ -125,7 +127,7 @@ class GatherOp(MergeOp):
             letter = column.letter
             values = columns.get(i)
             if letter == "J":
-                out.append(distinct_items_of(items[i], group, groups))
+                out.append(distinct_items_of(items[i], group, groups, as_text=plain_output))
             elif letter == "k":  # its codes, or nulls typed null
                 coded = unified[i].take(pa.array(first)).combine_chunks() if i in typed else None
                 out.append(coded if coded is not None else pa.nulls(groups))

@@ -28,6 +28,7 @@ __all__ = [
     "first_inverse_groups",
     "folded_hashes",
     "grouped_distinct_ranks",
+    "grouped_distinct_text",
     "inserted_ints",
     "inserted_strings",
     "kernels",
@@ -94,6 +95,10 @@ def warm() -> None:
     compiled.dense_first_inverse(values, 0, NATIVE_FROM)
     compiled.pair_groups(values, values, NATIVE_FROM, NATIVE_FROM)
     grouped_distinct_ranks(values, values, values % 2, values.astype(np.int32), NATIVE_FROM)
+    grouped_distinct_text(
+        values, values, values % 2, values.astype(np.int32), NATIVE_FROM,
+        pa.array([str(v) for v in range(NATIVE_FROM)]),
+    )  # fmt: skip
     compiled.members(values, values)
     text = np.frombuffer(bytes(NATIVE_FROM), np.uint8)  # read-only, as Arrow's buffers are
     hashes = compiled.folded_hashes(values, np.arange(NATIVE_FROM + 1, dtype=np.int64), text)
@@ -180,6 +185,86 @@ def grouped_distinct_ranks(
     >>> ranks.tolist(), bounds.tolist()
     ([2, 0, 2, 4], [0, 1, 4, 4])
     """
+    bits, words, cuts = _marked(owners, firsts, sizes, ranks, groups, pieces, block_bytes)
+    compiled = kernels()
+    threads = len(cuts) - 1
+    bounds = np.zeros(groups + 1, np.int64)
+    counts = bounds[1:]
+    map_in_threads(
+        lambda i: compiled.count_bits(bits, words, cuts[i], cuts[i + 1], counts), range(threads)
+    )
+    np.cumsum(counts, out=counts)
+    out = pooled_empty(int(bounds[-1]), np.int32)
+    map_in_threads(
+        lambda i: compiled.read_bits(bits, words, cuts[i], cuts[i + 1], bounds, out),
+        range(threads),
+    )
+    return out, bounds
+
+
+def grouped_distinct_text(
+    owners: np.ndarray,
+    firsts: np.ndarray,
+    sizes: np.ndarray,
+    ranks: np.ndarray,
+    groups: int,
+    words: pa.Array,
+    pieces: int = 1,
+    block_bytes: int = BLOCK_BYTES,
+) -> pa.Array:
+    """:func:`grouped_distinct_ranks` given as text: per group the ``words`` its distinct
+    ranks stand for (``words`` in rank order, no nulls), ascending, joined by ``,``; null
+    for a group without any. The bits are read out straight into the text (no list of
+    ranks is made, no word taken twice): ``string``, or ``large_string`` when the text
+    outgrows it.
+
+    >>> grouped_distinct_text(
+    ...     np.array([1, 0, 1]), np.array([0, 2, 3]), np.array([2, 1, 2]),
+    ...     np.array([4, 2, 2, 2, 0]), 3, pa.array(["a", "b", "c", "d", "e"])).to_pylist()
+    ['c', 'a,c,e', None]
+    """
+    if words.null_count or (len(ranks) and int(ranks.max()) >= len(words)):
+        raise ValueError("grouped_distinct_text: a rank without its word, or a null word")
+    bits, span, cuts = _marked(owners, firsts, sizes, ranks, groups, pieces, block_bytes)
+    compiled = kernels()
+    threads = len(cuts) - 1
+    word_offsets, word_data = string_buffers(words)
+    lengths = np.diff(word_offsets)
+    offsets = np.zeros(groups + 1, np.int64)
+    present = np.zeros(groups, np.bool_)
+    map_in_threads(
+        lambda i: compiled.text_sizes(
+            bits, span, cuts[i], cuts[i + 1], lengths, offsets[1:], present
+        ),
+        range(threads),
+    )  # fmt: skip
+    np.cumsum(offsets, out=offsets)
+    large = int(offsets[-1]) >= 1 << 31
+    out = pooled_empty(int(offsets[-1]), np.uint8)
+    map_in_threads(
+        lambda i: compiled.write_text(
+            bits, span, cuts[i], cuts[i + 1], word_offsets, word_data, offsets, out
+        ),
+        range(threads),
+    )  # fmt: skip
+    kind, offset_kind = (pa.large_string(), np.int64) if large else (pa.string(), np.int32)
+    missing = groups - int(np.count_nonzero(present))
+    valid = pa.array(present).buffers()[1] if missing else None
+    buffers = [valid, pa.py_buffer(offsets.astype(offset_kind)), pa.py_buffer(out)]
+    return pa.Array.from_buffers(kind, groups, buffers, missing)
+
+
+def _marked(
+    owners: np.ndarray,
+    firsts: np.ndarray,
+    sizes: np.ndarray,
+    ranks: np.ndarray,
+    groups: int,
+    pieces: int,
+    block_bytes: int,
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """Each group's bitset of its rows' ranks (see :func:`grouped_distinct_ranks`), its
+    words per group, and the groups' cuts between the threads that read them."""
     if len(owners) and (int(owners.min()) < 0 or int(owners.max()) >= groups):
         raise ValueError(f"grouped_distinct_ranks: an owner out of [0, {groups})")
     small = len(ranks) < 1 << 31 and groups < 1 << 31
@@ -203,19 +288,7 @@ def grouped_distinct_ranks(
         ),
         range(threads),
     )  # fmt: skip
-    cuts = np.linspace(0, groups, threads + 1).astype(np.int64)
-    bounds = np.zeros(groups + 1, np.int64)
-    counts = bounds[1:]
-    map_in_threads(
-        lambda i: compiled.count_bits(bits, words, cuts[i], cuts[i + 1], counts), range(threads)
-    )
-    np.cumsum(counts, out=counts)
-    out = pooled_empty(int(bounds[-1]), np.int32)
-    map_in_threads(
-        lambda i: compiled.read_bits(bits, words, cuts[i], cuts[i + 1], bounds, out),
-        range(threads),
-    )
-    return out, bounds
+    return bits, words, np.linspace(0, groups, threads + 1).astype(np.int64)
 
 
 def inserted_ints(base: np.ndarray, places: np.ndarray, added: np.ndarray) -> np.ndarray:

@@ -263,6 +263,48 @@ def read_bits(bits, words, first, last, bounds, out):  # type: ignore[no-untyped
                 word ^= low
 
 
+@njit(cache=True, nogil=True)
+def text_sizes(bits, words, first, last, lengths, sizes, present):  # type: ignore[no-untyped-def]
+    """For owners ``first`` to ``last - 1``: into ``sizes[g]`` the bytes of its set bits'
+    words joined by commas (word ``r`` is ``lengths[r]`` bytes), into ``present[g]``
+    whether it has any."""
+    for g in range(first, last):
+        total = 0
+        count = 0
+        for w in range(words):
+            word = bits[g * words + w]
+            while word:
+                low = word & (~word + np.uint64(1))  # the lowest set bit
+                total += lengths[w * 64 + _bit_index(low)]
+                count += 1
+                word ^= low
+        sizes[g] = total + count - 1 if count else 0
+        present[g] = count > 0
+
+
+@njit(cache=True, nogil=True)
+def write_text(bits, words, first, last, word_offsets, word_data, offsets, out):  # type: ignore[no-untyped-def]
+    """For owners ``first`` to ``last - 1``: the words of its set bits, ascending, joined
+    by commas, written into ``out`` from ``offsets[g]`` on (as :func:`text_sizes` sized)."""
+    comma = np.uint8(44)
+    for g in range(first, last):
+        at = offsets[g]
+        later = False  # a word was written: a comma before the next
+        for w in range(words):
+            word = bits[g * words + w]
+            while word:
+                low = word & (~word + np.uint64(1))
+                r = w * 64 + _bit_index(low)
+                if later:
+                    out[at] = comma
+                    at += 1
+                later = True
+                for k in range(word_offsets[r], word_offsets[r + 1]):
+                    out[at] = word_data[k]
+                    at += 1
+                word ^= low
+
+
 _DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
 _DE_BRUIJN_PLACES = np.array(
     [0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53, 51, 43,

@@ -174,12 +174,16 @@ _VALUE = st.none() | st.sampled_from(["1", "2", "3,1", "", ",", "x", "10"])
     ),
     st.sampled_from(["gather=kJ", "gather=kJu", "gather=Jk;sort", "gather=kJ;gather=kJ"]),
     st.sampled_from(["cross=0,1,2,M,A;gather=kJ", "cross=0,1,2,M,A,list", "cross=0,1,2,M,A"]),
+    st.booleans(),
 )
-def test_coded_columns_cross_the_transport_as_rows_would(shards, driver_ops, shard_ops) -> None:  # type: ignore[no-untyped-def]
+def test_coded_columns_cross_the_transport_as_rows_would(  # type: ignore[no-untyped-def]
+    shards, driver_ops, shard_ops, plain_output
+) -> None:
     """The seed's answer's shape: each shard pairs (cross, coded: pairs, or each left
     value with a list view of right values) and may gather its items (coded lists); the
-    pieces travel as Arrow IPC; the driver gathers them (again). Every step gives what
-    the row ops give."""
+    pieces travel as Arrow IPC; the driver gathers them (again), its last column op
+    giving coded columns or, for a result's reader, plain ones (J's text read straight
+    out of its fold). Every step gives what the row ops give."""
     from query.driver.transport import decode_piece, encode_piece
 
     rops, ops = compile_ops(shard_ops), compile_ops(driver_ops)
@@ -193,7 +197,10 @@ def test_coded_columns_cross_the_transport_as_rows_would(shards, driver_ops, sha
             decoded = decode_piece(*encode_piece((count, columns)))
             pieces.append((decoded.num_rows, decoded.columns) if count else (0, []))
     prefix, rest = ops.column_prefix(["str", "str"])
-    out = rest.run(rows_of(run_on_columns(prefix, iter(pieces))))
+    chunks = list(run_on_columns(prefix, iter(pieces), plain_output=plain_output))
+    if plain_output:
+        assert not any(pa.types.is_list(c.type) for _, columns in chunks for c in columns)
+    out = rest.run(rows_of(iter(chunks)))
     assert list(out) == expected
 
 
@@ -202,12 +209,16 @@ def test_coded_columns_cross_the_transport_as_rows_would(shards, driver_ops, sha
     st.lists(st.integers(0, 30), max_size=4),
     st.integers(1, 4),
     st.sampled_from(["marked", "sorted", "compiled"]),
+    st.booleans(),
 )
-def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads, way) -> None:  # type: ignore[no-untyped-def]
+def test_items_split_over_threads_give_what_one_thread_gives(
+    rows, cuts, threads, way, as_text
+) -> None:  # type: ignore[no-untyped-def]
     """Big J work splits over threads (pairs made by ranges of parts, lists put together
     by ranges of groups, joined text by ranges of rows): forced here on small inputs,
     with the pairs marked in a table (read in bands of 2 groups) or sorted, or folded by
-    the compiled kernel (bitsets, in ranges of groups)."""
+    the compiled kernel (bitsets, in ranges of groups); the lists coded then joined, or
+    given as text (the compiled fold reads its bits straight into the text)."""
     import numpy as np
 
     import query.ops.items
@@ -234,8 +245,12 @@ def test_items_split_over_threads_give_what_one_thread_gives(rows, cuts, threads
     query.ops.items.MARKS_PER_PAIR = 10**9 if way == "marked" else 0
     query.ops.items._BAND_BYTES = 1
     try:
-        coded = distinct_items_of(parts, group, groups, 0 if way == "compiled" else 1 << 62)
-        joined = plain(coded)
+        native_from = 0 if way == "compiled" else 1 << 62
+        if as_text:
+            joined = distinct_items_of(parts, group, groups, native_from, as_text=True)
+            assert joined.type == pa.string()
+        else:
+            joined = plain(distinct_items_of(parts, group, groups, native_from))
     finally:
         treestore.arrays.THREADED_SIZE, treestore.arrays.os.cpu_count = saved
         query.ops.items.MARKS_PER_PAIR, query.ops.items._BAND_BYTES = marks

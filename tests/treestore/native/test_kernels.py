@@ -218,3 +218,43 @@ def test_inserted_ints_is_numpy_insert(base: list[int], inserts: list[tuple[int,
     values = np.array(base, dtype=np.int64)
     found = native.inserted_ints(values, places, added)
     assert found.tolist() == np.insert(values, places, added).tolist()
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.lists(st.integers(0, 130), max_size=6)), max_size=60),
+    st.integers(1, 4),
+    st.sampled_from([8, 64, 1 << 19]),
+    st.lists(st.text(min_size=0, max_size=4), min_size=131, max_size=131),
+)
+def test_grouped_distinct_text_is_the_ranks_words_joined(
+    rows: list[tuple[int, list[int]]], pieces: int, block_bytes: int, words: list[str]
+) -> None:
+    """Every group's distinct ranks as their words joined by commas, null for a group
+    without any (an empty word still counts), over 1 to 4 threads and any blocks; words
+    of several bytes (UTF-8) copied whole."""
+    groups = 10
+    ranks = np.array([r for _, stretch in rows for r in stretch], dtype=np.int64)
+    sizes = np.array([len(stretch) for _, stretch in rows], dtype=np.int64)
+    firsts = np.cumsum(sizes) - sizes
+    owners = np.array([g for g, _ in rows], dtype=np.int64)
+    text = native.grouped_distinct_text(
+        owners, firsts, sizes, ranks, groups, pa.array(words), pieces, block_bytes
+    )
+    expected = []
+    for k in range(groups):
+        found = sorted({r for g, s in rows if g == k for r in s})
+        expected.append(",".join(words[r] for r in found) if found else None)
+    assert text.type == pa.string()
+    assert text.to_pylist() == expected
+    text.validate(full=True)
+
+
+def test_grouped_distinct_text_refuses_a_rank_without_its_word() -> None:
+    one = np.ones(1, np.int64)
+    with pytest.raises(ValueError, match="without its word"):
+        native.grouped_distinct_text(np.zeros(1, np.int64), np.zeros(1, np.int64), one,
+                                     np.array([3]), 1, pa.array(["a", "b"]))  # fmt: skip
+    with pytest.raises(ValueError, match="null word"):
+        native.grouped_distinct_text(np.zeros(1, np.int64), np.zeros(1, np.int64), one,
+                                     np.array([0]), 1, pa.array([None, "b"]))  # fmt: skip
