@@ -155,10 +155,10 @@ def run_on_columns(
     ones. The chunks that come out may be coded; with ``plain_output`` (for a reader that
     makes them plain anyway), the last op may give plain columns where it makes them more
     cheaply than coded ones (:attr:`~query.ops.base.Op.gives_plain`)."""
+    ops = list(ops)
     stages = [partial(_run_columns, op) for op in ops]
-    last = stages and stages[-1].args[0]
-    if plain_output and last and last.gives_plain:
-        stages[-1] = partial(_run_columns, last, plain_output=True)
+    if plain_output and ops and ops[-1].gives_plain:
+        stages[-1] = partial(_run_columns, ops[-1], plain_output=True)
     return chain(stages, chunks)
 
 

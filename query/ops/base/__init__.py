@@ -105,9 +105,9 @@ class Op:
     """True when :meth:`run_columns` takes coded columns (dictionary-encoded text, lists
     of items: see :func:`query.ops.columns.plain`); other ops are given plain ones."""
     gives_plain: ClassVar[bool] = False
-    """True when :meth:`run_columns` takes ``plain_output=True``: its output's columns then come
-    plain (text, not codes), made more cheaply than coded ones that are then made plain
-    (the last op of a result, whose reader makes them plain anyway)."""
+    """True when :meth:`run_columns` takes ``plain_output=True``: its output's columns
+    then come plain (text, not codes), made more cheaply than coded ones that are then
+    made plain (the last op of a result, whose reader makes them plain anyway)."""
     codes_path_levels: ClassVar[bool] = False
     """True when the op, first on a shard's path, reads the path's upper levels better
     coded (its keys and sides read by codes, never output): the walk then codes them."""
