@@ -190,10 +190,11 @@ def distinct_items_of(
     if total >= (NATIVE_ITEMS if native_from is None else native_from) and bitsets <= min(
         MARKS_PER_PAIR * total, MARKS_MOST
     ):
-        marked = _rows_compiled(parts, unified, rank, group)
+        stretches = _rows_compiled(parts, unified, rank)
+        threads = thread_count(total)
         if as_text:
-            return grouped_distinct_text(*marked, groups, sorted_words, thread_count(total))
-        items, bounds = grouped_distinct_ranks(*marked, groups, thread_count(total))
+            return grouped_distinct_text(group, *stretches, groups, sorted_words, threads)
+        items, bounds = grouped_distinct_ranks(group, *stretches, groups, threads)
         return _coded_lists(items, bounds, sorted_words)
     group = group.astype(kind, copy=False)
     sizes = [part.items for part in parts]
@@ -220,11 +221,11 @@ def distinct_items_of(
 
 
 def _rows_compiled(
-    parts: list[Items], unified: pa.ChunkedArray, rank: np.ndarray, group: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every part's rows for the compiled kernels: each row's group, its first item and
-    its number of items in one array of ranks (rows that hold their own items view
-    consecutive stretches), and that array."""
+    parts: list[Items], unified: pa.ChunkedArray, rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every part's rows for the compiled kernels: each row's first item and number of
+    items in one array of ranks (rows that hold their own items view consecutive
+    stretches), and that array."""
     rows = sum(part.count for part in parts)
     total = sum(part.items for part in parts)
     codes = sum(len(unified.chunk(i)) for i in range(len(parts)))  # what firsts index
@@ -245,7 +246,7 @@ def _rows_compiled(
             firsts[at:end] -= sizes[at:end] - base
         base += len(ranks[-1])
         at = end
-    return group, firsts, sizes, np.concatenate(ranks)
+    return firsts, sizes, np.concatenate(ranks)
 
 
 MARKS_PER_PAIR = 16

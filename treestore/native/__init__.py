@@ -291,6 +291,15 @@ def _marked(
     return bits, words, np.linspace(0, groups, threads + 1).astype(np.int64)
 
 
+def _check_places(places: np.ndarray, added: int, base: int, kernel: str, what: str) -> None:
+    """Refuse insertion ``places`` the kernels would copy out of bounds with (they copy
+    without checks): one per added value, ascending, within the base."""
+    if len(places) != added or (
+        len(places) and (places[0] < 0 or places[-1] > base or bool(np.any(np.diff(places) < 0)))
+    ):
+        raise ValueError(f"{kernel}: places must ascend within the base, one a {what}")
+
+
 def inserted_ints(base: np.ndarray, places: np.ndarray, added: np.ndarray) -> np.ndarray:
     """``numpy.insert(base, places, added)`` for int64 columns with ``places`` ascending
     (within the base), by a compiled kernel that copies the runs of base values between
@@ -300,11 +309,7 @@ def inserted_ints(base: np.ndarray, places: np.ndarray, added: np.ndarray) -> np
     >>> inserted_ints(np.array([1, 3]), np.array([1, 2]), np.array([2, 4])).tolist()
     [1, 2, 3, 4]
     """
-    if len(places) != len(added) or (
-        len(places)
-        and (places[0] < 0 or places[-1] > len(base) or bool(np.any(np.diff(places) < 0)))
-    ):  # the kernel copies without checks
-        raise ValueError("inserted_ints: places must ascend within the base, one a value")
+    _check_places(places, len(added), len(base), "inserted_ints", "value")
     out = np.empty(len(base) + len(added), np.int64)
     kernels().insert_ints(_int64s(base), _int64s(places), _int64s(added), out)
     return out
@@ -322,11 +327,7 @@ def inserted_strings(base: pa.Array, places: np.ndarray, added: pa.Array) -> pa.
     """
     if base.null_count or added.null_count:
         raise ValueError("inserted_strings: nulls are not taken")
-    if len(places) != len(added) or (
-        len(places)
-        and (places[0] < 0 or places[-1] > len(base) or bool(np.any(np.diff(places) < 0)))
-    ):  # the kernel copies without checks
-        raise ValueError("inserted_strings: places must ascend within the base, one a string")
+    _check_places(places, len(added), len(base), "inserted_strings", "string")
     base_offsets, base_data = string_buffers(base)
     added_offsets, added_data = string_buffers(added)
     size = int(base_offsets[-1] - base_offsets[0] + added_offsets[-1] - added_offsets[0])

@@ -304,19 +304,18 @@ class RunReader:
             return ChildColumns.empty()
         begin = self.pages[start].offset
         raw = self._read(begin, self.pages[stop - 1].offset + self.pages[stop - 1].length - begin)
-        infos = self.pages[start:stop]
         view = memoryview(raw)
         spans = self._index.spans[start:stop]
-        starts = spans[:, 0] - begin
-        sums = _checksums(view, starts, starts + spans[:, 1])
-        for bad in np.flatnonzero(sums != self._index.checksums[start:stop]).tolist()[:1]:
-            info = infos[bad]  # raises, saying which page
-            self._check(start + bad, view[info.offset - begin : info.offset - begin + info.length])
+        starts, ends = spans[:, 0] - begin, spans[:, 0] - begin + spans[:, 1]
+        bad = np.flatnonzero(_checksums(view, starts, ends) != self._index.checksums[start:stop])
+        if len(bad):  # raises, naming the first page that fails
+            first = int(bad[0])
+            self._check(start + first, view[starts[first] : ends[first]])
         found = columns_of_span(raw, starts, spans[:, 1], with_data)
         if found is not None:
             ints, names, data = found
             return ChildColumns(ints[0], names, ints[1], ints[2], ints[3], data)
-        encoded = [raw[i.offset - begin : i.offset - begin + i.length] for i in infos]
+        encoded = [raw[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
         pages = [self._decode(n, page) for n, page in enumerate(encoded, start)]
         return _concatenated(pages, [d for p in pages for d in p.data()] if with_data else None)
 
