@@ -25,6 +25,8 @@ from treestore.sharding import HASH_SEED
 
 __all__ = [
     "NATIVE_FROM",
+    "filter_add",
+    "filter_holds",
     "first_inverse_groups",
     "folded_hashes",
     "grouped_distinct_ranks",
@@ -49,6 +51,10 @@ numpy (a handful of keys imports no numba)."""
 _DENSE_SPAN = 4
 """Values spanning less than this many times their count are grouped through a table over
 their span (:func:`first_inverse_groups`) instead of a hash table and a sort."""
+
+_DENSE_BITS = 64
+"""Candidates spanning less than this many values each are looked up in a bitmap over
+their span (:func:`members`): at most 8 bytes a candidate, as the hash set takes."""
 
 BLOCK_BYTES = 1 << 19
 """The bitsets of a block of groups that :func:`grouped_distinct_ranks` marks together:
@@ -100,6 +106,10 @@ def warm() -> None:
         pa.array([str(v) for v in range(NATIVE_FROM)]),
     )  # fmt: skip
     compiled.members(values, values)
+    compiled.dense_members(values, values, 0, NATIVE_FROM)
+    bits = np.zeros(NATIVE_FROM, np.uint8)
+    filter_add(bits, 8 * NATIVE_FROM, values.astype(np.uint64), 7)
+    filter_holds(bits, 8 * NATIVE_FROM, values.astype(np.uint64), 7)
     text = np.frombuffer(bytes(NATIVE_FROM), np.uint8)  # read-only, as Arrow's buffers are
     hashes = compiled.folded_hashes(values, np.arange(NATIVE_FROM + 1, dtype=np.int64), text)
     compiled.parted_hashes(hashes, values)
@@ -367,12 +377,43 @@ def shards_of(keys: pa.Array, shards: int) -> np.ndarray:
     return np.mod(xxhash64(keys, HASH_SEED), shards).astype(np.int32)  # type: ignore[no-any-return]
 
 
+def filter_add(bits: np.ndarray, size: int, bases: np.ndarray, probes: int) -> None:
+    """Set each key's ``probes`` Bloom filter bits in the packed filter ``bits`` (uint8,
+    little-endian bit order, ``size`` bits), probing from each key's ``bases`` hash as
+    :class:`~treestore.storage.keyfilter.KeyFilter` does. One pass over the keys, in
+    place: the packed filter is an eighth of a byte per bit (a 10x shard's run's filter
+    stays in the cache while it fills)."""
+    _check_filter(bits, size)
+    kernels().filter_add(bits, size, np.ascontiguousarray(bases, np.uint64), probes)
+
+
+def filter_holds(bits: np.ndarray, size: int, bases: np.ndarray, probes: int) -> np.ndarray:
+    """Whether each key's ``probes`` bits are all set in the packed filter ``bits`` (see
+    :func:`filter_add`)."""
+    _check_filter(bits, size)
+    read_only = bits.view()  # one compiled signature for a filter read and one being built
+    read_only.flags.writeable = False
+    return kernels().filter_holds(read_only, size, np.ascontiguousarray(bases, np.uint64), probes)  # type: ignore[no-any-return]
+
+
+def _check_filter(bits: np.ndarray, size: int) -> None:
+    if bits.dtype != np.uint8 or not bits.flags.c_contiguous or len(bits) * 8 < size:
+        raise ValueError(f"a filter of {size} bits needs {(size + 7) // 8} contiguous bytes")
+
+
 def members(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """Whether each of ``values`` is among ``candidates`` (``np.isin``); from
-    :data:`NATIVE_FROM` values on by a hash set."""
+    :data:`NATIVE_FROM` values on by a bitmap over the candidates' span when it is less
+    than :data:`_DENSE_BITS` bits a candidate (a memtable's parent ids: the hash set of a
+    10x shard's 7M outgrows the cache), else by a hash set."""
     if len(values) < NATIVE_FROM:
         return np.isin(values, candidates)
-    return kernels().members(_int64s(values), _int64s(candidates))
+    values, candidates = _int64s(values), _int64s(candidates)
+    if len(candidates):
+        low, high = int(candidates.min()), int(candidates.max())
+        if high - low < _DENSE_BITS * len(candidates):  # node ids: a bitmap over their span
+            return kernels().dense_members(values, candidates, low, high - low + 1)  # type: ignore[no-any-return]
+    return kernels().members(values, candidates)
 
 
 def first_inverse_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,7 +16,10 @@ _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _SALT1 = np.uint64(0x243F6A8885A308D3)
+_SALT2 = np.uint64(0x13198A2E03707344)
 _S33 = np.uint64(33)
+_S32 = np.uint64(32)
+_LOW32 = np.uint64(0xFFFFFFFF)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -345,6 +348,46 @@ def pair_groups(nodes, codes, node_count, code_count):  # type: ignore[no-untype
     return groups[: count + 1], firsts[: count + 1], inverse
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _filter_place(low: np.uint64, stride: np.uint64, probe: int, size: np.uint64) -> np.int64:
+    """Probe ``probe``'s bit: ``low + probe * stride`` in 32 bits, scaled to ``size``."""
+    return np.int64((((low + np.uint64(probe) * stride) & _LOW32) * size) >> _S32)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _filter_start(base: np.uint64) -> tuple[np.uint64, np.uint64]:
+    return _mix(base ^ _SALT1) >> _S32, (_mix(base ^ _SALT2) | np.uint64(1)) & _LOW32
+
+
+@njit(cache=True, nogil=True)
+def filter_add(bits, size, bases, probes):  # type: ignore[no-untyped-def]
+    """Set each key's ``probes`` bits in the packed (little-endian bit order) filter
+    ``bits`` of ``size`` bits, from each key's ``bases`` hash (``KeyFilter.add``)."""
+    whole = np.uint64(size)
+    for i in range(len(bases)):
+        low, stride = _filter_start(bases[i])
+        for probe in range(probes):
+            place = _filter_place(low, stride, probe, whole)
+            bits[place >> 3] |= np.uint8(1 << (place & 7))
+
+
+@njit(cache=True, nogil=True)
+def filter_holds(bits, size, bases, probes):  # type: ignore[no-untyped-def]
+    """Whether each key's ``probes`` bits are all set (``KeyFilter.may_hold``)."""
+    whole = np.uint64(size)
+    held = np.zeros(len(bases), np.bool_)
+    for i in range(len(bases)):
+        low, stride = _filter_start(bases[i])
+        every = True
+        for probe in range(probes):
+            place = _filter_place(low, stride, probe, whole)
+            if not (bits[place >> 3] >> (place & 7)) & 1:
+                every = False
+                break
+        held[i] = every
+    return held
+
+
 @njit(cache=True, nogil=True)
 def members(values, candidates):  # type: ignore[no-untyped-def]
     """Whether each of ``values`` is among ``candidates`` (a hash set of int64 values)."""
@@ -370,6 +413,22 @@ def members(values, candidates):  # type: ignore[no-untyped-def]
                 found[i] = True
                 break
             place = np.int64((np.uint64(place) + np.uint64(1)) & mask)
+    return found
+
+
+@njit(cache=True, nogil=True)
+def dense_members(values, candidates, low, span):  # type: ignore[no-untyped-def]
+    """:func:`members` of candidates from ``low`` to ``low + span - 1``: a bitmap over
+    their span (an eighth of a byte each) instead of a hash set."""
+    bits = np.zeros((span + 7) // 8, np.uint8)
+    for i in range(len(candidates)):
+        at = candidates[i] - low
+        bits[at >> 3] |= np.uint8(1 << (at & 7))
+    found = np.zeros(len(values), np.bool_)
+    for i in range(len(values)):
+        at = values[i] - low
+        if 0 <= at < span:
+            found[i] = (bits[at >> 3] >> (at & 7)) & 1
     return found
 
 

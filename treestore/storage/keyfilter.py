@@ -276,18 +276,16 @@ class KeyFilter:
         self.size = size
         self.kind = kind
         self._parted = kind == FILTER_FORMAT
-        self._open: np.ndarray | None = None  # one byte per bit while keys are added
-
-    def _pack(self) -> None:
-        if self._open is not None:
-            self.bits = np.packbits(self._open, bitorder="little")
-            self._open = None
 
     @classmethod
     def sized(cls, expected: int) -> KeyFilter:
         """An empty filter for about ``expected`` keys."""
         size = min(_MAX_BITS, max(64, _BITS_PER_KEY * expected))
         return cls(np.zeros((size + 7) // 8, np.uint8), size)
+
+    def _bases(self, hashes: KeyHashes) -> np.ndarray:
+        """Each key's hash the probes start from (see :meth:`KeyHashes.pair`)."""
+        return hashes.indexed() if self._parted else hashes.folded()
 
     def _probes(self, hashes: KeyHashes) -> tuple[np.ndarray, np.ndarray]:
         """Each key's first probe and its stride: probe ``i`` is ``low + i * stride`` in 32
@@ -299,17 +297,23 @@ class KeyFilter:
         return ((probes.astype(np.uint64) * np.uint64(self.size)) >> np.uint64(32)).astype(np.int64)
 
     def add(self, hashes: KeyHashes) -> None:
-        """Add the keys (into an unpacked copy of the bits, packed again by :meth:`save`)."""
-        if self._open is None:
-            self._open = np.unpackbits(self.bits, count=self.size, bitorder="little").view(bool)
+        """Add the keys: from :data:`~treestore.native.NATIVE_FROM` keys on in one compiled
+        pass over the packed bits (:func:`~treestore.native.filter_add`), else in numpy."""
+        if not self.bits.flags.writeable:
+            self.bits = self.bits.copy()
+        if len(hashes) >= native.NATIVE_FROM:
+            native.filter_add(self.bits, self.size, self._bases(hashes), _PROBES)
+            return
         low, stride = self._probes(hashes)
         for i in range(_PROBES):
-            self._open[self._scaled(low + np.uint32(i) * stride)] = True
+            places = self._scaled(low + np.uint32(i) * stride)
+            np.bitwise_or.at(self.bits, places >> 3, (1 << (places & 7)).astype(np.uint8))
 
     def may_hold(self, hashes: KeyHashes) -> np.ndarray:
         """Whether each key may be in the filter (``False``: it is not). Each probe reads
         the bits of the keys still in, so absent keys cost about two probes."""
-        self._pack()
+        if len(hashes) >= native.NATIVE_FROM:
+            return native.filter_holds(self.bits, self.size, self._bases(hashes), _PROBES)
         low, stride = self._probes(hashes)
         alive = np.arange(len(hashes))
         for i in range(_PROBES):
@@ -321,7 +325,6 @@ class KeyFilter:
 
     def holds(self, key: Key) -> bool:
         """Whether ``key`` may be in the filter (one key, in Python ints)."""
-        self._pack()
         base = index_key(key) if self._parted else fold_key(key)
         low = _mix_one(base ^ _SALT1) >> 32
         stride = (_mix_one(base ^ _SALT2) | 1) & 0xFFFFFFFF
@@ -333,7 +336,6 @@ class KeyFilter:
 
     def save(self) -> dict[str, Any]:
         """What a run index records of the filter."""
-        self._pack()
         return {"kind": self.kind, "bits": self.size, "filter": self.bits.tobytes()}
 
     @classmethod

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from treestore import native
 from treestore.arrays import distinct_sorted, unique_first_inverse
-from treestore.storage.keyfilter import KeyHashes, _folded, _parted
+from treestore.storage.keyfilter import _KINDS as FILTER_KINDS
+from treestore.storage.keyfilter import KeyFilter, KeyHashes, _folded, _parted
 from treestore.storage.memtable import KeyIndex
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=80)
@@ -101,11 +102,19 @@ def test_pair_groups_refuse_a_value_out_of_range() -> None:
 
 
 @settings(deadline=None)
-@given(st.lists(st.integers(0, 60), max_size=200), st.lists(st.integers(0, 60), max_size=200))
+@given(
+    st.lists(st.integers(-3, 60) | st.integers(-(2**62), 2**62), max_size=200),
+    st.lists(st.integers(0, 60) | st.integers(-(2**62), 2**62), max_size=200),
+)
 def test_members_and_repeats_are_numpys(values: list[int], candidates: list[int]) -> None:
+    """Both ways of :func:`native.members`: the bitmap over a dense span, the hash set."""
     left, right = np.array(values, np.int64), np.array(candidates, np.int64)
     with mock.patch.object(native, "NATIVE_FROM", 1):
-        assert native.members(left, right).tolist() == np.isin(left, right).tolist()
+        for dense_bits in (0, 1 << 62):  # never a bitmap, a bitmap whenever the span fits
+            if dense_bits and len(right) and int(right.max()) - int(right.min()) > 1 << 20:
+                continue  # not a bitmap of 2^62 bits
+            with mock.patch.object(native, "_DENSE_BITS", dense_bits):
+                assert native.members(left, right).tolist() == np.isin(left, right).tolist()
         assert native.repeats(left) == (len(distinct_sorted(left)) < len(left))
 
 
@@ -183,6 +192,50 @@ def test_grouped_distinct_ranks_are_each_groups_sorted_set(
     lists = [items[a:b].tolist() for a, b in itertools.pairwise(bounds)]
     expected = [sorted({r for g, s in rows if g == k for r in s}) for k in range(groups)]
     assert lists == expected
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-(2**62), 2**62), _TEXT), min_size=1, max_size=300),
+    st.integers(1, 2000),
+    st.sampled_from(FILTER_KINDS),
+)
+def test_key_filters_filled_and_read_by_the_kernels_are_numpys(
+    keys: list[tuple[int, str]], expected: int, kind: str
+) -> None:
+    """A filter filled with all the keys at once (the kernel, from ``NATIVE_FROM`` keys)
+    holds the bits of one filled a key at a time (numpy), and both read alike."""
+    _filled_alike(keys, expected, kind)
+
+
+@pytest.mark.parametrize("kind", FILTER_KINDS)
+def test_key_filters_of_many_keys_are_filled_by_the_kernel_as_by_numpy(kind: str) -> None:
+    rng = np.random.default_rng(5)
+    keys = [(int(p), f"n{i}") for i, p in enumerate(rng.integers(0, 1 << 40, 3000))]
+    for expected in (10, 3000, 100_000):  # a filter full, sized, and mostly empty
+        _filled_alike(keys, expected, kind)
+
+
+def _filled_alike(keys: list[tuple[int, str]], expected: int, kind: str) -> None:
+    parents = np.array([k[0] for k in keys], np.int64)
+    hashes = KeyHashes(parents, [k[1] for k in keys])
+    sized = KeyFilter.sized(expected)
+    at_once, one_by_one = (KeyFilter(sized.bits.copy(), sized.size, kind) for _ in range(2))
+    at_once.add(hashes)
+    for i in range(len(keys)):
+        one_by_one.add(hashes.take(np.array([i])))
+    assert at_once.bits.tobytes() == one_by_one.bits.tobytes()
+    absent = KeyHashes(parents + 1, [k[1] + "x" for k in keys])
+    for probe in (hashes, absent):
+        together = at_once.may_hold(probe).tolist()
+        alone = [bool(at_once.may_hold(probe.take(np.array([i])))[0]) for i in range(len(keys))]
+        assert together == alone
+    assert all(at_once.may_hold(hashes))
+    if len(keys) >= native.NATIVE_FROM:  # the kernels ran, and refuse a cut filter
+        with pytest.raises(ValueError, match="contiguous bytes"):
+            native.filter_add(at_once.bits[:-1], at_once.size + 8, hashes.indexed(), 7)
+        with pytest.raises(ValueError, match="contiguous bytes"):
+            native.filter_holds(at_once.bits[::2], at_once.size, hashes.indexed(), 7)
 
 
 def test_kernels_that_index_without_checks_refuse_what_would_go_out_of_bounds() -> None:
