@@ -326,11 +326,11 @@ def inserted_ints(base: np.ndarray, places: np.ndarray, added: np.ndarray) -> np
 
 
 def inserted_strings(base: pa.Array, places: np.ndarray, added: pa.Array) -> pa.Array:
-    """``base`` (strings, no nulls) with each of ``added`` (no nulls) inserted before base
-    string ``places[j]`` (ascending; at ``len(base)``: at the end), as ``numpy.insert``
-    does it for numbers: one pass that copies runs of base strings whole. The type is
-    ``base``'s, or ``large_string`` when the text outgrows it (callers that must keep the
-    type check the size first).
+    """``base`` (strings or binaries, no nulls) with each of ``added`` (no nulls) inserted
+    before base value ``places[j]`` (ascending; at ``len(base)``: at the end), as
+    ``numpy.insert`` does it for numbers: one pass that copies runs of base values whole.
+    The type is ``base``'s, or its large form when the bytes outgrow it (callers that must
+    keep the type check the size first).
 
     >>> inserted_strings(pa.array(["a", "c"]), np.array([1, 2]), pa.array(["b", "d"])).to_pylist()
     ['a', 'b', 'c', 'd']
@@ -346,8 +346,12 @@ def inserted_strings(base: pa.Array, places: np.ndarray, added: pa.Array) -> pa.
     kernels().insert_strings(
         base_offsets, base_data, _int64s(places), added_offsets, added_data, offsets, out
     )
-    wide = pa.types.is_large_string(base.type) or size >= 1 << 31
-    kind = pa.large_string() if wide else pa.string()
+    wide = pa.types.is_large_string(base.type) or pa.types.is_large_binary(base.type)
+    wide = wide or size >= 1 << 31
+    if pa.types.is_binary(base.type) or pa.types.is_large_binary(base.type):
+        kind = pa.large_binary() if wide else pa.binary()
+    else:
+        kind = pa.large_string() if wide else pa.string()
     bounds = offsets if wide else offsets.astype(np.int32)
     return pa.Array.from_buffers(
         kind, len(offsets) - 1, [None, pa.py_buffer(bounds), pa.py_buffer(out)]

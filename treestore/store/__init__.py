@@ -6,5 +6,5 @@ manifests and publishing (``versions``), the store's lock
 (``dedup_index``), the check that a load's files are where the driver sees them before
 it publishes (``written``).
 
-May import: ``treestore``, ``treestore.storage``.
+May import: ``treestore``, ``treestore.native``, ``treestore.storage``.
 """

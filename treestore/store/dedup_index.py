@@ -60,6 +60,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 import xxhash
 
+from treestore import native
 from treestore.errors import StoreError
 from treestore.storage.pagestore import PageStore
 from treestore.store.layout import CONFIG, DEDUP, DEDUP_INDEX
@@ -304,11 +305,34 @@ def _write_run(pages: PageStore, name: str, table: pa.Table, owner: RunOwner | N
 
 
 def _merged(runs: Sequence[IndexRun]) -> IndexRun:
-    """One unnamed in-memory run holding every pair of ``runs``."""
+    """One unnamed in-memory run holding every pair of ``runs``: a newer run's pairs
+    inserted into the older run's in one pass where no hash is in both (a load's keys are
+    never in the index, and 64-bit hashes rarely meet), else everything sorted again."""
+    if len(runs) == 2:
+        inserted = _inserted(*runs)
+        if inserted is not None:
+            return inserted
     table = sorted_run(
         np.concatenate([run.hashes for run in runs]), pa.concat_arrays([r.keys for r in runs])
     )
     return IndexRun("", *_columns(table))
+
+
+def _inserted(older: IndexRun, newer: IndexRun) -> IndexRun | None:
+    """``newer``'s pairs inserted among ``older``'s (both sorted by hash, then key): the run
+    :func:`sorted_run` makes of both, or None where a hash is in both runs or a key is null
+    (the order among equal hashes is then the keys', which a sort decides)."""
+    if older.keys.null_count or newer.keys.null_count:
+        return None
+    places = np.searchsorted(older.hashes, newer.hashes, side="left")
+    inside = np.flatnonzero(places < len(older.hashes))
+    if (older.hashes[places[inside]] == newer.hashes[inside]).any():
+        return None
+    return IndexRun(
+        "",
+        native.inserted_ints(older.hashes, places, newer.hashes),
+        native.inserted_strings(older.keys, places, newer.keys),
+    )
 
 
 def _merge_tail(runs: list[IndexRun]) -> list[IndexRun]:

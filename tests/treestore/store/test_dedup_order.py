@@ -1,14 +1,16 @@
-"""The dedup index orders (hash, key) pairs by a numpy hash sort, by key only where hashes tie."""
+"""The dedup index orders (hash, key) pairs by a numpy hash sort, by key only where hashes tie;
+a newer run merged into an older one is ordered as one sort of both."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from treestore.store.dedup_index import ShardIndex, hash_order
+from treestore.store import dedup_index
+from treestore.store.dedup_index import IndexRun, ShardIndex, hash_order, sorted_run
 
 _PAIRS = st.lists(st.tuples(st.integers(-2, 2), st.sampled_from(["a", "b", "c", ""])), max_size=40)
 
@@ -34,3 +36,31 @@ def test_first_of_batch_marks_each_pairs_first_row(pairs: list[tuple[int, str]])
         expected.append(pair not in seen)
         seen.add(pair)
     assert ShardIndex.first_of_batch(hashes, keys).tolist() == expected
+
+
+def _run(pairs: list[tuple[int, str]]) -> IndexRun:
+    table = sorted_run(
+        np.array([h for h, _ in pairs], np.int64),
+        pa.array([k.encode() for _, k in pairs], pa.large_binary()),
+    )
+    return IndexRun("", table.column("hash").to_numpy(), table.column("key").combine_chunks())
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-50, 50), st.text(max_size=6)), unique=True, max_size=200),
+    st.integers(0, 200),
+)
+def test_a_newer_run_merged_into_an_older_is_one_sort_of_both(
+    pairs: list[tuple[int, str]], cut: int
+) -> None:
+    """Inserted in one pass where no hash is in both runs, sorted again where one is: the
+    same run either way (distinct pairs, as a load adds them)."""
+    older, newer = _run(pairs[:cut]), _run(pairs[cut:])
+    merged = dedup_index._merged([older, newer])
+    expected = _run(pairs)
+    assert merged.hashes.tolist() == expected.hashes.tolist()
+    assert merged.keys.to_pylist() == expected.keys.to_pylist()
+    assert merged.keys.type == pa.large_binary()
+    shared = set(older.hashes.tolist()) & set(newer.hashes.tolist())
+    assert (dedup_index._inserted(older, newer) is None) == bool(shared)
