@@ -19,6 +19,7 @@ from types import ModuleType
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from treestore.arrays import distinct_sorted, map_in_threads, pooled_empty, unique_first_inverse
 from treestore.sharding import HASH_SEED
@@ -34,6 +35,7 @@ __all__ = [
     "inserted_ints",
     "inserted_strings",
     "kernels",
+    "key_order",
     "members",
     "pair_groups",
     "parted_hashes",
@@ -107,6 +109,7 @@ def warm() -> None:
     )  # fmt: skip
     compiled.members(values, values)
     compiled.dense_members(values, values, 0, NATIVE_FROM)
+    key_order(values % 3, pa.array([str(v) for v in range(NATIVE_FROM)]))
     bits = np.zeros(NATIVE_FROM, np.uint8)
     filter_add(bits, 8 * NATIVE_FROM, values.astype(np.uint64), 7)
     filter_holds(bits, 8 * NATIVE_FROM, values.astype(np.uint64), 7)
@@ -379,6 +382,43 @@ def shards_of(keys: pa.Array, shards: int) -> np.ndarray:
     if pa.types.is_large_string(keys.type):
         keys = keys.cast(pa.string())
     return np.mod(xxhash64(keys, HASH_SEED), shards).astype(np.int32)  # type: ignore[no-any-return]
+
+
+_SHORT_RUN = 32
+"""Runs of equal parents up to this long have their names sorted by insertion in
+:func:`key_order`; longer ones (the root's children) by Arrow."""
+
+
+def key_order(parents: np.ndarray, names: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """The stable order that sorts entries by parent id, then name (Arrow's
+    ``sort_indices`` of the two columns), with the parents and the names in that order.
+
+    From :data:`NATIVE_FROM` entries on: a radix sort of the parent ids, the names taken
+    in that order (children of one parent side by side), and each parent's children
+    sorted by name where they lie (bytewise, by insertion; a long run by Arrow). A 10x
+    shard's memtable of 4.9M entries: about 0.7 s against Arrow's two-key sort's 1.1 s.
+
+    >>> order, _, sorted_names = key_order(np.array([2, 1, 2]), pa.array(["b", "z", "a"]))
+    >>> order.tolist(), sorted_names.to_pylist()
+    ([1, 2, 0], ['z', 'a', 'b'])
+    """
+    parents = _int64s(parents)
+    if isinstance(names, pa.ChunkedArray):
+        names = names.combine_chunks()
+    if len(parents) < NATIVE_FROM or names.null_count:
+        order = pc.sort_indices(
+            pa.table({"parent": parents, "name": names}),
+            [("parent", "ascending"), ("name", "ascending")],
+        ).to_numpy()
+        return order, parents[order], names.take(pa.array(order))
+    low, high = int(parents.min()), int(parents.max())
+    by_parent, keys = kernels().radix_order(parents, low, max(1, (high - low).bit_length()))
+    gathered = names.take(pa.array(by_parent))
+    offsets, data = string_buffers(gathered)
+    perm, longer = kernels().sort_short_runs(keys, offsets, data, _SHORT_RUN)
+    for start, end in longer.reshape(-1, 2).tolist():
+        perm[start:end] = start + pc.sort_indices(gathered.slice(start, end - start)).to_numpy()
+    return by_parent[perm], keys[perm] + low, gathered.take(pa.array(perm))
 
 
 def filter_add(bits: np.ndarray, size: int, bases: np.ndarray, probes: int) -> None:

@@ -417,6 +417,86 @@ def members(values, candidates):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
+def radix_order(keys, low, bits):  # type: ignore[no-untyped-def]
+    """The stable order sorting ``keys`` (int64, from ``low``, spanning ``bits`` bits) and
+    the keys in that order less ``low``: least significant digit first, 11 bits a pass,
+    each key carried with its position (no gather of the keys by the order)."""
+    n = len(keys)
+    digit_bits = 11
+    size = 1 << digit_bits
+    mask = size - 1
+    passes = max(1, (bits + digit_bits - 1) // digit_bits)
+    counts = np.zeros((passes, size), np.int64)
+    current = np.empty(n, np.int64)
+    for i in range(n):
+        key = keys[i] - low
+        current[i] = key
+        for p in range(passes):
+            counts[p, (key >> (p * digit_bits)) & mask] += 1
+    order = np.arange(n).astype(np.int64)
+    spare_order = np.empty(n, np.int64)
+    spare_keys = np.empty(n, np.int64)
+    starts = np.empty(size, np.int64)
+    for p in range(passes):
+        total = 0
+        for digit in range(size):
+            starts[digit] = total
+            total += counts[p, digit]
+        shift = p * digit_bits
+        for i in range(n):
+            key = current[i]
+            digit = (key >> shift) & mask
+            at = starts[digit]
+            starts[digit] = at + 1
+            spare_order[at] = order[i]
+            spare_keys[at] = key
+        order, spare_order = spare_order, order
+        current, spare_keys = spare_keys, current
+    return order, current
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bytes_less(offsets, data, a, b):  # type: ignore[no-untyped-def]
+    """Whether value ``a`` sorts before value ``b``: bytewise, a prefix first (Arrow's order
+    of strings)."""
+    start_a, start_b = offsets[a], offsets[b]
+    size_a, size_b = offsets[a + 1] - start_a, offsets[b + 1] - start_b
+    for k in range(min(size_a, size_b)):
+        x, y = data[start_a + k], data[start_b + k]
+        if x != y:
+            return x < y
+    return size_a < size_b
+
+
+@njit(cache=True, nogil=True)
+def sort_short_runs(keys, offsets, data, most):  # type: ignore[no-untyped-def]
+    """The permutation that sorts each run of equal ``keys`` (sorted) by its values (the
+    strings at ``offsets`` into ``data``, in the keys' order): runs of up to ``most`` by
+    insertion (stable), longer ones left as they are and listed as (start, end) pairs."""
+    n = len(keys)
+    perm = np.arange(n).astype(np.int64)
+    longer = []
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and keys[j] == keys[i]:
+            j += 1
+        if j - i > most:
+            longer.append(i)
+            longer.append(j)
+        elif j - i > 1:
+            for a in range(i + 1, j):
+                moving = perm[a]
+                b = a - 1
+                while b >= i and _bytes_less(offsets, data, moving, perm[b]):
+                    perm[b + 1] = perm[b]
+                    b -= 1
+                perm[b + 1] = moving
+        i = j
+    return perm, np.array(longer, np.int64)
+
+
+@njit(cache=True, nogil=True)
 def dense_members(values, candidates, low, span):  # type: ignore[no-untyped-def]
     """:func:`members` of candidates from ``low`` to ``low + span - 1``: a bitmap over
     their span (an eighth of a byte each) instead of a hash set."""

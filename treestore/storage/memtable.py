@@ -218,11 +218,7 @@ class Memtable:
         parents = np.frombuffer(self.parents, dtype=np.int64)
         if slots is not None:
             names, parents = names.take(pa.array(slots)), parents[slots]
-        order = pc.sort_indices(
-            pa.table({"parent": parents, "name": names}),
-            [("parent", "ascending"), ("name", "ascending")],
-        ).to_numpy()
-        parents, names = parents[order], names.take(order)
+        order, parents, names = native.key_order(parents, names)
         if slots is not None:
             order = slots[order]  # the sorted entries' slots
         data = None

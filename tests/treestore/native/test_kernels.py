@@ -12,6 +12,7 @@ from unittest import mock
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -236,6 +237,34 @@ def _filled_alike(keys: list[tuple[int, str]], expected: int, kind: str) -> None
             native.filter_add(at_once.bits[:-1], at_once.size + 8, hashes.indexed(), 7)
         with pytest.raises(ValueError, match="contiguous bytes"):
             native.filter_holds(at_once.bits[::2], at_once.size, hashes.indexed(), 7)
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(-2, 6) | st.integers(-(2**62), 2**62),
+            st.sampled_from(["", "a", "ab", "b", "é", "a\x00"]) | _TEXT,
+        ),
+        max_size=300,
+    ),
+    st.integers(1, 40),
+)
+def test_key_order_is_arrows_two_key_sort(entries: list[tuple[int, str]], short: int) -> None:
+    """Parents, then names bytewise, stable among equal keys: Arrow's order, whether a
+    parent's run of children is sorted by insertion or by Arrow (``short``)."""
+    parents = np.array([e[0] for e in entries], np.int64)
+    names = pa.array([e[1] for e in entries], pa.string())
+    expected = pc.sort_indices(
+        pa.table({"parent": parents, "name": names}),
+        [("parent", "ascending"), ("name", "ascending")],
+    ).to_numpy()
+    native_sizes = mock.patch.multiple(native, NATIVE_FROM=1, _SHORT_RUN=short)
+    with native_sizes:
+        order, sorted_parents, sorted_names = native.key_order(parents, names)
+    assert order.tolist() == expected.tolist()
+    assert sorted_parents.tolist() == parents[expected].tolist()
+    assert sorted_names.to_pylist() == names.take(pa.array(expected)).to_pylist()
 
 
 def test_kernels_that_index_without_checks_refuse_what_would_go_out_of_bounds() -> None:
