@@ -37,7 +37,6 @@ __all__ = [
     "kernels",
     "key_order",
     "members",
-    "merged_key_orders",
     "pair_groups",
     "parted_hashes",
     "repeats",
@@ -111,7 +110,6 @@ def warm() -> None:
     compiled.members(values, values)
     compiled.dense_members(values, values, 0, NATIVE_FROM)
     key_order(values % 3, pa.array([str(v) for v in range(NATIVE_FROM)]))
-    merged_key_orders(values, pa.array([str(v) for v in range(NATIVE_FROM)]), values, values)
     bits = np.zeros(NATIVE_FROM, np.uint8)
     filter_add(bits, 8 * NATIVE_FROM, values.astype(np.uint64), 7)
     filter_holds(bits, 8 * NATIVE_FROM, values.astype(np.uint64), 7)
@@ -421,24 +419,6 @@ def key_order(parents: np.ndarray, names: pa.Array) -> tuple[np.ndarray, np.ndar
     for start, end in longer.reshape(-1, 2).tolist():
         perm[start:end] = start + pc.sort_indices(gathered.slice(start, end - start)).to_numpy()
     return by_parent[perm], keys[perm] + low, gathered.take(pa.array(perm))
-
-
-def merged_key_orders(
-    parents: np.ndarray, names: pa.Array, first: np.ndarray, second: np.ndarray
-) -> np.ndarray:
-    """Positions ``first`` and ``second`` of the entries ``(parents[i], names[i])``, each
-    already in key order (as :func:`key_order` gives it), merged into one key order in one
-    pass; of equal keys, ``first``'s come first (a stable sort of ``first`` then
-    ``second`` gives the same)."""
-    for positions in (first, second):
-        if len(positions) and (positions.min() < 0 or positions.max() >= len(parents)):
-            raise ValueError("merged_key_orders: a position outside the entries")
-    if len(names) != len(parents) or names.null_count:
-        raise ValueError("merged_key_orders: a name for each entry, none null")
-    offsets, data = string_buffers(names)
-    return kernels().merge_key_orders(  # type: ignore[no-any-return]
-        _int64s(parents), offsets, data, _int64s(first), _int64s(second)
-    )
 
 
 def filter_add(bits: np.ndarray, size: int, bases: np.ndarray, probes: int) -> None:

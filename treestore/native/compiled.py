@@ -497,35 +497,6 @@ def sort_short_runs(keys, offsets, data, most):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
-def merge_key_orders(parents, offsets, data, first, second):  # type: ignore[no-untyped-def]
-    """``first`` and ``second`` (positions, each in key order: by ``parents``, then the
-    strings at ``offsets`` into ``data``) merged into one key order; of equal keys,
-    ``first``'s come first."""
-    out = np.empty(len(first) + len(second), np.int64)
-    i = j = k = 0
-    while i < len(first) and j < len(second):
-        a, b = first[i], second[j]
-        if parents[b] < parents[a] or (
-            parents[b] == parents[a] and _bytes_less(offsets, data, b, a)
-        ):
-            out[k] = b
-            j += 1
-        else:
-            out[k] = a
-            i += 1
-        k += 1
-    while i < len(first):
-        out[k] = first[i]
-        i += 1
-        k += 1
-    while j < len(second):
-        out[k] = second[j]
-        j += 1
-        k += 1
-    return out
-
-
-@njit(cache=True, nogil=True)
 def dense_members(values, candidates, low, span):  # type: ignore[no-untyped-def]
     """:func:`members` of candidates from ``low`` to ``low + span - 1``: a bitmap over
     their span (an eighth of a byte each) instead of a hash set."""

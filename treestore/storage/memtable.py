@@ -56,9 +56,8 @@ class Memtable:
         self.data: dict[int, dict[str, Any]] = {}
         """The new data of the entries whose attachments changed, by slot."""
         self.kept = 0
-        """The entries kept through the last flush (:meth:`clear`): slots below this, in key
-        order. They hold nothing to add until a visit changes them; a flush writes only
-        those."""
+        """The entries kept through the last flush (:meth:`clear`): slots below this. They
+        hold nothing to add until a visit changes them; a flush writes only those."""
 
     def __len__(self) -> int:
         return len(self.parents)
@@ -215,9 +214,13 @@ class Memtable:
     def columns(self, slots: np.ndarray | None = None) -> ChildColumns:
         """The entries (those at ``slots``; default all) in key order (by parent id, then
         name), with their data when some entry has new data."""
-        order = self._key_sorted(slots)
-        parents = np.frombuffer(self.parents, dtype=np.int64)[order]
-        names = self.names().take(pa.array(order))
+        names = self.names()
+        parents = np.frombuffer(self.parents, dtype=np.int64)
+        if slots is not None:
+            names, parents = names.take(pa.array(slots)), parents[slots]
+        order, parents, names = native.key_order(parents, names)
+        if slots is not None:
+            order = slots[order]  # the sorted entries' slots
         data = None
         if self.data:
             by_slot: list[Any] = [None] * len(self)
@@ -230,24 +233,6 @@ class Memtable:
         )
         return ChildColumns(parents, names, ids, hits, counts, data)
 
-    def _key_sorted(self, slots: np.ndarray | None) -> np.ndarray:
-        """``slots`` (ascending; default all) in key order. The kept entries' slots are in
-        key order already (:meth:`clear` adds them so): only the newer entries are sorted,
-        then merged with them (a 10x shard's kept entries are a million nodes, the
-        root's children among them, flushed again and again)."""
-        names = self.names()
-        parents = np.frombuffer(self.parents, dtype=np.int64)
-        if slots is None:
-            slots = np.arange(len(self), dtype=np.int64)
-        cut = int(np.searchsorted(slots, self.kept))
-        kept, newer = slots[:cut], slots[cut:]
-        if len(newer):
-            order, _, _ = native.key_order(parents[newer], names.take(pa.array(newer)))
-            newer = newer[order]
-        if not len(kept) or not len(newer):
-            return newer if len(newer) else kept
-        return native.merged_key_orders(parents, names, kept, newer)
-
     def clear(self, keep: np.ndarray | None = None) -> None:
         """Drop every entry, but keep those at slots ``keep`` (their keys and ids, nothing to
         add: they are written again only if a visit changes them), so that visits find
@@ -255,7 +240,6 @@ class Memtable:
         kept = None
         if keep is not None and len(keep):
             self._index_singles()
-            keep = self._key_sorted(np.sort(keep))  # kept in key order (see _key_sorted)
             kept = (
                 KeyHashes(
                     np.frombuffer(self.parents, dtype=np.int64)[keep],

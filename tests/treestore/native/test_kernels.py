@@ -267,32 +267,6 @@ def test_key_order_is_arrows_two_key_sort(entries: list[tuple[int, str]], short:
     assert sorted_names.to_pylist() == names.take(pa.array(expected)).to_pylist()
 
 
-@settings(deadline=None)
-@given(
-    st.lists(st.tuples(st.integers(-2, 6), st.sampled_from(["", "a", "ab", "b", "é"]) | _TEXT)),
-    st.lists(st.booleans()),
-)
-def test_merged_key_orders_are_a_stable_sort_of_both(
-    entries: list[tuple[int, str]], sides: list[bool]
-) -> None:
-    parents = np.array([e[0] for e in entries], np.int64)
-    names = pa.array([e[1] for e in entries], pa.string())
-    side = np.resize(np.array(sides or [True], bool), len(entries))
-    first, second = (
-        np.array(sorted(np.flatnonzero(mask).tolist(), key=lambda i: _utf8(entries[i])), np.int64)
-        for mask in (side, ~side)
-    )
-    merged = native.merged_key_orders(parents, names, first, second)
-    both = [*first.tolist(), *second.tolist()]
-    assert merged.tolist() == sorted(both, key=lambda i: _utf8(entries[i]))
-    with pytest.raises(ValueError, match="outside"):
-        native.merged_key_orders(parents, names, np.array([len(entries)]), second)
-
-
-def _utf8(entry: tuple[int, str]) -> tuple[int, bytes]:
-    return entry[0], entry[1].encode()
-
-
 def test_kernels_that_index_without_checks_refuse_what_would_go_out_of_bounds() -> None:
     one = np.ones(1, np.int64)
     with pytest.raises(ValueError, match="owner"):

@@ -408,50 +408,6 @@ def test_memtable_columns_come_in_key_order_with_their_data() -> None:
     assert (table.slot((1, "z")), table.slot((1, "y"))) == (slot, None)
 
 
-@given(
-    st.lists(st.tuples(st.integers(-1, 40), st.text(max_size=3)), unique=True, max_size=150),
-    st.lists(st.booleans(), max_size=150),
-    st.lists(st.tuples(st.integers(-1, 40), st.text(max_size=3)), max_size=150),
-    st.lists(st.integers(0, 200), max_size=40),
-)
-def test_a_memtable_keeps_its_kept_entries_in_key_order_through_flushes(
-    first: list[tuple[int, str]],
-    keep: list[bool],
-    later: list[tuple[int, str]],
-    bumped: list[int],
-) -> None:
-    """Kept entries come back in key order (only the newer ones are sorted at the next
-    flush and merged with them): every columns() is Arrow's sort of the entries it takes."""
-    table = Memtable()
-    table.add(_keys(first), np.arange(len(first)), np.ones(len(first)), np.zeros(len(first)))
-    kept = np.flatnonzero(np.resize(np.array(keep or [True], bool), len(first)))
-    table.clear(keep=kept)
-    held = {(int(table.parents[s]), table._name(s)) for s in range(len(table))}
-    assert held == {first[i] for i in kept.tolist()} and table.kept == len(kept)
-    assert _in_key_order([(int(table.parents[s]), table._name(s)) for s in range(table.kept)])
-    newer = [key for key in dict.fromkeys(later) if key not in held]
-    table.add(_keys(newer), np.arange(len(newer)) + 1000, np.ones(len(newer)), np.zeros(len(newer)))
-    bumps = np.array(sorted({b for b in bumped if b < table.kept}), np.int64)
-    table.add_hits(bumps, np.ones(len(bumps), np.int64))
-    for slots in (table.changed_slots(), None):
-        columns = table.columns(slots)
-        taken = np.arange(len(table)) if slots is None else slots
-        expected = sorted(
-            ((int(table.parents[s]), table._name(s)) for s in taken.tolist()),
-            key=_utf8_key,
-        )
-        got = zip(columns.parents.tolist(), columns.names.to_pylist(), strict=True)
-        assert list(got) == expected
-
-
-def _utf8_key(key: tuple[int, str]) -> tuple[int, bytes]:
-    return key[0], key[1].encode()
-
-
-def _in_key_order(keys: list[tuple[int, str]]) -> bool:
-    return keys == sorted(keys, key=_utf8_key)
-
-
 def _keys(pairs: list[tuple[int, str]], folded: list[int] | None = None) -> KeyHashes:
     """Keys as the memtable takes them (``folded``: hashes forced, to make them collide)."""
     hashes = None if folded is None else np.array(folded, dtype=np.uint64)
