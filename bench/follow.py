@@ -11,7 +11,7 @@ marks it published; peer: the micro-batch that first outputs a row of it) as p50
 p95; then --burst seconds' worth of pairs land at once, and the records/s at which
 each side takes that backlog in is its sustained throughput (the most it keeps up
 with). For treestore it also times a query after all the micro-batches against the
-same files loaded at once (medians of 5 warm runs each). Both sides first take a small warm-up pair (not measured):
+same files loaded at once (medians of 5 warm runs each, alternated). Both sides first take a small warm-up pair (not measured):
 the figures are those of a follower already running, not of its first micro-batch.
 Goals: p95 latency under 2x the trigger at 10k records/s; throughput at least 1.5x
 the peer's; print the ratios. The follower has Spark list a micro-batch's files in the
@@ -210,7 +210,6 @@ def run_treestore(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
     follower.join(timeout=120)
     handle = treestore.open(store, spark=spark)
     handle.local_limit = -1
-    after = _query_time(handle)
     at_once = folder / "at-once"
     run_load(spark, load_job(job), at_once)
     once_handle = treestore.open(at_once, spark=spark)
@@ -218,13 +217,14 @@ def run_treestore(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
     same = sorted(handle.query(DEMO_PATH, rops=DEMO_OPS)) == sorted(
         once_handle.query(DEMO_PATH, rops=DEMO_OPS)
     )
+    after, once = _query_times(handle, once_handle)
     return {
         "latency": _percentiles(latencies),
         "seen": seen,
         "throughput": drain,
         "versions": open_version(store).version,
         "query after": after,
-        "query at once": _query_time(once_handle),
+        "query at once": once,
         "same answer": same,
     }
 
@@ -234,14 +234,20 @@ QUERY_RUNS = 5
 compared (one run takes 0.2-0.4 s, and moves by a third from one run to the next)."""
 
 
-def _query_time(handle: Any) -> float:
-    handle.query(DEMO_PATH, rops=DEMO_OPS).to_list()  # warm
-    timings = []
+def _query_times(*handles: Any) -> list[float]:
+    """The seed's query's median time on each store, its runs alternated between the
+    stores (each warm first), so that both see the same moments of the machine: timed one
+    store after the other, the first, right after the follower stopped, took 1.8-1.9 times
+    the second's, where alternated on the same stores they take the same."""
+    for handle in handles:
+        handle.query(DEMO_PATH, rops=DEMO_OPS).to_list()  # warm
+    timings: list[list[float]] = [[] for _ in handles]
     for _ in range(QUERY_RUNS):
-        started = time.perf_counter()
-        handle.query(DEMO_PATH, rops=DEMO_OPS).to_list()
-        timings.append(time.perf_counter() - started)
-    return statistics.median(timings)
+        for handle, times in zip(handles, timings, strict=True):
+            started = time.perf_counter()
+            handle.query(DEMO_PATH, rops=DEMO_OPS).to_list()
+            times.append(time.perf_counter() - started)
+    return [statistics.median(times) for times in timings]
 
 
 def run_peer(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
@@ -315,7 +321,7 @@ def run_compaction(spark: Any, folder: Path, batches: int) -> None:
     run_load(spark, load_job(job), folder / "at-once")
     once = treestore.open(folder / "at-once", spark=spark)
     once.local_limit = -1
-    after, at_once = _query_time(handle), _query_time(once)
+    after, at_once = _query_times(handle, once)
     runs = max(len(s.runs) for s in open_version(folder / "store").manifest.trees.values())
     print(
         f"{summary.batches} micro-batches in {followed:.0f} s ({followed / summary.batches:.2f} s "

@@ -37,6 +37,7 @@ __all__ = [
     "kernels",
     "key_order",
     "members",
+    "merged_parts_order",
     "pair_groups",
     "parted_hashes",
     "repeats",
@@ -110,6 +111,7 @@ def warm() -> None:
     compiled.members(values, values)
     compiled.dense_members(values, values, 0, NATIVE_FROM)
     key_order(values % 3, pa.array([str(v) for v in range(NATIVE_FROM)]))
+    merged_parts_order(values, pa.array([str(v) for v in range(NATIVE_FROM)]), [NATIVE_FROM])
     bits = np.zeros(NATIVE_FROM, np.uint8)
     filter_add(bits, 8 * NATIVE_FROM, values.astype(np.uint64), 7)
     filter_holds(bits, 8 * NATIVE_FROM, values.astype(np.uint64), 7)
@@ -419,6 +421,25 @@ def key_order(parents: np.ndarray, names: pa.Array) -> tuple[np.ndarray, np.ndar
     for start, end in longer.reshape(-1, 2).tolist():
         perm[start:end] = start + pc.sort_indices(gathered.slice(start, end - start)).to_numpy()
     return by_parent[perm], keys[perm] + low, gathered.take(pa.array(perm))
+
+
+def merged_parts_order(parents: np.ndarray, names: pa.Array, sizes: list[int]) -> np.ndarray:
+    """The stable order that sorts entries ``(parents[i], names[i])`` by key, given that they
+    are parts of ``sizes`` entries one after another, each already in key order (a tree's
+    runs): the parts merged pairwise in one compiled pass a level, each part read in
+    order; of equal keys, the earlier part's first (as :func:`key_order` of all of them
+    gives it, without sorting).
+
+    >>> merged_parts_order(np.array([1, 2, 1, 2]), pa.array(["b", "a", "a", "a"]), [2, 2]).tolist()
+    [2, 0, 1, 3]
+    """
+    bounds = np.cumsum([0, *sizes], dtype=np.int64)
+    if bounds[-1] != len(parents) or len(names) != len(parents) or names.null_count:
+        raise ValueError("merged_parts_order: parts of the entries' size, a name each, none null")
+    if isinstance(names, pa.ChunkedArray):
+        names = names.combine_chunks()
+    offsets, data = string_buffers(names)
+    return kernels().merge_sorted_parts(_int64s(parents), offsets, data, bounds)  # type: ignore[no-any-return]
 
 
 def filter_add(bits: np.ndarray, size: int, bases: np.ndarray, probes: int) -> None:

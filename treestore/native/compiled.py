@@ -497,6 +497,47 @@ def sort_short_runs(keys, offsets, data, most):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, nogil=True)
+def merge_sorted_parts(parents, offsets, data, bounds):  # type: ignore[no-untyped-def]
+    """The stable key order of parts laid one after another (part ``p`` is positions
+    ``bounds[p]`` to ``bounds[p + 1]``, each part in key order: by ``parents``, then the
+    strings at ``offsets`` into ``data``), by merging neighbouring parts pairwise; of
+    equal keys, the earlier part's come first."""
+    parts = len(bounds) - 1
+    total = bounds[parts]
+    order = np.arange(total).astype(np.int64)
+    spare = np.empty(total, np.int64)
+    width = 1
+    while width < parts:
+        for start in range(0, parts, 2 * width):
+            middle = min(start + width, parts)
+            end = min(start + 2 * width, parts)
+            i, j, k = bounds[start], bounds[middle], bounds[start]
+            left_end, right_end = bounds[middle], bounds[end]
+            while i < left_end and j < right_end:
+                a, b = order[i], order[j]
+                if parents[b] < parents[a] or (
+                    parents[b] == parents[a] and _bytes_less(offsets, data, b, a)
+                ):
+                    spare[k] = b
+                    j += 1
+                else:
+                    spare[k] = a
+                    i += 1
+                k += 1
+            while i < left_end:
+                spare[k] = order[i]
+                i += 1
+                k += 1
+            while j < right_end:
+                spare[k] = order[j]
+                j += 1
+                k += 1
+        order, spare = spare, order
+        width *= 2
+    return order
+
+
+@njit(cache=True, nogil=True)
 def dense_members(values, candidates, low, span):  # type: ignore[no-untyped-def]
     """:func:`members` of candidates from ``low`` to ``low + span - 1``: a bitmap over
     their span (an eighth of a byte each) instead of a hash set."""

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from treestore import native
 from treestore.arrays import expand_ranges
 from treestore.native import inserted_ints, inserted_strings
 
@@ -111,28 +112,23 @@ in place (by node id, inserting new keys by binary search) instead of sorting ev
 
 
 def _sort_merge(parts: list[ChildColumns]) -> ChildColumns:
-    """Merge by sorting every entry by (parent, name, run)."""
-    table = pa.table(
-        {
-            "parent": np.concatenate([p.parents for p in parts]),
-            "name": pa.concat_arrays([p.names for p in parts]),
-            "run": np.repeat(np.arange(len(parts)), [len(p) for p in parts]),
-        }
-    )
-    order = pc.sort_indices(
-        table, [("parent", "ascending"), ("name", "ascending"), ("run", "ascending")]
-    ).to_numpy()
+    """Merge by ordering every entry by (parent, name, run): each run is in key order, so
+    the runs one after another are merged, not sorted
+    (:func:`~treestore.native.merged_parts_order`)."""
+    names = pa.concat_arrays([p.names for p in parts])
+    parents = np.concatenate([p.parents for p in parts])
+    order = native.merged_parts_order(parents, names, [len(p) for p in parts])
+    parents, names = parents[order], names.take(pa.array(order))
     ids = np.concatenate([p.ids for p in parts])[order]
     firsts = np.flatnonzero(np.diff(ids, prepend=ids[0] - 1))
     hits = np.add.reduceat(np.concatenate([p.hits for p in parts])[order], firsts)
     counts = np.add.reduceat(np.concatenate([p.counts for p in parts])[order], firsts)
-    rows = order[firsts]
     data = None
     if all(p.data is not None for p in parts):
         data = _newest_data([d for p in parts for d in p.data or ()], order, firsts)
     return ChildColumns(
-        table.column("parent").to_numpy()[rows],
-        table.column("name").combine_chunks().take(rows),
+        parents[firsts],
+        names.take(pa.array(firsts)),
         ids[firsts],
         hits,
         counts,

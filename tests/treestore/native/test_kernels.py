@@ -267,6 +267,38 @@ def test_key_order_is_arrows_two_key_sort(entries: list[tuple[int, str]], short:
     assert sorted_names.to_pylist() == names.take(pa.array(expected)).to_pylist()
 
 
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.integers(-2, 6), st.sampled_from(["", "a", "ab", "b", "é"]) | _TEXT),
+            unique=True,
+            max_size=40,
+        ),
+        min_size=1,
+        max_size=9,
+    )
+)
+def test_merged_parts_order_is_a_stable_sort_of_the_parts(
+    parts: list[list[tuple[int, str]]],
+) -> None:
+    """Runs in key order (keys distinct within each, repeated across them), one after
+    another: merged, they come in the order a stable two-key sort of all gives (of equal
+    keys, the earlier run's first)."""
+    runs = [sorted(part, key=lambda e: (e[0], e[1].encode())) for part in parts]
+    entries = [entry for run in runs for entry in run]
+    parents = np.array([e[0] for e in entries], np.int64)
+    names = pa.array([e[1] for e in entries], pa.string())
+    expected = pc.sort_indices(
+        pa.table({"parent": parents, "name": names}),
+        [("parent", "ascending"), ("name", "ascending")],
+    ).to_numpy()
+    order = native.merged_parts_order(parents, names, [len(run) for run in runs])
+    assert order.tolist() == expected.tolist()
+    with pytest.raises(ValueError, match="parts of the entries' size"):
+        native.merged_parts_order(parents, names, [len(entries) + 1])
+
+
 def test_kernels_that_index_without_checks_refuse_what_would_go_out_of_bounds() -> None:
     one = np.ones(1, np.int64)
     with pytest.raises(ValueError, match="owner"):
