@@ -326,7 +326,9 @@ def inserted_ints(base: np.ndarray, places: np.ndarray, added: np.ndarray) -> np
     """
     _check_places(places, len(added), len(base), "inserted_ints", "value")
     out = np.empty(len(base) + len(added), np.int64)
-    kernels().insert_ints(_int64s(base), _int64s(places), _int64s(added), out)
+    held = _int64s(base).view()  # read-only, as a mapped run's are: one compiled signature
+    held.flags.writeable = False
+    kernels().insert_ints(held, _int64s(places), _int64s(added), out)
     return out
 
 

@@ -332,6 +332,9 @@ def test_inserted_ints_is_numpy_insert(base: list[int], inserts: list[tuple[int,
     values = np.array(base, dtype=np.int64)
     found = native.inserted_ints(values, places, added)
     assert found.tolist() == np.insert(values, places, added).tolist()
+    mapped = np.frombuffer(values.tobytes(), np.int64)  # read-only, as a mapped run's column
+    assert native.inserted_ints(mapped, places, added).tolist() == found.tolist()
+    assert values.flags.writeable  # the caller's array is left as it was
 
 
 @settings(deadline=None)
