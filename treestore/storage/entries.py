@@ -16,9 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from treestore import native
 from treestore.arrays import expand_ranges
-from treestore.native import inserted_ints, inserted_strings
+from treestore.native import inserted_ints, inserted_strings, merged_parts_order
 
 __all__ = [
     "SMALL_SHARE",
@@ -117,18 +116,18 @@ def _sort_merge(parts: list[ChildColumns]) -> ChildColumns:
     (:func:`~treestore.native.merged_parts_order`)."""
     names = pa.concat_arrays([p.names for p in parts])
     parents = np.concatenate([p.parents for p in parts])
-    order = native.merged_parts_order(parents, names, [len(p) for p in parts])
-    parents, names = parents[order], names.take(pa.array(order))
+    order = merged_parts_order(parents, names, [len(p) for p in parts])
     ids = np.concatenate([p.ids for p in parts])[order]
     firsts = np.flatnonzero(np.diff(ids, prepend=ids[0] - 1))
     hits = np.add.reduceat(np.concatenate([p.hits for p in parts])[order], firsts)
     counts = np.add.reduceat(np.concatenate([p.counts for p in parts])[order], firsts)
+    rows = order[firsts]  # each merged entry's first row among the runs
     data = None
     if all(p.data is not None for p in parts):
         data = _newest_data([d for p in parts for d in p.data or ()], order, firsts)
     return ChildColumns(
-        parents[firsts],
-        names.take(pa.array(firsts)),
+        parents[rows],
+        names.take(pa.array(rows)),
         ids[firsts],
         hits,
         counts,

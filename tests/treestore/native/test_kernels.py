@@ -253,12 +253,7 @@ def _filled_alike(keys: list[tuple[int, str]], expected: int, kind: str) -> None
 def test_key_order_is_arrows_two_key_sort(entries: list[tuple[int, str]], short: int) -> None:
     """Parents, then names bytewise, stable among equal keys: Arrow's order, whether a
     parent's run of children is sorted by insertion or by Arrow (``short``)."""
-    parents = np.array([e[0] for e in entries], np.int64)
-    names = pa.array([e[1] for e in entries], pa.string())
-    expected = pc.sort_indices(
-        pa.table({"parent": parents, "name": names}),
-        [("parent", "ascending"), ("name", "ascending")],
-    ).to_numpy()
+    parents, names, expected = _arrow_key_order(entries)
     native_sizes = mock.patch.multiple(native, NATIVE_FROM=1, _SHORT_RUN=short)
     with native_sizes:
         order, sorted_parents, sorted_names = native.key_order(parents, names)
@@ -287,16 +282,25 @@ def test_merged_parts_order_is_a_stable_sort_of_the_parts(
     keys, the earlier run's first)."""
     runs = [sorted(part, key=lambda e: (e[0], e[1].encode())) for part in parts]
     entries = [entry for run in runs for entry in run]
+    parents, names, expected = _arrow_key_order(entries)
+    order = native.merged_parts_order(parents, names, [len(run) for run in runs])
+    assert order.tolist() == expected.tolist()
+    with pytest.raises(ValueError, match="parts of the entries' size"):
+        native.merged_parts_order(parents, names, [len(entries) + 1])
+
+
+def _arrow_key_order(
+    entries: list[tuple[int, str]],
+) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """The entries' parents and names as columns, and Arrow's stable two-key sort of them
+    (the order the key-order kernels must give)."""
     parents = np.array([e[0] for e in entries], np.int64)
     names = pa.array([e[1] for e in entries], pa.string())
     expected = pc.sort_indices(
         pa.table({"parent": parents, "name": names}),
         [("parent", "ascending"), ("name", "ascending")],
     ).to_numpy()
-    order = native.merged_parts_order(parents, names, [len(run) for run in runs])
-    assert order.tolist() == expected.tolist()
-    with pytest.raises(ValueError, match="parts of the entries' size"):
-        native.merged_parts_order(parents, names, [len(entries) + 1])
+    return parents, names, expected
 
 
 def test_kernels_that_index_without_checks_refuse_what_would_go_out_of_bounds() -> None:
