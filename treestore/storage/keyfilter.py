@@ -309,17 +309,32 @@ class KeyFilter:
             places = self._scaled(low + np.uint32(i) * stride)
             np.bitwise_or.at(self.bits, places >> 3, (1 << (places & 7)).astype(np.uint8))
 
-    def may_hold(self, hashes: KeyHashes) -> np.ndarray:
-        """Whether each key may be in the filter (``False``: it is not). Each probe reads
-        the bits of the keys still in, so absent keys cost about two probes."""
-        if len(hashes) >= native.NATIVE_FROM:
-            return native.filter_holds(self.bits, self.size, self._bases(hashes), _PROBES)
+    def may_hold(self, hashes: KeyHashes, among: np.ndarray | None = None) -> np.ndarray:
+        """Whether each key may be in the filter (``False``: it is not); with ``among``,
+        only the keys at those positions are probed (the others: ``False``). Each probe
+        reads the bits of the keys still in, so absent keys cost about two probes."""
+        if among is not None:
+            held = np.zeros(len(hashes), dtype=bool)
+            if len(among):
+                held[among] = self._held(hashes, among)
+            return held
+        return self._held(hashes, None)
+
+    def _held(self, hashes: KeyHashes, among: np.ndarray | None) -> np.ndarray:
+        """:meth:`may_hold` of the keys ``among`` (all when None), one value each."""
+        count = len(hashes) if among is None else len(among)
+        if count >= native.NATIVE_FROM:
+            bases = self._bases(hashes)
+            bases = bases if among is None else bases[among]
+            return native.filter_holds(self.bits, self.size, bases, _PROBES)
         low, stride = self._probes(hashes)
-        alive = np.arange(len(hashes))
+        if among is not None:
+            low, stride = low[among], stride[among]
+        alive = np.arange(count)
         for i in range(_PROBES):
             places = self._scaled(low[alive] + np.uint32(i) * stride[alive])
             alive = alive[(self.bits[places >> 3] >> (places & 7).astype(np.uint8)) & 1 == 1]
-        held = np.zeros(len(hashes), dtype=bool)
+        held = np.zeros(count, dtype=bool)
         held[alive] = True
         return held
 
@@ -361,10 +376,14 @@ class LegacyFilter:
     def __init__(self, saved: bytes) -> None:
         self.bloom = Bloom.load_bytes(saved, _identity)
 
-    def may_hold(self, hashes: KeyHashes) -> np.ndarray:
-        """Whether each key may be in the filter."""
+    def may_hold(self, hashes: KeyHashes, among: np.ndarray | None = None) -> np.ndarray:
+        """Whether each key may be in the filter (with ``among``, only the keys at those
+        positions are probed; the others: ``False``)."""
         values = hashes.legacy()
-        return np.fromiter(map(self.bloom.__contains__, values), dtype=bool, count=len(values))
+        chosen = range(len(values)) if among is None else among.tolist()
+        held = np.zeros(len(values), dtype=bool)
+        held[list(chosen)] = [values[i] in self.bloom for i in chosen]
+        return held
 
     def holds(self, key: Key) -> bool:
         """Whether ``key`` may be in the filter."""

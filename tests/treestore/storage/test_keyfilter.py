@@ -8,12 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from treestore.storage import runs
 from treestore.storage.keyfilter import _KINDS as KINDS
 from treestore.storage.keyfilter import KeyFilter, KeyHashes, LegacyFilter, index_key
-from treestore.storage.pagestore import FilePageStore
+from treestore.storage.pagestore import FilePageStore, MemoryPageStore
 from treestore.storage.runs import RunReader
 from treestore.storage.state import ShardState
 from treestore.storage.tree import ShardTree
@@ -133,3 +135,46 @@ def test_a_long_names_hash_is_the_same_folded_one_by_one() -> None:
     assert hashes == [index_key((int(p), n)) for p, n in zip(parents, names, strict=True)]
     alone = [KeyHashes(parents[i : i + 1], [n]).indexed()[0] for i, n in enumerate(names)]
     assert alone == hashes
+
+
+def test_a_filter_probed_among_some_keys_answers_as_for_all_of_them_there() -> None:
+    """``may_hold(hashes, among)`` is ``may_hold(hashes)`` at ``among`` and False elsewhere,
+    both ways of probing (numpy below the compiled kernels' size, compiled above)."""
+    rng = np.random.default_rng(5)
+    for count in (40, 3000):
+        parents = rng.integers(0, 50, count)
+        names = [f"n{v}" for v in rng.integers(0, 80, count)]
+        built = KeyFilter.sized(count // 2)
+        built.add(KeyHashes(parents[: count // 2], names[: count // 2]))
+        hashes = KeyHashes(parents, names)
+        among = np.flatnonzero(rng.random(count) < 0.4)
+        expected = np.zeros(count, dtype=bool)
+        expected[among] = built.may_hold(hashes)[among]
+        assert built.may_hold(hashes, among).tolist() == expected.tolist()
+        assert not built.may_hold(hashes, among[:0]).any()
+
+
+def test_a_run_asks_its_filter_only_about_keys_within_its_parents(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run holding children of nodes 10 to 12 finds its keys, and keys of parents below
+    or above those are ruled out before its filter is read (the filter is asked about the
+    keys within the run's parents only)."""
+    store = MemoryPageStore()
+    columns = ([10, 11, 12], ["a", "b", "c"], [20, 21, 22], [1, 1, 1], [0, 0, 0], None)
+    runs.write_run(store, "run", [columns], page_bytes=40)
+    reader = runs.RunReader(store, "run")
+    asked: list[list[int]] = []
+    holds = type(reader.keys).may_hold
+
+    def spied(self, hashes, among=None):  # type: ignore[no-untyped-def]
+        asked.append(hashes.parents[among].tolist() if among is not None else "all")
+        return holds(self, hashes, among)
+
+    monkeypatch.setattr(type(reader.keys), "may_hold", spied)
+    parents = np.array([9, 10, 11, 12, 13, 12], dtype=np.int64)
+    found = reader.find_ids(KeyHashes(parents, ["a", "a", "b", "c", "c", "z"]))
+    assert found.tolist() == [-1, 20, 21, 22, -1, -1]
+    assert asked == [[10, 11, 12, 12]]
+    reader.find_ids(KeyHashes(np.array([10, 12]), ["a", "c"]))  # all within: all asked
+    assert asked[-1] == "all"
