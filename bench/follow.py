@@ -10,11 +10,16 @@ the time from a file landing to its rows being visible (treestore: the version t
 marks it published; peer: the micro-batch that first outputs a row of it) as p50 and
 p95; then --burst seconds' worth of pairs land at once, and the records/s at which
 each side takes that backlog in is its sustained throughput (the most it keeps up
-with). For treestore it also times a query after all the micro-batches against the
-same files loaded at once (medians of 5 warm runs each, alternated). Both sides first take a small warm-up pair (not measured):
-the figures are those of a follower already running, not of its first micro-batch.
-Goals: p95 latency under 2x the trigger at 10k records/s; throughput at least 1.5x
-the peer's; print the ratios. The follower has Spark list a micro-batch's files in the
+with), timed from the backlog's landing and from the start of the micro-batch that
+read it (Spark's trigger time: the first counts the wait for the stream's next trigger
+in both sides' figures). The backlog lands at the same moment of
+the trigger's cycle for both sides (:data:`BURST_PHASE`), so neither side's rate counts
+a different wait. For treestore it also times a query after all the micro-batches
+against the same files loaded at once (medians of 5 warm runs each, alternated). Both
+sides first take a small warm-up pair (not measured): the figures are those of a
+follower already running, not of its first micro-batch. Goals: p95 latency under 2x
+the trigger at 10k records/s; throughput at least 1.5x the peer's (both ways of timing
+it); print the ratios. The follower has Spark list a micro-batch's files in the
 driver while it runs (``loaders.follow.stream.LISTING_SETTING``); the peer runs with
 Spark's defaults, or with the same setting given ``--peer-driver-listing``.
 
@@ -33,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +61,27 @@ from treestore.events import Message  # noqa: E402
 from treestore.spark import get_session  # noqa: E402
 from treestore.store.versions import open_version  # noqa: E402
 
+BURST_PHASE = 0.8
+"""The backlog lands this share of a trigger interval after a multiple of the interval, a
+fifth of an interval before the next trigger time. Spark starts a processing-time
+trigger's micro-batches at multiples of its interval since the epoch (both sides'
+queries), and a file is read by the first micro-batch that starts after it lands: a
+follower's micro-batch of a small pair began 1.13 / 0.91 / 0.73 / 0.47-0.51 /
+0.29-0.33 s after the pair landed 0.05 / 0.3 / 0.5 / 0.7 / 0.9 s past the second.
+Landing right after the steady files were seen left each side at its own moment of the
+cycle (a side whose micro-batches end sooner waits longer), which moved a 200k backlog's
+rate by up to a second's wait."""
+
 
 class Landing:
     """Writes the files (each written aside, then renamed into place): a steady rate,
-    then a burst of backlog."""
+    then a burst of backlog (landing at :data:`BURST_PHASE` of the ``trigger``'s cycle)."""
 
-    def __init__(self, folder: Path, rate: int, every: float, seconds: float) -> None:
+    def __init__(
+        self, folder: Path, rate: int, every: float, seconds: float, trigger: float = 1.0
+    ) -> None:
         self.folder, self.rate, self.every, self.seconds = folder, rate, every, seconds
+        self.trigger = trigger
         self.landed: dict[str, float] = {}
         self.records: dict[str, int] = {}
         self.rng = np.random.default_rng(3)
@@ -124,6 +144,11 @@ class Landing:
         for _ in range(ticks):
             self._pair()
         held, self.held = self.held, None
+        now = time.time()
+        landing = (now // self.trigger + BURST_PHASE) * self.trigger  # in this cycle...
+        if landing < now:
+            landing += self.trigger  # ...or the next
+        time.sleep(landing - now)
         for aside, final in held:
             os.replace(aside, final)
         landed = time.time()
@@ -139,28 +164,54 @@ def _wait_visible(paths: list[str] | dict[str, float], visible: dict[str, float]
 
 
 def _measure(
-    landing: Landing, visible: dict[str, float], burst: int
-) -> tuple[list[float], str, float]:
-    """After a warm-up pair: the steady files' latencies, how many were seen, and the rate
+    spark: Any, landing: Landing, visible: dict[str, float], burst: int
+) -> tuple[list[float], str, tuple[float, float]]:
+    """After a warm-up pair: the steady files' latencies, how many were seen, and the rates
     a backlog of ``burst`` pairs is taken in at (the same for both sides)."""
     landing.warm_up(visible)
     landing.run()
     _wait_visible(landing.landed, visible)
     latencies = [visible[p] - landing.landed[p] for p in landing.landed if p in visible]
     seen = f"{len(latencies)}/{len(landing.landed)}"
-    return latencies, seen, _drain_rate(landing, visible, burst)
+    return latencies, seen, _drain_rates(spark, landing, visible, burst)
 
 
-def _drain_rate(landing: Landing, visible: dict[str, float], ticks: int) -> float:
-    """Records per second a side takes in when ``ticks`` pairs land at once."""
+def _drain_rates(
+    spark: Any, landing: Landing, visible: dict[str, float], ticks: int
+) -> tuple[float, float]:
+    """Records per second a side takes in when ``ticks`` pairs land at once: timed from
+    their landing, and from the start of the first micro-batch that read them (the
+    session's streaming query's progress: Spark's trigger time), which leaves out the
+    wait for the stream's next trigger (see :data:`BURST_PHASE`)."""
     burst = landing.burst(ticks)
     _wait_visible(burst, visible)
     seen = [visible[p] for p in burst if p in visible]
     if len(seen) < len(burst):
-        return 0.0
-    return sum(landing.records[p] for p in burst) / (
-        max(seen) - min(landing.landed[p] for p in burst)
-    )
+        return 0.0, 0.0
+    records = sum(landing.records[p] for p in burst)
+    landed = min(landing.landed[p] for p in burst)
+    started = _batch_start_after(spark, landed)
+    from_start = records / (max(seen) - started) if started is not None else 0.0
+    return records / (max(seen) - landed), from_start
+
+
+def _batch_start_after(spark: Any, moment: float, wait: float = 30.0) -> float | None:
+    """The trigger time of the session's first micro-batch with input that began after
+    ``moment`` (epoch seconds), from its streaming queries' progress reports (a report
+    comes once its batch has ended); None if none comes within ``wait`` seconds."""
+    deadline = time.time() + wait
+    while time.time() < deadline:
+        starts = [
+            datetime.fromisoformat(progress["timestamp"]).timestamp()
+            for query in spark.streams.active
+            for progress in query.recentProgress
+            if progress["numInputRows"] > 0
+        ]
+        after = [start for start in starts if start >= moment]
+        if after:
+            return min(after)
+        time.sleep(0.05)
+    return None
 
 
 def _job(folder: Path) -> Path:
@@ -185,7 +236,7 @@ def run_treestore(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
     """Follow the landing files; each file's latency from the version that marks it."""
     job = _job(folder)
     store = folder / "store"
-    landing = Landing(folder, args.rate, args.every, args.seconds)
+    landing = Landing(folder, args.rate, args.every, args.seconds, args.trigger)
     visible: dict[str, float] = {}
     stop = threading.Event()
 
@@ -205,7 +256,7 @@ def run_treestore(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
         daemon=True,
     )
     follower.start()
-    latencies, seen, drain = _measure(landing, visible, args.burst)
+    latencies, seen, drain = _measure(spark, landing, visible, args.burst)
     stop.set()
     follower.join(timeout=120)
     handle = treestore.open(store, spark=spark)
@@ -256,7 +307,7 @@ def run_peer(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
 
     for kind in ("attributes", "mapping"):
         (folder / kind).mkdir(parents=True)
-    landing = Landing(folder, args.rate, args.every, args.seconds)
+    landing = Landing(folder, args.rate, args.every, args.seconds, args.trigger)
     visible: dict[str, float] = {}
 
     def stream(kind: str, schema: str) -> Any:
@@ -296,7 +347,7 @@ def run_peer(spark: Any, folder: Path, args: Any) -> dict[str, Any]:
         .trigger(processingTime=f"{int(args.trigger * 1000)} milliseconds")
         .start()
     )
-    latencies, seen, drain = _measure(landing, visible, args.burst)
+    latencies, seen, drain = _measure(spark, landing, visible, args.burst)
     query.stop()
     return {"latency": _percentiles(latencies), "seen": seen, "throughput": drain}
 
@@ -374,7 +425,8 @@ def main() -> None:
         print(
             f"{name:26} landing -> visible p50 {p50:.2f} s, p95 {p95:.2f} s "
             f"({found['seen']} files seen); a backlog of {args.burst} pairs taken in at "
-            f"{found['throughput']:,.0f} records/s"
+            f"{found['throughput'][0]:,.0f} records/s from its landing, "
+            f"{found['throughput'][1]:,.0f} from its micro-batch's start"
         )
     print(
         f"treestore: {ours['versions']} versions; the seed's query after them "
@@ -383,11 +435,16 @@ def main() -> None:
         f"same answer: {ours['same answer']}"
     )
     p95 = ours["latency"][1]
-    ratio = ours["throughput"] / peer["throughput"]
+    ratio, from_start = (
+        ours["throughput"][i] / peer["throughput"][i] if peer["throughput"][i] else 0.0
+        for i in (0, 1)
+    )
     goals = [
         (f"p95 latency {p95:.2f} s under 2x the trigger ({2 * args.trigger:g} s)",
          p95 < 2 * args.trigger),
-        (f"throughput {ratio:.2f}x the peer's (goal >= 1.5x)", ratio >= 1.5),
+        (f"throughput from the landing {ratio:.2f}x the peer's (goal >= 1.5x)", ratio >= 1.5),
+        (f"throughput from the micro-batch's start {from_start:.2f}x the peer's "
+         "(goal >= 1.5x)", from_start >= 1.5),
         (f"query after the micro-batches {ours['query after'] / ours['query at once']:.2f}x "
          "the query after one load (goal <= 1.5x)",
          ours["query after"] <= 1.5 * ours["query at once"]),
