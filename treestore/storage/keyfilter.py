@@ -380,9 +380,10 @@ class LegacyFilter:
         """Whether each key may be in the filter (with ``among``, only the keys at those
         positions are probed; the others: ``False``)."""
         values = hashes.legacy()
-        chosen = range(len(values)) if among is None else among.tolist()
+        if among is None:
+            return np.fromiter(map(self.bloom.__contains__, values), dtype=bool, count=len(values))
         held = np.zeros(len(values), dtype=bool)
-        held[list(chosen)] = [values[i] in self.bloom for i in chosen]
+        held[among] = [values[i] in self.bloom for i in among.tolist()]
         return held
 
     def holds(self, key: Key) -> bool:

@@ -106,6 +106,10 @@ def test_a_run_of_the_first_index_format_is_read_and_merged(tmp_path: Path) -> N
     assert entry is not None and reader.get((0, "nope")) is None
     ids = reader.find_ids(KeyHashes(np.array([0, 0, 0]), ["u0007", "nope", "u0299"]))
     assert ids[0] == entry[1] and ids[1] == -1 and ids[2] > 0
+    asked = KeyHashes(np.array([0, 0, 0]), ["u0007", "nope", "u0299"])
+    assert reader.keys.may_hold(asked, np.array([0, 2])).tolist() == [True, False, True]
+    assert reader.keys.may_hold(asked, np.array([1])).tolist() == [False] * 3
+    assert not reader.keys.may_hold(asked, np.array([], dtype=np.int64)).any()
     tree = ShardTree(store, _state_of(store, name, reader))
     assert [n.name for n in tree.children(tree.root)][:2] == ["u0000", "u0001"]
     tree.visit(tree.visit(tree.root_handle, "u0007"), "B")  # type: ignore[arg-type]
