@@ -144,7 +144,8 @@ class TreeReader:
             unfound = np.flatnonzero(ids < 0)
             if not len(unfound):
                 break
-            ids[unfound] = reader.find_ids(hashes.take(unfound))
+            among = None if len(unfound) == len(ids) else unfound
+            ids[unfound] = reader.find_ids(hashes, among)[unfound]
         return ids
 
     def check(self) -> int:

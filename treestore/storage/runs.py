@@ -428,8 +428,10 @@ class RunReader:
         np.add.at(marks, high[spans], -1)
         return np.flatnonzero(np.cumsum(marks[:-1]) > 0)
 
-    def find_ids(self, hashes: KeyHashes) -> np.ndarray:
-        """The node id of each of the keys ``hashes`` holds in this run, -1 where absent.
+    def find_ids(self, hashes: KeyHashes, among: np.ndarray | None = None) -> np.ndarray:
+        """The node id of each of the keys ``hashes`` holds in this run, -1 where absent
+        (with ``among``, only the keys at those positions are looked for: a tree's later
+        runs are asked about the keys its earlier ones did not hold, none taken out).
 
         Keys whose parent is outside the run's parents (first to last, the run being in
         key order) are not looked for in its filter (47% of the lookups in the runs a load
@@ -443,10 +445,13 @@ class RunReader:
         ids = np.full(len(hashes), -1, dtype=np.int64)
         if not self.pages or not len(hashes):
             return ids
-        parents = hashes.parents
+        parents = hashes.parents if among is None else hashes.parents[among]
         lowest, highest = self._index.first_parents[0], self._index.last_parents[-1]
         inside = (parents >= lowest) & (parents <= highest)
-        among = None if inside.all() else np.flatnonzero(inside)
+        if among is not None:
+            among = among[inside]
+        elif not inside.all():
+            among = np.flatnonzero(inside)
         maybe = np.flatnonzero(self.keys.may_hold(hashes, among))
         if not len(maybe):
             return ids

@@ -182,3 +182,6 @@ def test_a_run_asks_its_filter_only_about_keys_within_its_parents(
     assert asked == [[10, 11, 12, 12]]
     reader.find_ids(KeyHashes(np.array([10, 12]), ["a", "c"]))  # all within: all asked
     assert asked[-1] == "all"
+    some = reader.find_ids(KeyHashes(parents, ["a", "a", "b", "c", "c", "z"]), np.array([0, 2, 4]))
+    assert some.tolist() == [-1, -1, 21, -1, -1, -1]  # only those looked for
+    assert asked[-1] == [11]  # of them, only the key within the run's parents
