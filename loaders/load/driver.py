@@ -65,6 +65,7 @@ from loaders.load.task import shard_task
 from loaders.load.timing import Timer
 from loaders.route.pieces import spread_shards
 from loaders.tree.builder import TreeBuilder
+from loaders.tree.parts import shard_parts
 from loaders.tree.pending import merge_expired
 from treestore.errors import LoadError
 from treestore.events import EventSink, Message, ignore_events
@@ -216,6 +217,7 @@ def _load_locked(
             shard_tasks=spread_shards(pieces.rows, job.shards, tasks),
             pieces=pieces.by_shard,
             owner=writer.owner,
+            parts=shard_parts(pieces.rows, builder),
         )
         shard_results: list[ShardResult] = []
         task_totals: list[Any] = []

@@ -90,6 +90,9 @@ class TaskSpec:
     (:class:`~loaders.route.pieces.Pieces`)."""
     owner: str | None = None
     """The store's identity, which the runs the tasks write carry (None: the store has none)."""
+    parts: dict[int, int] = field(default_factory=dict)
+    """How many parts each big shard's records are built in (see
+    :mod:`loaders.tree.parts`); a shard not named is built whole."""
 
     def waiting_shards(self) -> list[int]:
         """The shards whose version keeps pending records (each must be retried by a task)."""
@@ -118,6 +121,8 @@ class ShardResult:
     """The same shares of the task's CPU seconds (its worker process's, threads included):
     below ``task_seconds`` where the task waited for a core."""
     expired_file: str | None = None  # the shard's expired pending records (Parquet)
+    parts: int = 1
+    """How many parts the shard's records were built in (1: whole)."""
 
     def report(self) -> dict[str, Any]:
         """The shard's entry of the published report (without its state)."""

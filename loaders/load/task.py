@@ -124,35 +124,38 @@ class _ShardWork:
         """The task's load of ``shard`` (opened on first use)."""
         load = self.loads.get(shard)
         if load is None:
+            spec = self.spec
             load = self.loads[shard] = ShardLoad(
-                self.spec.builder, self.pages, shard, self.spec.states.get(shard), self.spec.owner
-            )
+                spec.builder, self.pages, shard, spec.states.get(shard), spec.owner,
+                parts=spec.parts.get(shard, 1),
+            )  # fmt: skip
         return load
 
     def apply_queued(self) -> None:
         """Apply the queued records of one source, shard by shard."""
         if not self.queued:
             return
-        counts = self.per_source[self.queued_order]
         table = pa.Table.from_batches(self.queued)
         shards = table.column(SHARD).to_numpy()
         distinct = distinct_sorted(shards).tolist()
         for shard in distinct:  # a task may hold several shards (Spark merges small partitions)
             part = table.filter(pa.array(shards == shard)) if len(distinct) > 1 else table
-            load = self.load(shard)
-            stats = load.stats
-            missed, kept = stats.missed_updates, stats.pending_buffered
-            load.apply(part)
-            counts["missed_updates"] += stats.missed_updates - missed
-            counts["pending"] += stats.pending_buffered - kept
-            counts["applied"] += part.num_rows
+            self.load(shard).apply(part, self.queued_order)
         self.queued, self.queued_rows = [], 0
+
+    def apply_all(self) -> None:
+        """Apply the records still queued, and build those the shards hold (in parts)."""
+        self.apply_queued()
+        for load in self.loads.values():
+            load.apply_held()
 
     def commit(self) -> Iterator[ShardResult]:
         """Write every tree's new runs; yield each shard's result (its task_seconds unset)."""
-        self.apply_queued()
+        self.apply_all()
         for shard, load in self.loads.items():
             state = load.finish()
+            for source, counts in load.by_source.items():
+                self.per_source[source].update(counts)
             stats, tree = load.stats, load.tree
             expired_file = load.write_expired(self.spec.expired_folder)
             failpoint("in-task")
@@ -168,6 +171,7 @@ class _ShardWork:
                 compacted=tree.stats.compacted,
                 pending=load.pending_counts(),
                 expired_file=expired_file,
+                parts=load.parts,
             )
 
 
@@ -236,7 +240,7 @@ def _run(
         kept = fresh & keep
         work.add(batch if kept.all() else batch.filter(pa.array(kept)))
     clock.lap("records")
-    work.apply_queued()
+    work.apply_all()
     for shard in waiting:  # its pending records are retried as its load finishes
         work.load(shard)
     clock.lap("apply")

@@ -18,8 +18,10 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from treestore.errors import CorruptPageError, StoreError
@@ -31,7 +33,8 @@ from treestore.storage.compaction import (
     size_tiered,
 )
 from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns
-from treestore.storage.keyfilter import KeyFilter
+from treestore.storage.keyfilter import KeyFilter, KeyHashes
+from treestore.storage.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
 from treestore.storage.pagestore import PageStore
 from treestore.storage.reading import ROOT_KEY, Node
 from treestore.storage.runs import (
@@ -57,6 +60,18 @@ __all__ = [
     "WriteStats",
     "build_tree",
 ]
+
+
+_SEALED_BYTES = 48
+"""A sealed entry's bytes (its id, parent, hits, count, and name with its offset): sealed
+parts count against the memtable's budget at this size."""
+
+
+def _with_data(parts: list[ChildColumns]) -> list[ChildColumns]:
+    """``parts`` with data on every one when some have data (merging keeps data only then)."""
+    if all(p.data is None for p in parts):
+        return parts
+    return [p if p.data is not None else replace(p, data=[None] * len(p)) for p in parts]
 
 
 def _slices(columns: ChildColumns, size: int = 65536) -> Iterator[Columns]:
@@ -104,6 +119,7 @@ class ShardTree(TreeWriter):
         self.folder = f"shard-{shard:04d}" if folder is None else folder
         self._tag = uuid.uuid4().hex[:12]
         self._sums: dict[str, RunSum] = dict(self.state.run_sums)  # of runs kept and written
+        self._sealed: list[ChildColumns] = []  # parts' entries, in key order, not yet written
 
     def _run_name(self) -> str:
         number = len(self.stats.runs_written)
@@ -129,21 +145,44 @@ class ShardTree(TreeWriter):
         return name
 
     def flush(self) -> None:
-        """Write the memtable's changes as a new (delta) run; the memtable keeps the nodes
-        records passed through (see :meth:`Memtable.clear`), up to half its limit."""
+        """Write the memtable's changes, with the parts sealed so far (:meth:`end_part`), as
+        a new (delta) run; the memtable keeps the nodes records passed through (see
+        :meth:`Memtable.clear`), up to half its limit."""
         memtable = self.memtable
         slots = memtable.changed_slots()
-        if not memtable or (slots is not None and not len(slots)):
+        changed = bool(memtable) and (slots is None or len(slots) > 0)
+        if not changed and not self._sealed:
             return
-        columns = memtable.columns(slots)
+        if self._sealed:
+            parts = [*self._sealed, memtable.columns(slots)] if changed else self._sealed
+            columns = merge_columns(_with_data(parts))
+            hashed = KeyHashes(columns.parents, columns.names)
+        else:
+            columns = memtable.columns(slots)
+            hashed = memtable.keys()  # hashed already, for the memtable's key index
+            hashed = hashed if slots is None else hashed.take(slots)
+        self._sealed, self.sealed_entries = [], 0
         keys = KeyFilter.sized(len(columns))
-        hashed = memtable.keys()  # hashed already, for the memtable's key index
-        keys.add(hashed if slots is None else hashed.take(slots))
+        keys.add(hashed)
         name = self._write(_slices(columns), len(columns), keys)
         memtable.clear(keep=memtable.inner_slots(self.memtable_limit // 2))
         self.readers.append(RunReader(self.pages, name, self.shard, owner=self.owner))
         while newest := after_flush(self._own_entries()):
             self.compact(newest=newest)
+
+    def end_part(self, shared: KeyHashes) -> None:
+        """Seal the memtable's changes (kept in memory, written with the next flush) and
+        empty it but for the ``shared`` nodes, those the next records visit too: the
+        records that follow (a big shard's next part, see :mod:`loaders.tree.parts`)
+        visit no other node of these, so they need not find them."""
+        memtable = self.memtable
+        slots = memtable.changed_slots()
+        if memtable and (slots is None or len(slots)):
+            columns = memtable.columns(slots)
+            self._sealed.append(columns)
+            self.sealed_entries += len(columns) * _SEALED_BYTES // MEMTABLE_ENTRY_BYTES
+        found = memtable.slots(shared)
+        memtable.clear(keep=np.sort(found[found >= 0]))
 
     def _own_entries(self) -> list[int]:
         """The entries of the newest runs, those this tree wrote (oldest first)."""

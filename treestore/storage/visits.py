@@ -147,6 +147,9 @@ class TreeWriter(TreeReader):
         self.next_id = state.next_id
         self.memtable = Memtable()
         self.memtable_limit = memtable_limit()
+        self.sealed_entries = 0
+        """The memtable's budget that entries sealed but not yet written take (in entries:
+        see :meth:`~treestore.storage.tree.ShardTree.end_part`)."""
         self.stats = WriteStats()
 
     def flush(self) -> None:
@@ -173,7 +176,7 @@ class TreeWriter(TreeReader):
         Returns the child's handle, or ``None`` when the visit does not go ahead.
         """
         memtable = self.memtable
-        if len(memtable) >= self.memtable_limit:
+        if len(memtable) + self.sealed_entries >= self.memtable_limit:
             self.flush()
         parent_id, parent_key = parent
         key = (parent_id, name)
@@ -295,7 +298,7 @@ class TreeWriter(TreeReader):
         self.stats.nodes_created += len(fresh)
         self.stats.nodes_updated += len(added) - len(fresh)
         ids[~accepted] = -1
-        if len(memtable) >= self.memtable_limit:
+        if len(memtable) + self.sealed_entries >= self.memtable_limit:
             self.flush()
         return ids
 

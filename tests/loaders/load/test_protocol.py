@@ -55,6 +55,7 @@ def test_a_shard_report_keeps_the_published_fields_in_their_order() -> None:
         "pending",
         "task_seconds",
         "task_cpu_seconds",
+        "parts",
         "nodes",
         "bytes",
     ]

@@ -23,6 +23,7 @@ from unittest import mock
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,14 +63,16 @@ def _load(
     native_from: int,
     memtable_limit: int | None = None,
     loads: int = 1,
+    parts: int = 1,
 ) -> tuple[dict[str, bytes], list[str]]:
     """Every file a shard's loads write, and each load's state, with the kernels from
-    ``native_from`` values on (each load applies all ``batches`` again)."""
+    ``native_from`` values on (each load applies all ``batches`` again), the records built
+    in ``parts`` parts (see :mod:`loaders.tree.parts`)."""
     pages = MemoryPageStore()
     states, state = [], None
     with _arm(native_from):
         for _ in range(loads):
-            load = ShardLoad(builder, pages, 3, state)
+            load = ShardLoad(builder, pages, 3, state, parts=parts)
             if memtable_limit is not None:
                 load.tree.memtable_limit = memtable_limit
             for table in batches:
@@ -120,12 +123,13 @@ def _seed_rows(builder: TreeBuilder, attributes: int, mappings: int, seed: int) 
     return [_table(builder, rows[i : i + 5000]) for i in range(0, len(rows), 5000)]
 
 
-def test_the_seeds_load_writes_the_same_bytes_compiled_and_in_numpy() -> None:
+@pytest.mark.parametrize("parts", [1, 4])
+def test_the_seeds_load_writes_the_same_bytes_compiled_and_in_numpy(parts: int) -> None:
     builder = _builder(DEMO_JOB)
     batches = _seed_rows(builder, 6000, 30000, seed=7)
     # a memtable of 4,000 entries: flushes, runs looked up, compactions
-    oracle = _load(builder, batches, ORACLE, memtable_limit=4000, loads=2)
-    compiled = _load(builder, batches, COMPILED, memtable_limit=4000, loads=2)
+    oracle = _load(builder, batches, ORACLE, memtable_limit=4000, loads=2, parts=parts)
+    compiled = _load(builder, batches, COMPILED, memtable_limit=4000, loads=2, parts=parts)
     assert len(oracle[0]) > 4  # runs and their indexes were written
     assert oracle[1] == compiled[1]
     assert oracle[0].keys() == compiled[0].keys()
@@ -149,9 +153,10 @@ _NAMES = st.sampled_from(["u1", "u2", "ü3", "", None, "a" * 70, "x" * 9])
     st.integers(1, 40),
     st.booleans(),
     st.booleans(),
+    st.sampled_from([1, 3]),
 )
 def test_random_records_build_the_same_bytes_compiled_and_in_numpy(
-    records: list[tuple[Any, ...]], batch_size: int, once: bool, pending: bool
+    records: list[tuple[Any, ...]], batch_size: int, once: bool, pending: bool, parts: int
 ) -> None:
     job = copy.deepcopy(DEMO_JOB)
     attribute, mapping = job["tree"]["root"][1]["list"]
@@ -167,8 +172,8 @@ def test_random_records_build_the_same_bytes_compiled_and_in_numpy(
         for source, uid, ids, puid in records
     ]  # fmt: skip
     batches = [_table(builder, rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)]
-    oracle = _load(builder, batches, ORACLE, memtable_limit=8, loads=2)
-    compiled = _load(builder, batches, COMPILED, memtable_limit=8, loads=2)
+    oracle = _load(builder, batches, ORACLE, memtable_limit=8, loads=2, parts=parts)
+    compiled = _load(builder, batches, COMPILED, memtable_limit=8, loads=2, parts=parts)
     assert oracle[1] == compiled[1]
     assert oracle[0] == compiled[0]
 
