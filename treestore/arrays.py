@@ -23,6 +23,7 @@ __all__ = [
     "distinct_of_sorted",
     "distinct_sorted",
     "expand_ranges",
+    "grouped_order",
     "map_in_threads",
     "pooled_empty",
     "thread_count",
@@ -56,6 +57,19 @@ def pooled_empty(size: int, dtype: np.dtype | type) -> np.ndarray:
     in: 0.8-1.2 s of system time for 33M int32 in a query, against 0.03 s from the pool)."""
     kind = np.dtype(dtype)
     return np.frombuffer(pa.allocate_buffer(size * kind.itemsize), dtype=kind)
+
+
+def grouped_order(groups: np.ndarray) -> np.ndarray:
+    """The stable order that puts ``groups`` (small whole numbers, such as shards or parts)
+    in ascending order: numpy's radix sort when they fit in 16 bits (about 4x faster on
+    500k rows than its merge sort of 32-bit numbers).
+
+    >>> grouped_order(np.array([2, 0, 2, 1], dtype=np.int32)).tolist()
+    [1, 3, 0, 2]
+    """
+    if len(groups) and groups.min() >= 0 and groups.max() < 1 << 16:
+        groups = groups.astype(np.uint16)
+    return np.argsort(groups, kind="stable")
 
 
 def distinct_sorted(values: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from loaders.formats.readers import FILE_COLUMN
 from loaders.route.columns import SHARD
+from treestore.arrays import grouped_order
 from treestore.errors import LoadError, StoreError
 from treestore.settings import task_started
 from treestore.storage.pagestore import PageStore
@@ -156,7 +157,7 @@ def _by_shard(batch: pa.RecordBatch) -> Iterator[tuple[int, pa.RecordBatch]]:
     if shards[0] == shards[-1] and (shards == shards[0]).all():
         yield int(shards[0]), batch
         return
-    order = np.argsort(shards, kind="stable")
+    order = grouped_order(shards)
     ordered = batch.take(pa.array(order))
     sorted_shards = shards[order]
     cuts = [0, *(np.flatnonzero(np.diff(sorted_shards)) + 1).tolist(), len(order)]

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from loaders.job.model import ElementSpec
 from loaders.tree.builder import TreeBuilder
 from treestore import native
+from treestore.arrays import grouped_order
 from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.reading import ROOT_ID, ROOT_KEY
 from treestore.storage.tree import ShardTree
@@ -174,7 +175,7 @@ class HeldParts:
         if not table.num_rows:
             return
         numbers = self.split.parts_of(table, self.parts)
-        order = np.argsort(numbers, kind="stable")
+        order = grouped_order(numbers)
         bounds = np.searchsorted(numbers[order], np.arange(self.parts + 1))
         ordered = table.take(pa.array(order))
         for part in range(self.parts):

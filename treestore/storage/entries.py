@@ -8,7 +8,8 @@ hold in memory a block of pages at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "insertion_points",
     "merge_blocks",
     "merge_columns",
+    "merge_disjoint",
 ]
 
 Key = tuple[int, str]
@@ -103,6 +105,59 @@ def merge_columns(parts: list[ChildColumns]) -> ChildColumns:
     if sum(map(len, later)) * SMALL_SHARE <= len(base):
         return _merge_into(base, merge_columns(later))
     return _sort_merge(parts)
+
+
+def merge_disjoint(
+    parts: list[ChildColumns],
+    common: np.ndarray,
+    hashes: list[np.ndarray],
+    rehash: Callable[[ChildColumns], np.ndarray],
+) -> tuple[ChildColumns, np.ndarray]:
+    """:func:`merge_columns` of parts that share only the children of the ``common``
+    parents (a big shard's parts, :mod:`loaders.tree.parts`: every other parent's children
+    are in one part): each part cut into stretches of one common parent's children and
+    stretches of other parents', the common ones merged, and the stretches put one after
+    another by their parents, copied once. Parts that share more are merged as
+    :func:`merge_columns` merges them. With the merged entries, their keys' hashes
+    (:meth:`~treestore.storage.keyfilter.KeyHashes.indexed`): each part's ``hashes``
+    carried, those of merged entries taken anew (``rehash``)."""
+    kept = [i for i, p in enumerate(parts) if len(p)]
+    parts, hashes = [parts[i] for i in kept], [hashes[i] for i in kept]
+    if len(parts) < 2:
+        return (parts[0], hashes[0]) if parts else (ChildColumns.empty(), np.zeros(0, np.uint64))
+    stretches: list[tuple[int, int, ChildColumns, np.ndarray | None]] = []
+    shared: dict[int, list[ChildColumns]] = {}
+    for part, hashed in zip(parts, hashes, strict=True):
+        is_common = np.isin(part.parents, common)
+        cuts = (
+            np.flatnonzero((np.diff(part.parents) != 0) & (is_common[1:] | is_common[:-1])) + 1
+        )  # a common parent's children stand alone
+        for start, stop in zip([0, *cuts.tolist()], [*cuts.tolist(), len(part)], strict=True):
+            piece = part.slice(start, stop)
+            if is_common[start]:
+                shared.setdefault(int(part.parents[start]), []).append(piece)
+            else:
+                first, last = int(part.parents[start]), int(part.parents[stop - 1])
+                stretches.append((first, last, piece, hashed[start:stop]))
+    for parent, pieces in shared.items():
+        stretches.append((parent, parent, merge_columns(pieces), None))
+    stretches.sort(key=lambda stretch: stretch[0])
+    if any(a[1] >= b[0] for a, b in itertools.pairwise(stretches)):
+        merged = merge_columns(parts)  # some other parent's children are in two parts
+        return merged, rehash(merged)
+    pieces = [piece for _, _, piece, _ in stretches]
+    data = None
+    if any(p.data is not None for p in pieces):
+        data = [d for p in pieces for d in (p.data if p.data is not None else [None] * len(p))]
+    merged = ChildColumns(
+        np.concatenate([p.parents for p in pieces]),
+        pa.concat_arrays([p.names for p in pieces]),
+        np.concatenate([p.ids for p in pieces]),
+        np.concatenate([p.hits for p in pieces]),
+        np.concatenate([p.counts for p in pieces]),
+        data,
+    )
+    return merged, np.concatenate([h if h is not None else rehash(p) for _, _, p, h in stretches])
 
 
 SMALL_SHARE = 8

@@ -214,6 +214,19 @@ class Memtable:
     def columns(self, slots: np.ndarray | None = None) -> ChildColumns:
         """The entries (those at ``slots``; default all) in key order (by parent id, then
         name), with their data when some entry has new data."""
+        return self._columns(slots)[0]
+
+    def columns_and_hashes(
+        self, slots: np.ndarray | None = None
+    ) -> tuple[ChildColumns, np.ndarray]:
+        """:meth:`columns`, and the hashes the key index holds of those entries, in their
+        order (a run's filter of them takes them as they are)."""
+        columns, order = self._columns(slots)
+        self._index_singles()
+        return columns, self.index.hashes()[order]
+
+    def _columns(self, slots: np.ndarray | None) -> tuple[ChildColumns, np.ndarray]:
+        """:meth:`columns`, and the slots of its entries."""
         names = self.names()
         parents = np.frombuffer(self.parents, dtype=np.int64)
         if slots is not None:
@@ -231,7 +244,7 @@ class Memtable:
             np.frombuffer(column, dtype=np.int64)[order]
             for column in (self.ids, self.hits, self.counts)
         )
-        return ChildColumns(parents, names, ids, hits, counts, data)
+        return ChildColumns(parents, names, ids, hits, counts, data), order
 
     def clear(self, keep: np.ndarray | None = None) -> None:
         """Drop every entry, but keep those at slots ``keep`` (their keys and ids, nothing to

@@ -32,11 +32,11 @@ from treestore.storage.compaction import (
     own_runs_at_commit,
     size_tiered,
 )
-from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns
+from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns, merge_disjoint
 from treestore.storage.keyfilter import KeyFilter, KeyHashes
 from treestore.storage.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
 from treestore.storage.pagestore import PageStore
-from treestore.storage.reading import ROOT_KEY, Node
+from treestore.storage.reading import ROOT_ID, ROOT_KEY, Node
 from treestore.storage.runs import (
     PAGE_BYTES,
     Columns,
@@ -65,6 +65,11 @@ __all__ = [
 _SEALED_BYTES = 48
 """A sealed entry's bytes (its id, parent, hits, count, and name with its offset): sealed
 parts count against the memtable's budget at this size."""
+
+
+def _indexed(columns: ChildColumns) -> np.ndarray:
+    """The hashes of ``columns``' keys as the memtable's key index holds them."""
+    return KeyHashes(columns.parents, columns.names).indexed()
 
 
 def _with_data(parts: list[ChildColumns]) -> list[ChildColumns]:
@@ -119,7 +124,11 @@ class ShardTree(TreeWriter):
         self.folder = f"shard-{shard:04d}" if folder is None else folder
         self._tag = uuid.uuid4().hex[:12]
         self._sums: dict[str, RunSum] = dict(self.state.run_sums)  # of runs kept and written
-        self._sealed: list[ChildColumns] = []  # parts' entries, in key order, not yet written
+        self._sealed: list[tuple[ChildColumns, np.ndarray]] = []
+        """Parts' entries in key order, with their keys' hashes: not yet written."""
+        self._shared = np.array([ROOT_KEY[0], ROOT_ID], dtype=np.int64)
+        """The ids of the nodes parts share (:meth:`end_part`), the internal root's parent
+        and itself among them: only their children are in more than one part."""
 
     def _run_name(self) -> str:
         number = len(self.stats.runs_written)
@@ -154,9 +163,11 @@ class ShardTree(TreeWriter):
         if not changed and not self._sealed:
             return
         if self._sealed:
-            parts = [*self._sealed, memtable.columns(slots)] if changed else self._sealed
-            columns = merge_columns(_with_data(parts))
-            hashed = KeyHashes(columns.parents, columns.names)
+            parts = [*self._sealed, memtable.columns_and_hashes(slots)] if changed else self._sealed
+            columns, indexed = merge_disjoint(
+                _with_data([c for c, _ in parts]), self._shared, [h for _, h in parts], _indexed
+            )
+            hashed = KeyHashes(columns.parents, columns.names, indexed=indexed)
         else:
             columns = memtable.columns(slots)
             hashed = memtable.keys()  # hashed already, for the memtable's key index
@@ -178,11 +189,13 @@ class ShardTree(TreeWriter):
         memtable = self.memtable
         slots = memtable.changed_slots()
         if memtable and (slots is None or len(slots)):
-            columns = memtable.columns(slots)
-            self._sealed.append(columns)
+            columns, hashes = memtable.columns_and_hashes(slots)
+            self._sealed.append((columns, hashes))
             self.sealed_entries += len(columns) * _SEALED_BYTES // MEMTABLE_ENTRY_BYTES
-        found = memtable.slots(shared)
-        memtable.clear(keep=np.sort(found[found >= 0]))
+        found = np.sort(memtable.slots(shared))
+        found = found[found >= 0]
+        self._shared = np.union1d(self._shared, memtable.ids_at(found))
+        memtable.clear(keep=found)
 
     def _own_entries(self) -> list[int]:
         """The entries of the newest runs, those this tree wrote (oldest first)."""

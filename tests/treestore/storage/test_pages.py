@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 import treestore.storage.pages
 from treestore.storage import entries as entries_module
-from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns
+from treestore.storage.entries import ChildColumns, merge_blocks, merge_columns, merge_disjoint
+from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.pages import Page, columns_of_span, encode_page, int_dtypes
 from treestore.storage.runs import merge_entries
 
@@ -135,6 +136,17 @@ def _columns(run: list[tuple]) -> ChildColumns:  # type: ignore[type-arg]
     )
 
 
+def _indexed(columns: ChildColumns) -> np.ndarray:
+    return KeyHashes(columns.parents, columns.names).indexed()
+
+
+def _merged_disjoint(
+    parts: list[ChildColumns], common: np.ndarray
+) -> tuple[ChildColumns, np.ndarray]:
+    """merge_disjoint of ``parts`` with their keys' hashes, as a memtable gives them."""
+    return merge_disjoint(parts, common, [_indexed(p) for p in parts], _indexed)
+
+
 def _entries_of(merged: ChildColumns) -> list[tuple]:  # type: ignore[type-arg]
     return list(
         zip(
@@ -186,6 +198,10 @@ def _check_merges(
         entries.append(run)
     expected = list(merge_entries([iter(run) for run in entries]))
     assert _entries_of(merge_columns([_columns(run) for run in entries])) == expected
+    common = np.array(sorted({k[0] for keys in runs[:1] for k in keys}), dtype=np.int64)
+    merged, hashes = _merged_disjoint([_columns(run) for run in entries], common)
+    assert _entries_of(merged) == expected
+    assert hashes.tolist() == _indexed(merged).tolist()
 
     def blocks(run: list[tuple]) -> Iterator[ChildColumns]:  # type: ignore[type-arg]
         start = 0
@@ -198,3 +214,38 @@ def _check_merges(
     streamed = list(merge_blocks([blocks(run) for run in entries]))
     assert all(len(block) for block in streamed)
     assert [e for block in streamed for e in _entries_of(block)] == expected
+
+
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["a", "b", "c", "dd"])), max_size=12),
+        min_size=2,
+        max_size=5,
+    ),
+    st.sets(st.integers(0, 7), max_size=3),
+)
+def test_parts_that_share_only_common_parents_merge_by_stretches(
+    parts: list[list[tuple[int, str]]], common: set[int]
+) -> None:
+    """A big shard's parts: each part's own parents (``10 * (part + 1) + p``) are in no other
+    part; the ``common`` ones may be in all. Merged stretch by stretch (no entry merge but
+    the common parents' children), they give the entry merge's result."""
+    ids: dict[tuple[int, str], int] = {}
+    runs = []
+    for number, keys in enumerate(parts):
+        own = {(p if p in common else 10 * (number + 1) + p, name) for p, name in keys}
+        run = []
+        for key in sorted(own):
+            node = ids.setdefault(key, len(ids) + 1)
+            run.append((key, node, number + 1, node % 3, {"n": node} if node % 2 else None))
+        runs.append(run)
+    expected = list(merge_entries([iter(run) for run in runs]))
+    total = sum(map(len, runs))
+    with mock.patch.object(entries_module, "merge_columns", wraps=merge_columns) as merged:
+        got, hashes = _merged_disjoint([_columns(run) for run in runs], np.array(sorted(common)))
+    assert _entries_of(got) == expected
+    assert hashes.tolist() == _indexed(got).tolist()  # carried where not merged
+    merged_whole = [c for c in merged.call_args_list if sum(map(len, c.args[0])) == total]
+    exclusive = sum(1 for run in runs for (p, _), *_ in run if p not in common)
+    if exclusive and sum(1 for run in runs if run) > 1:
+        assert not merged_whole  # only the common parents' children were merged
