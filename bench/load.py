@@ -256,6 +256,8 @@ def scaled_load(spark, attributes: int, mappings: int, scale: int, first: float)
         ratio = seconds / first
         print(f"  {_written(result.report)}")
         print(f"  shard tasks: {_task_time(result.report)}")
+        built = sorted({shard.get("parts", 1) for shard in result.report["shards"].values()})
+        print(f"  each shard built in {' or '.join(map(str, built))} part(s)")
         print(
             f"  shard tasks per record read: {_per_record(result.report):.2f} us of CPU, "
             f"{_per_record(result.report, 'task_seconds'):.2f} us of wall time"

@@ -41,13 +41,18 @@ from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.reading import ROOT_ID, ROOT_KEY
 from treestore.storage.tree import ShardTree
 
-__all__ = ["PART_RECORDS", "HeldParts", "Split", "shard_parts", "shared_keys", "split_of"]
+__all__ = ["PARTS_FROM", "PART_RECORDS", "HeldParts", "Split", "shard_parts", "shared_keys", "split_of"]
 
 Path_ = tuple[str, ...]
 
-PART_RECORDS = 600_000
-"""About how many records of a shard one part holds (measured on the seed's rows: a part
-of this size keeps its structures within the caches of a 2-core machine)."""
+PART_RECORDS = 250_000
+"""About how many records of a big shard one part holds. Measured on the seed's rows at
+10x (16 shards of 6.9M records, two tasks at a time on 2 cores), the shard tasks' CPU:
+139 s built whole, 93 s in parts of 600,000, 81-89 s of 300,000, 80 s of 150,000."""
+PARTS_FROM = 1_000_000
+"""Shards of fewer records are built whole: their structures fit the caches already (the
+seed's rows at 1x, 690,000 records a shard: 0.71 us of CPU a record whole, 0.72-0.77 us
+in 2 or 5 parts)."""
 _PART_SEED = 0x7265_6570  # the parts' hash differs from the shards' (Spark's seed 42)
 _APPLY_ROWS = 500_000
 """Rows of one source applied at a time when a part is built (a task's queue size)."""
@@ -139,13 +144,16 @@ def shared_keys(tree: ShardTree, split: Split) -> KeyHashes:
 
 
 def shard_parts(rows: dict[int, int], builder: TreeBuilder) -> dict[int, int]:
-    """How many parts each shard with more than one is built in, given its records
-    (``rows``, by shard): one per :data:`PART_RECORDS` records, for a job whose records
-    can be split."""
+    """How many parts each shard built in parts has, given the shards' records (``rows``):
+    one per :data:`PART_RECORDS` records, for shards of :data:`PARTS_FROM` records or more
+    of a job whose records can be split."""
     if split_of(builder.elements) is None:
         return {}
-    counts = {shard: round(records / PART_RECORDS) for shard, records in rows.items()}
-    return {shard: count for shard, count in counts.items() if count > 1}
+    return {
+        shard: round(records / PART_RECORDS)
+        for shard, records in rows.items()
+        if records >= PARTS_FROM
+    }
 
 
 class HeldParts:

@@ -63,6 +63,7 @@ def test_shards_built_in_parts_answer_as_shards_built_whole(
 ) -> None:
     whole = _load_twice(spark, tmp_path / "whole")
     monkeypatch.setattr(parts, "PART_RECORDS", 100)  # the driver decides a shard's parts
+    monkeypatch.setattr(parts, "PARTS_FROM", 500)
     in_parts = _load_twice(spark, tmp_path / "parts")
     assert {shard["parts"] for shard in whole[1].values()} == {1}
     assert all(shard["parts"] >= 5 for shard in in_parts[1].values())  # about 800 records each

@@ -106,10 +106,11 @@ def test_jobs_whose_upper_nodes_depend_on_record_order_are_built_whole(
     assert ShardLoad(builder, MemoryPageStore(), 0, None, parts=4).parts == 1
 
 
-def test_big_shards_get_a_part_per_part_records() -> None:
+def test_big_shards_get_a_part_per_part_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parts, "PART_RECORDS", 100)
+    monkeypatch.setattr(parts, "PARTS_FROM", 350)
     builder = _builder(DEMO_JOB)
-    size = parts.PART_RECORDS
-    assert shard_parts({0: 10 * size, 1: size, 2: 2 * size + 1, 3: 0}, builder) == {0: 10, 2: 2}
+    assert shard_parts({0: 1000, 1: 349, 2: 351, 3: 0, 4: 1049}, builder) == {0: 10, 2: 4, 4: 10}
 
 
 # -- the same tree, built whole or in parts ----------------------------------------------
