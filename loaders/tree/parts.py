@@ -41,7 +41,15 @@ from treestore.storage.keyfilter import KeyHashes
 from treestore.storage.reading import ROOT_ID, ROOT_KEY
 from treestore.storage.tree import ShardTree
 
-__all__ = ["PARTS_FROM", "PART_RECORDS", "HeldParts", "Split", "shard_parts", "shared_keys", "split_of"]
+__all__ = [
+    "PARTS_FROM",
+    "PART_RECORDS",
+    "HeldParts",
+    "Split",
+    "shard_parts",
+    "shared_keys",
+    "split_of",
+]
 
 Path_ = tuple[str, ...]
 

@@ -112,19 +112,19 @@ def merge_disjoint(
     common: np.ndarray,
     hashes: list[np.ndarray],
     rehash: Callable[[ChildColumns], np.ndarray],
-) -> tuple[ChildColumns, np.ndarray]:
+) -> list[tuple[ChildColumns, np.ndarray]]:
     """:func:`merge_columns` of parts that share only the children of the ``common``
     parents (a big shard's parts, :mod:`loaders.tree.parts`: every other parent's children
-    are in one part): each part cut into stretches of one common parent's children and
-    stretches of other parents', the common ones merged, and the stretches put one after
-    another by their parents, copied once. Parts that share more are merged as
-    :func:`merge_columns` merges them. With the merged entries, their keys' hashes
-    (:meth:`~treestore.storage.keyfilter.KeyHashes.indexed`): each part's ``hashes``
-    carried, those of merged entries taken anew (``rehash``)."""
+    are in one part), as stretches in key order, each with its keys' hashes
+    (:meth:`~treestore.storage.keyfilter.KeyHashes.indexed`): each part cut into stretches
+    of one common parent's children and stretches of other parents', the common ones
+    merged (their hashes taken anew: ``rehash``), the others views of the parts with their
+    ``hashes`` carried: nothing is copied. Parts that share more are merged as
+    :func:`merge_columns` merges them (one stretch)."""
     kept = [i for i, p in enumerate(parts) if len(p)]
     parts, hashes = [parts[i] for i in kept], [hashes[i] for i in kept]
     if len(parts) < 2:
-        return (parts[0], hashes[0]) if parts else (ChildColumns.empty(), np.zeros(0, np.uint64))
+        return list(zip(parts, hashes, strict=True))
     stretches: list[tuple[int, int, ChildColumns, np.ndarray | None]] = []
     shared: dict[int, list[ChildColumns]] = {}
     for part, hashed in zip(parts, hashes, strict=True):
@@ -144,20 +144,8 @@ def merge_disjoint(
     stretches.sort(key=lambda stretch: stretch[0])
     if any(a[1] >= b[0] for a, b in itertools.pairwise(stretches)):
         merged = merge_columns(parts)  # some other parent's children are in two parts
-        return merged, rehash(merged)
-    pieces = [piece for _, _, piece, _ in stretches]
-    data = None
-    if any(p.data is not None for p in pieces):
-        data = [d for p in pieces for d in (p.data if p.data is not None else [None] * len(p))]
-    merged = ChildColumns(
-        np.concatenate([p.parents for p in pieces]),
-        pa.concat_arrays([p.names for p in pieces]),
-        np.concatenate([p.ids for p in pieces]),
-        np.concatenate([p.hits for p in pieces]),
-        np.concatenate([p.counts for p in pieces]),
-        data,
-    )
-    return merged, np.concatenate([h if h is not None else rehash(p) for _, _, p, h in stretches])
+        return [(merged, rehash(merged))]
+    return [(p, h if h is not None else rehash(p)) for _, _, p, h in stretches]
 
 
 SMALL_SHARE = 8

@@ -164,18 +164,21 @@ class ShardTree(TreeWriter):
             return
         if self._sealed:
             parts = [*self._sealed, memtable.columns_and_hashes(slots)] if changed else self._sealed
-            columns, indexed = merge_disjoint(
+            stretches = merge_disjoint(
                 _with_data([c for c, _ in parts]), self._shared, [h for _, h in parts], _indexed
             )
-            hashed = KeyHashes(columns.parents, columns.names, indexed=indexed)
         else:
             columns = memtable.columns(slots)
             hashed = memtable.keys()  # hashed already, for the memtable's key index
             hashed = hashed if slots is None else hashed.take(slots)
+            stretches = [(columns, hashed.indexed())]
         self._sealed, self.sealed_entries = [], 0
-        keys = KeyFilter.sized(len(columns))
-        keys.add(hashed)
-        name = self._write(_slices(columns), len(columns), keys)
+        entries = sum(len(columns) for columns, _ in stretches)
+        keys = KeyFilter.sized(entries)
+        for columns, indexed in stretches:
+            keys.add(KeyHashes(columns.parents, columns.names, indexed=indexed))
+        chunks = (chunk for columns, _ in stretches for chunk in _slices(columns))
+        name = self._write(chunks, entries, keys)
         memtable.clear(keep=memtable.inner_slots(self.memtable_limit // 2))
         self.readers.append(RunReader(self.pages, name, self.shard, owner=self.owner))
         while newest := after_flush(self._own_entries()):

@@ -143,8 +143,22 @@ def _indexed(columns: ChildColumns) -> np.ndarray:
 def _merged_disjoint(
     parts: list[ChildColumns], common: np.ndarray
 ) -> tuple[ChildColumns, np.ndarray]:
-    """merge_disjoint of ``parts`` with their keys' hashes, as a memtable gives them."""
-    return merge_disjoint(parts, common, [_indexed(p) for p in parts], _indexed)
+    """merge_disjoint of ``parts`` with their keys' hashes, as a memtable gives them; its
+    stretches one after another."""
+    stretches = merge_disjoint(parts, common, [_indexed(p) for p in parts], _indexed)
+    if not stretches:
+        return ChildColumns.empty(), np.zeros(0, np.uint64)
+    columns = [c for c, _ in stretches]
+    data = [d for c in columns for d in (c.data if c.data is not None else [None] * len(c))]
+    merged = ChildColumns(
+        np.concatenate([c.parents for c in columns]),
+        pa.concat_arrays([c.names for c in columns]),
+        np.concatenate([c.ids for c in columns]),
+        np.concatenate([c.hits for c in columns]),
+        np.concatenate([c.counts for c in columns]),
+        data if any(c.data is not None for c in columns) else None,
+    )
+    return merged, np.concatenate([h for _, h in stretches])
 
 
 def _entries_of(merged: ChildColumns) -> list[tuple]:  # type: ignore[type-arg]
