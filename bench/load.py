@@ -254,6 +254,7 @@ def scaled_load(spark, attributes: int, mappings: int, scale: int, first: float)
         job_file, _ = generate(folder, attributes * scale, mappings * scale)
         result, seconds = _timed(lambda: run_load(spark, load_job(job_file), folder / "store"))
         ratio = seconds / first
+        print(f"  phases {result.report['phases']}")
         print(f"  {_written(result.report)}")
         print(f"  shard tasks: {_task_time(result.report)}")
         built = sorted({shard.get("parts", 1) for shard in result.report["shards"].values()})
