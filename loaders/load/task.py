@@ -140,7 +140,7 @@ class _ShardWork:
         distinct = distinct_sorted(shards).tolist()
         for shard in distinct:  # a task may hold several shards (Spark merges small partitions)
             part = table.filter(pa.array(shards == shard)) if len(distinct) > 1 else table
-            self.load(shard).apply(part, self.queued_order)
+            self.load(shard).apply(part.drop_columns([SHARD]), self.queued_order)
         self.queued, self.queued_rows = [], 0
 
     def apply_all(self) -> None:
@@ -148,6 +148,11 @@ class _ShardWork:
         self.apply_queued()
         for load in self.loads.values():
             load.apply_held()
+
+    def close(self) -> None:
+        """Let go of the records the shards hold (a failed task's)."""
+        for load in self.loads.values():
+            load.close()
 
     def commit(self) -> Iterator[ShardResult]:
         """Write every tree's new runs; yield each shard's result (its task_seconds unset)."""
@@ -216,52 +221,55 @@ def _run(
     per_source: list[Counter[str]] = [Counter() for _ in spec.source_names]
     rejected = _Rejected(pages, spec)
     work = _ShardWork(pages, spec, per_source)
-    dedup = BatchDedup(pages, spec.dedup_sources, spec.dedup_runs, spec.dedup_store)
-    clock = Timer("input")
-    for batch in clock.waiting(batches):
-        batch = lists_from_text(batch, spec.list_fields)
-        orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
-        for entry in pc.value_counts(batch.column(FILE_COLUMN)).to_pylist():
-            per_file[entry["values"]] += entry["counts"]
-        _per_source(per_source, "read", orders)
-        bad = batch.column(REJECT).is_valid().to_numpy(zero_copy_only=False)
-        if bad.any():
-            _per_source(per_source, "rejected", orders[bad])
-            rejected.add(batch.filter(pa.array(bad)), spec.builder.key_fields)
-            batch = batch.filter(pa.array(~bad))
-            orders = orders[~bad]
-        within, earlier = dedup.classify(batch, orders)
-        _per_source(per_source, WITHIN, orders[within])
-        _per_source(per_source, EARLIER, orders[earlier])
-        fresh = ~(within | earlier)
-        keep = batch.column(KEEP).to_numpy(zero_copy_only=False).astype(bool)
-        _per_source(per_source, "kept", orders[fresh])
-        _per_source(per_source, "dropped", orders[fresh & ~keep])
-        kept = fresh & keep
-        work.add(batch if kept.all() else batch.filter(pa.array(kept)))
-    clock.lap("records")
-    work.apply_all()
-    for shard in waiting:  # its pending records are retried as its load finishes
-        work.load(shard)
-    clock.lap("apply")
-    results = []
-    for result in work.commit():
-        clock.lap("write")
-        results.append(
-            replace(
-                result,
-                task_seconds=clock.since_last_share(),
-                task_cpu_seconds=clock.cpu_since_last_share(),
+    try:
+        dedup = BatchDedup(pages, spec.dedup_sources, spec.dedup_runs, spec.dedup_store)
+        clock = Timer("input")
+        for batch in clock.waiting(batches):
+            batch = lists_from_text(batch, spec.list_fields)
+            orders = batch.column(ORDER).to_numpy(zero_copy_only=False)
+            for entry in pc.value_counts(batch.column(FILE_COLUMN)).to_pylist():
+                per_file[entry["values"]] += entry["counts"]
+            _per_source(per_source, "read", orders)
+            bad = batch.column(REJECT).is_valid().to_numpy(zero_copy_only=False)
+            if bad.any():
+                _per_source(per_source, "rejected", orders[bad])
+                rejected.add(batch.filter(pa.array(bad)), spec.builder.key_fields)
+                batch = batch.filter(pa.array(~bad))
+                orders = orders[~bad]
+            within, earlier = dedup.classify(batch, orders)
+            _per_source(per_source, WITHIN, orders[within])
+            _per_source(per_source, EARLIER, orders[earlier])
+            fresh = ~(within | earlier)
+            keep = batch.column(KEEP).to_numpy(zero_copy_only=False).astype(bool)
+            _per_source(per_source, "kept", orders[fresh])
+            _per_source(per_source, "dropped", orders[fresh & ~keep])
+            kept = fresh & keep
+            work.add(batch if kept.all() else batch.filter(pa.array(kept)))
+        clock.lap("records")
+        work.apply_all()
+        for shard in waiting:  # its pending records are retried as its load finishes
+            work.load(shard)
+        clock.lap("apply")
+        results = []
+        for result in work.commit():
+            clock.lap("write")
+            results.append(
+                replace(
+                    result,
+                    task_seconds=clock.since_last_share(),
+                    task_cpu_seconds=clock.cpu_since_last_share(),
+                )
             )
+        totals = TaskTotals(
+            files={spec.files[n]: count for n, count in per_file.items()},
+            sources={
+                name: SourceCounts(**counts)
+                for name, counts in zip(spec.source_names, per_source, strict=True)
+            },
+            dedup=dedup.commit(),
+            rejected_count=rejected.count,
+            rejected_file=rejected.write(),
         )
-    totals = TaskTotals(
-        files={spec.files[n]: count for n, count in per_file.items()},
-        sources={
-            name: SourceCounts(**counts)
-            for name, counts in zip(spec.source_names, per_source, strict=True)
-        },
-        dedup=dedup.commit(),
-        rejected_count=rejected.count,
-        rejected_file=rejected.write(),
-    )
-    return encode_results(results, totals)
+        return encode_results(results, totals)
+    finally:
+        work.close()  # what a failed task holds

@@ -23,6 +23,7 @@ per part (:class:`HeldParts`), and built part by part when the reading is done.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -165,17 +166,22 @@ def shard_parts(rows: dict[int, int], builder: TreeBuilder) -> dict[int, int]:
 
 
 class HeldParts:
-    """A shard's records held until they are built, one local Arrow file per part, each
-    part's records in their order with the source each came from.
+    """A shard's records held until they are built, part by part, each part's records in
+    their order with the source each came from: in memory up to ``memory_bytes``, the rest
+    in one local Arrow file per part (in ``SPARK_LOCAL_DIRS``' first folder when Spark
+    names one, else the system's temporary folder).
 
     Args:
         split: where the records part ways.
         parts: how many parts.
+        memory_bytes: how many bytes of records are held in memory.
     """
 
-    def __init__(self, split: Split, parts: int) -> None:
-        self.split, self.parts = split, parts
+    def __init__(self, split: Split, parts: int, memory_bytes: int = 0) -> None:
+        self.split, self.parts, self.memory_bytes = split, parts, memory_bytes
         self._folder: Path | None = None
+        self._kept: list[list[tuple[pa.Table, int]]] = [[] for _ in range(parts)]
+        self._kept_bytes = 0
         self._writers: list[pa.ipc.RecordBatchStreamWriter | None] = [None] * parts
         self._sources: list[list[int]] = [[] for _ in range(parts)]
         self.rows = 0
@@ -194,17 +200,23 @@ class HeldParts:
         order = grouped_order(numbers)
         bounds = np.searchsorted(numbers[order], np.arange(self.parts + 1))
         ordered = table.take(pa.array(order))
+        in_memory = self._kept_bytes + ordered.nbytes <= self.memory_bytes
         for part in range(self.parts):
             start, stop = int(bounds[part]), int(bounds[part + 1])
             if stop > start:
-                self._write(part, ordered.slice(start, stop - start), source)
+                records = ordered.slice(start, stop - start)
+                if in_memory:
+                    self._kept[part].append((records, source))
+                else:
+                    self._write(part, records, source)
+        self._kept_bytes += ordered.nbytes if in_memory else 0
         self.rows += table.num_rows
 
     def _write(self, part: int, records: pa.Table, source: int) -> None:
         writer = self._writers[part]
         if writer is None:
             if self._folder is None:
-                self._folder = Path(tempfile.mkdtemp(prefix="treestore-parts-"))
+                self._folder = Path(tempfile.mkdtemp(prefix="treestore-parts-", dir=_local_dir()))
             path = self._folder / f"part-{part:04d}.arrows"
             writer = self._writers[part] = pa.ipc.new_stream(str(path), records.schema)
         for batch in records.combine_chunks().to_batches():
@@ -213,38 +225,60 @@ class HeldParts:
 
     def parts_in_order(self) -> Iterator[Iterator[tuple[pa.Table, int]]]:
         """Each part's records (parts in order): tables of one source, in their order,
-        with their source."""
-        for part, writer in enumerate(self._writers):
-            if writer is not None:
-                writer.close()
-                self._writers[part] = None
-                yield self._read(part)
+        with their source; a part's records are let go as it is read."""
+        for part in range(self.parts):
+            if self._kept[part] or self._writers[part] is not None:
+                yield _by_source(self._read(part))
         self.rows = 0
 
     def _read(self, part: int) -> Iterator[tuple[pa.Table, int]]:
+        kept, self._kept[part] = self._kept[part], []
+        yield from kept  # held in memory first: the files hold what came after
+        del kept
+        writer = self._writers[part]
+        if writer is None:
+            return
+        writer.close()
+        self._writers[part] = None
         assert self._folder is not None
         path = self._folder / f"part-{part:04d}.arrows"
-        held: list[pa.RecordBatch] = []
-        held_source, rows = -1, 0
         with pa.ipc.open_stream(str(path)) as reader:
             for batch, source in zip(reader, self._sources[part], strict=True):
-                if held and (source != held_source or rows >= _APPLY_ROWS):
-                    yield pa.Table.from_batches(held), held_source
-                    held, rows = [], 0
-                held.append(batch)
-                held_source, rows = source, rows + batch.num_rows
-        if held:
-            yield pa.Table.from_batches(held), held_source
+                yield pa.Table.from_batches([batch]), source
         path.unlink()
 
     def close(self) -> None:
-        """Remove the held files."""
+        """Let go of the held records and remove their files."""
         for writer in self._writers:
             if writer is not None:
                 writer.close()
         self._writers = [None] * self.parts
+        self._kept = [[] for _ in range(self.parts)]
         self._sources = [[] for _ in range(self.parts)]
-        self.rows = 0
+        self.rows = self._kept_bytes = 0
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+
+
+def _by_source(
+    tables: Iterator[tuple[pa.Table, int]],
+) -> Iterator[tuple[pa.Table, int]]:
+    """Consecutive tables of one source put together, up to :data:`_APPLY_ROWS` rows."""
+    held: list[pa.Table] = []
+    held_source, rows = -1, 0
+    for table, source in tables:
+        if held and (source != held_source or rows >= _APPLY_ROWS):
+            yield pa.concat_tables(held), held_source
+            held, rows = [], 0
+        held.append(table)
+        held_source, rows = source, rows + table.num_rows
+    if held:
+        yield pa.concat_tables(held), held_source
+
+
+def _local_dir() -> str | None:
+    """Where a Spark executor keeps its scratch files (``SPARK_LOCAL_DIRS``' first folder),
+    if Spark says; else None (the system's temporary folder)."""
+    folders = [f for f in os.environ.get("SPARK_LOCAL_DIRS", "").split(",") if f.strip()]
+    return folders[0].strip() if folders else None

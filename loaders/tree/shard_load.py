@@ -31,6 +31,7 @@ from loaders.tree.pending import (
     latest_time,
     read_pending,
 )
+from treestore.storage.memtable import ENTRY_BYTES as MEMTABLE_ENTRY_BYTES
 from treestore.storage.pagestore import PageStore
 from treestore.storage.tree import ShardState, ShardTree
 from treestore.store.layout import tree_folder
@@ -49,6 +50,8 @@ class ShardLoad:
         owner: the store's identity, which the runs carry (None: the store has none).
         parts: how many parts the shard's records are built in (see
             :mod:`loaders.tree.parts`; 1, or a job whose records cannot be split: whole).
+        held_bytes: how many bytes of the records built in parts are held in memory until
+            they are built (the rest in local files); default half the memtable's budget.
     """
 
     def __init__(
@@ -59,6 +62,7 @@ class ShardLoad:
         state: ShardState | None,
         owner: str | None = None,
         parts: int = 1,
+        held_bytes: int | None = None,
     ) -> None:
         self.builder, self.pages, self.shard = builder, pages, shard
         self.tree = ShardTree(pages, state, shard=shard, folder=tree_folder(shard), owner=owner)
@@ -75,7 +79,11 @@ class ShardLoad:
         split = split_of(builder.elements) if parts > 1 else None
         self.parts = parts if split is not None else 1
         """How many parts this load built the shard's records in (1: whole)."""
-        self._held = HeldParts(split, parts) if split is not None else None
+        self._held = None
+        if split is not None:
+            if held_bytes is None:  # half what the memtable may hold (empty while they are)
+                held_bytes = self.tree.memtable_limit * MEMTABLE_ENTRY_BYTES // 2
+            self._held = HeldParts(split, parts, memory_bytes=held_bytes)
 
     def apply(self, table: pa.Table, source: int = 0) -> None:
         """Apply the next records, of ``source`` (its number), in their order (columns
@@ -116,6 +124,11 @@ class ShardLoad:
                 self.tree.end_part(shared_keys(self.tree, held.split))
         finally:
             held.close()
+
+    def close(self) -> None:
+        """Let go of the records held and not built (a failed load's)."""
+        if self._held is not None:
+            self._held.close()
 
     def finish(self) -> ShardState:
         """Build the records held (:meth:`apply_held`), retry, expire and store the pending

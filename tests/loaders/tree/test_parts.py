@@ -139,12 +139,17 @@ def _content(pages: MemoryPageStore, load: ShardLoad) -> dict[tuple[str, ...], t
 
 
 def _loads(
-    builder: TreeBuilder, loads: list[list[tuple[pa.Table, int]]], parts_: int, limit: int
+    builder: TreeBuilder,
+    loads: list[list[tuple[pa.Table, int]]],
+    parts_: int,
+    limit: int,
+    held_bytes: int | None = None,
 ) -> list[Any]:
-    """What each load of ``loads`` (tables with their source) gives, in ``parts_`` parts."""
+    """What each load of ``loads`` (tables with their source) gives, in ``parts_`` parts
+    (``held_bytes`` of records held in memory, the rest in files)."""
     pages, state, seen = MemoryPageStore(), None, []
     for tables in loads:
-        load = ShardLoad(builder, pages, 3, state, parts=parts_)
+        load = ShardLoad(builder, pages, 3, state, parts=parts_, held_bytes=held_bytes)
         load.tree.memtable_limit = limit
         for table, source in tables:
             load.apply(table, source)
@@ -196,13 +201,20 @@ _JOBS = {
     st.integers(1, 30),
     st.integers(2, 5),
     st.sampled_from([4, 1000]),
+    st.sampled_from([0, 600, 1 << 30]),
 )
 def test_a_shard_built_in_parts_is_the_tree_built_whole(
-    job: str, records: list[tuple[Any, ...]], batch_size: int, parts_: int, limit: int
+    job: str,
+    records: list[tuple[Any, ...]],
+    batch_size: int,
+    parts_: int,
+    limit: int,
+    held_bytes: int,
 ) -> None:
     """Two loads (the second on the first's tree), whole and in parts: the same nodes with
     the same hits, children and data, the same counts and pending records; with a memtable
-    of 4 entries, flushes and lookups in runs happen within parts too."""
+    of 4 entries, flushes and lookups in runs happen within parts too; the records held in
+    files, in memory, or the first in memory and the rest in files."""
     builder = _builder(_JOBS[job])
     filters = list(builder.filter_columns.values())
     rows = [
@@ -218,7 +230,7 @@ def test_a_shard_built_in_parts_is_the_tree_built_whole(
     half = len(tables) // 2
     loads = [tables, tables[half:]]
     whole = _loads(builder, loads, 1, limit)
-    in_parts = _loads(builder, loads, parts_, limit)
+    in_parts = _loads(builder, loads, parts_, limit, held_bytes)
     assert in_parts == whole
 
 
@@ -284,17 +296,24 @@ def test_a_list_in_the_split_field_builds_what_was_held_and_goes_on_whole() -> N
     assert results[0][("a",)][0] == 5 and results[0][("c", "4")][0] == 1
 
 
-def test_held_records_keep_their_order_and_source_within_each_part() -> None:
+@pytest.mark.parametrize("memory_bytes", [0, 100, 1 << 30])
+def test_held_records_keep_their_order_and_source_within_each_part(memory_bytes: int) -> None:
+    """Held in files, in memory, or the first batch in memory and the second in files:
+    each part gives its records in their order, with their source."""
     split = Split("K", "none")
-    held = HeldParts(split, 3)
+    held = HeldParts(split, 3, memory_bytes=memory_bytes)
     first = pa.table({"K": ["a", "b", None, "c", "a"], "n": [0, 1, 2, 3, 4]})
     second = pa.table({"K": ["c", "b", "a"], "n": [5, 6, 7]})
     held.hold(first, 0)
     held.hold(second, 1)
     folder = held._folder
-    assert folder is not None and len(list(folder.iterdir())) == len(
-        set(split.parts_of(pa.concat_tables([first, second]), 3).tolist())
-    )
+    if memory_bytes == 1 << 30:
+        assert folder is None  # all in memory
+    else:
+        in_files = second if memory_bytes else pa.concat_tables([first, second])
+        assert folder is not None and len(list(folder.iterdir())) == len(
+            set(split.parts_of(in_files, 3).tolist())
+        )
     seen = [
         [(table.column("n").to_pylist(), source) for table, source in part]
         for part in held.parts_in_order()
@@ -310,4 +329,4 @@ def test_held_records_keep_their_order_and_source_within_each_part() -> None:
     assert seen == [expected[n] for n in sorted(expected)]
     assert sorted(n for part in seen for ns, _ in part for n in ns) == list(range(8))
     held.close()
-    assert not folder.exists()
+    assert folder is None or not folder.exists()
