@@ -167,11 +167,8 @@ class ShardTree(TreeWriter):
             stretches = merge_disjoint(
                 _with_data([c for c, _ in parts]), self._shared, [h for _, h in parts], _indexed
             )
-        else:
-            columns = memtable.columns(slots)
-            hashed = memtable.keys()  # hashed already, for the memtable's key index
-            hashed = hashed if slots is None else hashed.take(slots)
-            stretches = [(columns, hashed.indexed())]
+        else:  # the hashes the memtable's key index holds, in the entries' order
+            stretches = [memtable.columns_and_hashes(slots)]
         self._sealed, self.sealed_entries = [], 0
         entries = sum(len(columns) for columns, _ in stretches)
         keys = KeyFilter.sized(entries)
