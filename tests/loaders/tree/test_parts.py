@@ -21,6 +21,7 @@ from loaders.tree.builder import TreeBuilder
 from loaders.tree.parts import HeldParts, Split, shard_parts, split_of
 from loaders.tree.shard_load import ShardLoad
 from shell.demo import DEMO_JOB
+from tests.loaders.tree.test_native_identity import _table
 from tests.support.jobs import CLICKS_JOB
 from treestore.storage.pagestore import MemoryPageStore
 from treestore.storage.tree import ShardTree
@@ -114,19 +115,6 @@ def test_big_shards_get_a_part_per_part_records(monkeypatch: pytest.MonkeyPatch)
 
 
 # -- the same tree, built whole or in parts ----------------------------------------------
-
-
-def _table(builder: TreeBuilder, rows: list[dict[str, Any]]) -> pa.Table:
-    columns = {}
-    for name in builder.fields:
-        values = [row.get(name) for row in rows]
-        if name.startswith("__element_filter"):
-            columns[name] = pa.array(values, pa.bool_())
-        elif name == "ATTRIBUTE_IDS":
-            columns[name] = pa.array(values, pa.list_(pa.string()))
-        else:
-            columns[name] = pa.array(values, pa.string())
-    return pa.table(columns)
 
 
 def _content(pages: MemoryPageStore, load: ShardLoad) -> dict[tuple[str, ...], tuple[Any, ...]]:
