@@ -32,6 +32,7 @@ from loaders.job.text import JobText
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.shard_load import ShardLoad
 from shell.demo import DEMO_JOB
+from tests.support.record_tables import record_table
 from treestore import native
 from treestore.storage.pagestore import MemoryPageStore
 
@@ -82,19 +83,6 @@ def _load(
     return dict(pages.blobs), states
 
 
-def _table(builder: TreeBuilder, rows: list[dict[str, Any]]) -> pa.Table:
-    columns = {}
-    for name in builder.fields:
-        values = [row.get(name) for row in rows]
-        if name.startswith("__element_filter"):
-            columns[name] = pa.array(values, pa.bool_())
-        elif name == "ATTRIBUTE_IDS":
-            columns[name] = pa.array(values, pa.list_(pa.string()))
-        else:
-            columns[name] = pa.array(values, pa.string())
-    return pa.table(columns)
-
-
 def _seed_rows(builder: TreeBuilder, attributes: int, mappings: int, seed: int) -> list[pa.Table]:
     """The seed's shape (as bench/load.py makes it): attribute rows with 1-5 ids, mapping
     rows of which a third have a UID no attribute row has; in batches of 5,000."""
@@ -120,7 +108,7 @@ def _seed_rows(builder: TreeBuilder, attributes: int, mappings: int, seed: int) 
             {"UID": f"u{uid if k else uids + uid}", "PUID": f"p{puid}", attribute: False,
              mapping: True}
         )  # fmt: skip
-    return [_table(builder, rows[i : i + 5000]) for i in range(0, len(rows), 5000)]
+    return [record_table(builder, rows[i : i + 5000]) for i in range(0, len(rows), 5000)]
 
 
 @pytest.mark.parametrize("parts", [1, 4])
@@ -171,7 +159,9 @@ def test_random_records_build_the_same_bytes_compiled_and_in_numpy(
          filters[0]: source == "ATTR", filters[1]: source == "MAPPING"}
         for source, uid, ids, puid in records
     ]  # fmt: skip
-    batches = [_table(builder, rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)]
+    batches = [
+        record_table(builder, rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)
+    ]
     oracle = _load(builder, batches, ORACLE, memtable_limit=8, loads=2, parts=parts)
     compiled = _load(builder, batches, COMPILED, memtable_limit=8, loads=2, parts=parts)
     assert oracle[1] == compiled[1]

@@ -21,8 +21,8 @@ from loaders.tree.builder import TreeBuilder
 from loaders.tree.parts import HeldParts, Split, shard_parts, split_of
 from loaders.tree.shard_load import ShardLoad
 from shell.demo import DEMO_JOB
-from tests.loaders.tree.test_native_identity import _table
 from tests.support.jobs import CLICKS_JOB
+from tests.support.record_tables import record_table
 from treestore.storage.pagestore import MemoryPageStore
 from treestore.storage.tree import ShardTree
 
@@ -212,7 +212,7 @@ def test_a_shard_built_in_parts_is_the_tree_built_whole(
     ]  # fmt: skip
     sources = [int(source == "MAPPING") for source, *_ in records]
     tables = [
-        (_table(builder, rows[i : i + batch_size]), sources[i])
+        (record_table(builder, rows[i : i + batch_size]), sources[i])
         for i in range(0, len(rows), batch_size)
     ]
     half = len(tables) // 2
@@ -238,7 +238,7 @@ def _seed_tables(builder: TreeBuilder, attributes: int, mappings: int) -> list[p
             strict=True,
         )
     ]
-    return [_table(builder, rows[i : i + 2000]) for i in range(0, len(rows), 2000)]
+    return [record_table(builder, rows[i : i + 2000]) for i in range(0, len(rows), 2000)]
 
 
 def test_the_seeds_records_in_parts_make_the_same_tree_in_fewer_structures() -> None:
