@@ -27,21 +27,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loaders.job.model import _Validator
-from loaders.job.text import JobText
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.shard_load import ShardLoad
 from shell.demo import DEMO_JOB
-from tests.support.record_tables import record_table
+from tests.support.record_tables import job_builder, record_rows, record_table
 from treestore import native
 from treestore.storage.pagestore import MemoryPageStore
 
 ORACLE = 1 << 62  # no array is this big: numpy everywhere
 COMPILED = 1  # every array through the kernels
-
-
-def _builder(job: dict[str, Any]) -> TreeBuilder:
-    return TreeBuilder(_Validator(JobText("job.json", "", job), Path(".")).job_spec().tree)
 
 
 @contextmanager
@@ -113,7 +107,7 @@ def _seed_rows(builder: TreeBuilder, attributes: int, mappings: int, seed: int) 
 
 @pytest.mark.parametrize("parts", [1, 4])
 def test_the_seeds_load_writes_the_same_bytes_compiled_and_in_numpy(parts: int) -> None:
-    builder = _builder(DEMO_JOB)
+    builder = job_builder(DEMO_JOB)
     batches = _seed_rows(builder, 6000, 30000, seed=7)
     # a memtable of 4,000 entries: flushes, runs looked up, compactions
     oracle = _load(builder, batches, ORACLE, memtable_limit=4000, loads=2, parts=parts)
@@ -152,13 +146,8 @@ def test_random_records_build_the_same_bytes_compiled_and_in_numpy(
         attribute[2]["once"] = True
     if pending:
         mapping[0]["pending"] = {"loads": 2}
-    builder = _builder(job)
-    filters = list(builder.filter_columns.values())
-    rows = [
-        {"UID": uid, "ATTRIBUTE_IDS": ids, "PUID": puid,
-         filters[0]: source == "ATTR", filters[1]: source == "MAPPING"}
-        for source, uid, ids, puid in records
-    ]  # fmt: skip
+    builder = job_builder(job)
+    rows = record_rows(builder, records)
     batches = [
         record_table(builder, rows[i : i + batch_size]) for i in range(0, len(rows), batch_size)
     ]
@@ -181,7 +170,7 @@ def signatures():
 
 native.warm()
 warmed = signatures()
-builder = t._builder(t.DEMO_JOB)
+builder = t.job_builder(t.DEMO_JOB)
 t._load(builder, t._seed_rows(builder, 300, 1500, seed=3), t.COMPILED, memtable_limit=400, loads=2)
 print([warmed, signatures()])
 """

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,22 +13,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loaders.job.model import _Validator
-from loaders.job.text import JobText
 from loaders.tree import parts
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.parts import HeldParts, Split, shard_parts, split_of
 from loaders.tree.shard_load import ShardLoad
 from shell.demo import DEMO_JOB
 from tests.support.jobs import CLICKS_JOB
-from tests.support.record_tables import record_table
+from tests.support.record_tables import job_builder, record_rows, record_table
 from treestore.storage.pagestore import MemoryPageStore
 from treestore.storage.tree import ShardTree
 
 
 def _builder(root: Any) -> TreeBuilder:
     job = root if isinstance(root, dict) else {**DEMO_JOB, "tree": {"root": root}}
-    return TreeBuilder(_Validator(JobText("job.json", "", job), Path(".")).job_spec().tree)
+    return job_builder(job)
 
 
 def _demo(**changes: Any) -> dict[str, Any]:
@@ -204,12 +201,7 @@ def test_a_shard_built_in_parts_is_the_tree_built_whole(
     of 4 entries, flushes and lookups in runs happen within parts too; the records held in
     files, in memory, or the first in memory and the rest in files."""
     builder = _builder(_JOBS[job])
-    filters = list(builder.filter_columns.values())
-    rows = [
-        {"UID": uid, "ATTRIBUTE_IDS": ids, "PUID": puid,
-         filters[0]: source == "ATTR", filters[1]: source == "MAPPING"}
-        for source, uid, ids, puid in records
-    ]  # fmt: skip
+    rows = record_rows(builder, records)
     sources = [int(source == "MAPPING") for source, *_ in records]
     tables = [
         (record_table(builder, rows[i : i + batch_size]), sources[i])

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pyarrow as pa
 
-from loaders.job.model import _Validator
-from loaders.job.text import JobText
 from loaders.tree.builder import TreeBuilder
 from loaders.tree.pending import SIDE_NAME, PendingState
 from loaders.tree.shard_load import ShardLoad
 from shell.demo import DEMO_JOB
+from tests.support.record_tables import job_builder
 from treestore.storage.pagestore import MemoryPageStore
 from treestore.storage.state import ShardState
 from treestore.storage.tree import ShardTree
@@ -51,7 +49,7 @@ def test_pending_records_keep_their_manifest_form() -> None:
 def _builder() -> TreeBuilder:
     job = copy.deepcopy(DEMO_JOB)
     job["tree"]["root"][1]["list"][1][0]["pending"] = {"loads": 2}
-    return TreeBuilder(_Validator(JobText("job.json", "", job), Path(".")).job_spec().tree)
+    return job_builder(job)
 
 
 def _table(builder: TreeBuilder, source: str, **fields: object) -> pa.Table:
