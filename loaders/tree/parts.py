@@ -6,19 +6,23 @@ processor's caches, and each record then costs two to three times what it costs 
 small shard. So a load splits a big shard's records by the name of the first node that
 tells records apart (the *split element*: in the seed's job the UID under ``root``), and
 applies one part's records after another, each in record order, the tree's memtable
-flushed between parts: each part's structures are small again.
+sealed and emptied between parts but for the shared upper nodes
+(:meth:`~treestore.storage.tree.ShardTree.end_part`): each part's structures are small
+again, and the parts are written together as one run.
 
 The tree is the same as one built whole, but for node ids (a node's id is its place in
 the order nodes are made): every node below a split node is visited only by records with
 that split name, which are all in one part and in their order, so update-only visits,
 ``once``, data attachments and pending records see what they would see whole. The nodes
 above the split (the shared upper nodes) are visited by every part; their hits add up in
-any order. :func:`split_field` finds the split element and refuses jobs where that would
+any order. :func:`split_of` finds the split element and refuses jobs where that would
 not hold (an update-only, ``once`` or data element above it; branches that split on
-different fields; a list field).
+different fields or defaults); a list in the split field makes the shard's load build
+the rest whole.
 
-While a shard task reads its records, a big shard's records are held in local files, one
-per part (:class:`HeldParts`), and built part by part when the reading is done.
+While a shard task reads its records, a big shard's records are held by part
+(:class:`HeldParts`: in memory up to a budget, the rest in local files), and built part
+by part when the reading is done.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ __all__ = [
     "split_of",
 ]
 
-Path_ = tuple[str, ...]
+NamePath = tuple[str, ...]
+"""A node's path below the root, by the names of its nodes."""
 
 PART_RECORDS = 250_000
 """About how many records of a big shard one part holds. Measured on the seed's rows at
@@ -74,7 +79,7 @@ class Split:
 
     field: str
     default: str | None
-    shared: tuple[Path_, ...] = ((),)
+    shared: tuple[NamePath, ...] = ((),)
     """The paths of the shared nodes above the split (const names from the root)."""
 
     def names(self, table: pa.Table) -> pa.Array:
@@ -107,7 +112,7 @@ def split_of(elements: Sequence[ElementSpec]) -> Split | None:
     return found if isinstance(found, Split) else None
 
 
-def _split_in(elements: Sequence[ElementSpec], above: tuple[Path_, ...]) -> Split | bool:
+def _split_in(elements: Sequence[ElementSpec], above: tuple[NamePath, ...]) -> Split | bool:
     """The split of one list of elements under the shared nodes ``above`` (their paths);
     False when the list refuses one."""
     paths = above

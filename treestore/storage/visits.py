@@ -152,6 +152,11 @@ class TreeWriter(TreeReader):
         see :meth:`~treestore.storage.tree.ShardTree.end_part`)."""
         self.stats = WriteStats()
 
+    def _memtable_full(self) -> bool:
+        """Whether the memtable, with the entries sealed but not yet written, has reached
+        its budget (the next visit flushes first)."""
+        return len(self.memtable) + self.sealed_entries >= self.memtable_limit
+
     def flush(self) -> None:
         """Write the memtable as a new run (see :class:`~treestore.storage.tree.ShardTree`)."""
         raise NotImplementedError
@@ -176,7 +181,7 @@ class TreeWriter(TreeReader):
         Returns the child's handle, or ``None`` when the visit does not go ahead.
         """
         memtable = self.memtable
-        if len(memtable) + self.sealed_entries >= self.memtable_limit:
+        if self._memtable_full():
             self.flush()
         parent_id, parent_key = parent
         key = (parent_id, name)
@@ -298,7 +303,7 @@ class TreeWriter(TreeReader):
         self.stats.nodes_created += len(fresh)
         self.stats.nodes_updated += len(added) - len(fresh)
         ids[~accepted] = -1
-        if len(memtable) + self.sealed_entries >= self.memtable_limit:
+        if self._memtable_full():
             self.flush()
         return ids
 
